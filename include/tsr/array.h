@@ -1,0 +1,184 @@
+#pragma once
+/** The sharded Array value handle, its type, and the calls that create, place,
+ *  read and re-lay-out arrays. */
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tsr/device.h"
+#include "tsr/dtype.h"
+#include "tsr/sharding.h"
+#include "tsr/shape.h"
+
+namespace tsr {
+
+/** An array's type: shape, dtype (+weak flag), sharding on an abstract mesh with the
+ *  spec normalized to the rank, and the manual axes it varies over. Prints like
+ *  f32[8@X,4@Y], ~f32[], f32[8]{U:x}, f32[4]{V:x}. */
+struct ArrayType {
+  Shape shape;                 /**< global shape */
+  DType dtype = DType::Float32;  /**< element type */
+  bool weak = false;           /**< weak type (came from a C++ scalar) */
+  NamedSharding sharding;      /**< abstract mesh + rank-normalized spec */
+  std::set<std::string> vma;   /**< manual mesh axes the value varies over */
+
+  /** Rank. */
+  int ndim() const { return static_cast<int>(shape.size()); }
+  /** "f32[8@X,4@Y]". */
+  std::string str() const;
+  /** Same shape, dtype, vma and (when either mesh has an Explicit axis) sharding. */
+  bool operator==(const ArrayType& o) const;
+};
+/** Prints ArrayType::str(). */
+std::ostream& operator<<(std::ostream& os, const ArrayType& t);
+
+/** Builds the type-level sharding for a value of `shape` (spec §10.2): drops
+ *  non-Explicit axes, pads the spec to the rank, checks its length (E24) and
+ *  divisibility (E23). */
+NamedSharding type_sharding(const NamedSharding& s, const Shape& shape);
+
+/** Where to put an array: a NamedSharding, a PartitionSpec (against the context
+ *  mesh) or one Device. Default: replicated on the context mesh, else device 0. */
+using Placement = std::variant<std::monostate, NamedSharding, PartitionSpec, Device>;
+
+class Array;
+
+/** One device's piece of an array. */
+struct Shard {
+  Device device;       /**< where it lives */
+  Index index;         /**< which part of the global array it holds */
+  int replica_id = 0;  /**< 0 for the first copy of this index */
+  /** The piece itself, as an array on `device` (shares the buffer). */
+  std::shared_ptr<Array> data;
+};
+
+namespace detail {
+struct ArrayImpl;
+}
+
+/** A sharded, immutable n-d array: a cheap handle. Operations are dispatched
+ *  asynchronously; reading data waits for them. */
+class Array {
+ public:
+  /** An invalid handle; most calls raise ValueError on it. */
+  Array() = default;
+  /** Wraps an implementation (internal). */
+  explicit Array(std::shared_ptr<detail::ArrayImpl> impl) : impl_(std::move(impl)) {}
+
+  /** True when this handle refers to an array. */
+  bool valid() const { return impl_ != nullptr; }
+  /** The type. */
+  const ArrayType& type() const;
+  /** Global shape. */
+  const Shape& shape() const { return type().shape; }
+  /** Element type. */
+  DType dtype() const { return type().dtype; }
+  /** Rank. */
+  int ndim() const { return type().ndim(); }
+  /** Number of elements. */
+  int64_t size() const { return numel(shape()); }
+  /** Bytes of the logical value. */
+  int64_t nbytes() const { return size() * itemsize(dtype()); }
+  /** The concrete sharding, with devices. */
+  const NamedSharding& sharding() const;
+  /** Waits until every shard is computed; rethrows an error raised while computing. */
+  const Array& block_until_ready() const;
+  /** One shard per device in mesh row-major order. */
+  std::vector<Shard> addressable_shards() const;
+
+  /** The logical value, row-major, converted to T. Reduces unreduced axes. */
+  template <typename T>
+  std::vector<T> to_vector() const {
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(size()));
+      copy_to_host(bytes.data(), DType::Bool);
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> out(static_cast<size_t>(size()));
+      copy_to_host(out.data(), dtype_v<T>);
+      return out;
+    }
+  }
+  /** The value of a one-element array, converted to T. */
+  template <typename T>
+  T item() const {
+    check_item();
+    return to_vector<T>()[0];
+  }
+
+  /** Internal implementation. */
+  const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
+
+ private:
+  void copy_to_host(void* dst, DType as) const;
+  void check_item() const;
+  std::shared_ptr<detail::ArrayImpl> impl_;
+};
+
+/** The array's type (as jax.typeof). */
+const ArrayType& typeof(const Array& x);
+
+/** Copies host data of `shape` (default: 1-D of data's length) onto a placement. */
+Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where = {});
+/** An array from a vector; shape defaults to 1-D. */
+template <typename T>
+Array array(const std::vector<T>& data, const Shape& shape = {-1}, const Placement& where = {}) {
+  Shape s = (shape.size() == 1 && shape[0] == -1) ? Shape{static_cast<int64_t>(data.size())}
+                                                  : shape;
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    return from_host(bytes.data(), dtype_v<T>, s, where);
+  } else {
+    return from_host(data.data(), dtype_v<T>, s, where);
+  }
+}
+/** An array from a braced list: array({1.f, 2.f}). */
+template <typename T>
+Array array(std::initializer_list<T> data, const Shape& shape = {-1},
+            const Placement& where = {}) {
+  return array(std::vector<T>(data), shape, where);
+}
+/** A rank-0 array holding v (a strong type; see weak scalars in ops). */
+template <typename T>
+Array scalar(T v, const Placement& where = {}) {
+  return array(std::vector<T>{v}, Shape{}, where);
+}
+
+/** Zeros of shape and dtype. */
+Array zeros(const Shape& shape, DType dtype = float32, const Placement& where = {});
+/** Ones of shape and dtype. */
+Array ones(const Shape& shape, DType dtype = float32, const Placement& where = {});
+/** Every element `value` (converted to dtype). */
+Array full(const Shape& shape, double value, DType dtype = float32, const Placement& where = {});
+/** start, start+step, ... below stop, as a 1-D array. */
+Array arange(double start, double stop, double step = 1, DType dtype = float32,
+             const Placement& where = {});
+/** 0, 1, ..., n-1 as float32 (arange(32.f)) or int32 (arange(32)). */
+Array arange(float n, const Placement& where = {});
+/** 0, 1, ..., n-1 as int32. */
+Array arange(int n, const Placement& where = {});
+/** Row-major positions 0..numel-1 laid out in `shape` (a quick test pattern). */
+Array iota(const Shape& shape, DType dtype = float32, const Placement& where = {});
+
+/** Copies an array (or moves it between device sets) to a placement. */
+Array device_put(const Array& x, const Placement& where);
+/** Changes an array's sharding with collectives on device data (never via the
+ *  host). Same devices or not; replicated<->sharded<->unreduced. */
+Array reshard(const Array& x, const Placement& where);
+
+/** A terminal box diagram of which device holds which block, for any rank, plus
+ *  the per-device shard shape and bytes. */
+std::string visualize(const Array& x);
+/** Same diagram for a type laid out on a concrete sharding. */
+std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding);
+
+/** Resolves a placement to a concrete sharding for a value of `shape` (internal to
+ *  creation calls; `api` names the caller in errors). */
+NamedSharding resolve_placement(const Placement& where, const Shape& shape, const char* api);
+
+}  // namespace tsr

@@ -1,0 +1,46 @@
+#pragma once
+/** Devices and runtime start-up. Simulated CPU devices live in this process: each
+ *  has one in-order stream served by one worker thread. */
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tsr {
+
+/** The kind of hardware a device is. */
+enum class Platform : uint8_t { CPU, CUDA };
+
+/** A device handle: a small value. */
+struct Device {
+  Platform platform = Platform::CPU;  /**< hardware kind */
+  int id = 0;                         /**< global device id */
+  /** Equality of platform and id. */
+  bool operator==(const Device&) const = default;
+  /** "CPU 3" — the label visualize() uses. */
+  std::string label() const;
+  /** "CpuDevice(id=3)". */
+  std::string str() const;
+};
+/** Prints Device::str(). */
+std::ostream& operator<<(std::ostream& os, const Device& d);
+
+/** Options for init(). */
+struct InitOptions {
+  /** Number of simulated CPU devices; 0 means TSR_NUM_CPU_DEVICES, else 8. */
+  int num_cpu_devices = 0;
+};
+
+/** Starts the runtime. Called implicitly with default options on first use;
+ *  calling it again with a different device count raises ValueError. */
+void init(const InitOptions& options = {});
+/** True once the runtime has started. */
+bool is_initialized();
+/** All devices, in id order. */
+std::vector<Device> devices();
+/** Number of devices. */
+int device_count();
+/** Blocks until every stream has run everything queued so far. */
+void synchronize();
+
+}  // namespace tsr

@@ -1,0 +1,143 @@
+#pragma once
+/** Element types, their sizes and names, and JAX's type-promotion lattice. */
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <string>
+
+namespace tsr {
+
+/** The element types an Array can hold. */
+enum class DType : uint8_t {
+  Bool,
+  Int8,
+  Int32,
+  Int64,
+  UInt8,
+  UInt32,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+};
+
+/** Number of DType values; DType values are 0..kNumDTypes-1. */
+inline constexpr int kNumDTypes = 10;
+
+inline constexpr DType bool_ = DType::Bool;         /**< boolean, one byte per element */
+inline constexpr DType int8 = DType::Int8;          /**< signed 8-bit integer */
+inline constexpr DType int32 = DType::Int32;        /**< signed 32-bit integer */
+inline constexpr DType int64 = DType::Int64;        /**< signed 64-bit integer */
+inline constexpr DType uint8 = DType::UInt8;        /**< unsigned 8-bit integer */
+inline constexpr DType uint32 = DType::UInt32;      /**< unsigned 32-bit integer */
+inline constexpr DType float16 = DType::Float16;    /**< IEEE binary16 */
+inline constexpr DType bfloat16 = DType::BFloat16;  /**< brain float (8-bit exponent) */
+inline constexpr DType float32 = DType::Float32;    /**< IEEE binary32 */
+inline constexpr DType float64 = DType::Float64;    /**< IEEE binary64 */
+
+/** Bytes per element. */
+int itemsize(DType t);
+/** Full name as JAX prints it: "float32", "bool", ... */
+const char* dtype_name(DType t);
+/** Short name used in type strings: "f32", "i32", "bf16", "bool", ... */
+const char* dtype_short_name(DType t);
+/** True for float16, bfloat16, float32, float64. */
+bool is_floating(DType t);
+/** True for the signed and unsigned integer types (not bool). */
+bool is_integer(DType t);
+/** True for the unsigned integer types. */
+bool is_unsigned(DType t);
+/** Parses a full or short name ("float32" or "f32"); throws ValueError otherwise. */
+DType dtype_from_name(const std::string& name);
+/** Prints the full name. */
+std::ostream& operator<<(std::ostream& os, DType t);
+
+/** A dtype plus JAX's weak-type flag (set for values that came from C++ scalars). */
+struct TypedDType {
+  DType dtype = DType::Float32;  /**< the concrete element type */
+  bool weak = false;             /**< true when the type may be overridden by a strong operand */
+  /** Equality of dtype and weak flag. */
+  bool operator==(const TypedDType&) const = default;
+};
+
+/** Promotes two dtypes by JAX's lattice (least upper bound). Where the bound is a
+ *  type Tessera lacks (int16, uint16, uint64), the next supported type above it is used. */
+DType promote_types(DType a, DType b);
+/** Promotion with weak types: a weak int is int32 and a weak float float32 unless a
+ *  strong operand decides; the result is weak only when every input was weak. */
+TypedDType promote_types(TypedDType a, TypedDType b);
+
+/** IEEE binary16 storage type with float conversions (round to nearest even). */
+struct float16_t {
+  uint16_t bits = 0;  /**< raw bits */
+  float16_t() = default;
+  /** Converts from float, rounding to nearest even. */
+  explicit float16_t(float f);
+  /** Converts to float exactly. */
+  explicit operator float() const;
+  /** Bitwise equality. */
+  bool operator==(const float16_t& o) const { return bits == o.bits; }
+};
+
+/** bfloat16 storage type with float conversions (round to nearest even). */
+struct bfloat16_t {
+  uint16_t bits = 0;  /**< raw bits */
+  bfloat16_t() = default;
+  /** Converts from float, rounding to nearest even. */
+  explicit bfloat16_t(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+      bits = static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+    } else {
+      u += 0x7fffu + ((u >> 16) & 1u);
+      bits = static_cast<uint16_t>(u >> 16);
+    }
+  }
+  /** Converts to float exactly. */
+  explicit operator float() const {
+    uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  /** Bitwise equality. */
+  bool operator==(const bfloat16_t& o) const { return bits == o.bits; }
+};
+
+/** Maps a C++ element type to its DType (bool, int8_t, ..., float16_t, double). */
+template <typename T>
+struct dtype_of;
+template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
+template <> struct dtype_of<int8_t> { static constexpr DType value = DType::Int8; };
+template <> struct dtype_of<int32_t> { static constexpr DType value = DType::Int32; };
+template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };
+template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UInt8; };
+template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::UInt32; };
+template <> struct dtype_of<float16_t> { static constexpr DType value = DType::Float16; };
+template <> struct dtype_of<bfloat16_t> { static constexpr DType value = DType::BFloat16; };
+template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };
+/** The DType of C++ type T. */
+template <typename T>
+inline constexpr DType dtype_v = dtype_of<T>::value;
+
+/** Calls f(T{}) with the C++ type T that stores dtype t (bool stored as bool). */
+template <typename F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::Bool: return f(bool{});
+    case DType::Int8: return f(int8_t{});
+    case DType::Int32: return f(int32_t{});
+    case DType::Int64: return f(int64_t{});
+    case DType::UInt8: return f(uint8_t{});
+    case DType::UInt32: return f(uint32_t{});
+    case DType::Float16: return f(float16_t{});
+    case DType::BFloat16: return f(bfloat16_t{});
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+  }
+  return f(float{});
+}
+
+}  // namespace tsr

@@ -1,0 +1,72 @@
+#pragma once
+/** Tessera error types. Every user mistake raises one of these with a message
+ *  of the form "[op] what is wrong. Got ...; expected .... How to fix." */
+#include <stdexcept>
+#include <string>
+
+namespace tsr {
+
+/** Base class of every error Tessera raises. */
+class Error : public std::runtime_error {
+ public:
+  /** Builds an error with the full message text. */
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+/** A bad argument value (wrong axis name, bad size, ...). */
+class ValueError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
+/** A shape or dtype rule was violated. */
+class TypeError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
+/** A sharding rule refused its inputs; the message says how to fix it. */
+class ShardingTypeError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
+/** A rule or feature that does not exist (yet); names what is missing. */
+class NotImplementedError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
+/** A backend (kernel table, allocator, device) failed. */
+class BackendError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
+/** A collective failed: mismatched arguments, a failed peer or a timeout. */
+class CommError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
+/** A NamedSharding maps one mesh axis to two dimensions (spec E18). */
+class DuplicateSpecError : public ValueError {
+ public:
+  /** Builds the error. */
+  using ValueError::ValueError;
+};
+
+/** A sharded dimension is not divisible by its tiling factor (spec E22). */
+class IndivisibleError : public ValueError {
+ public:
+  /** Builds the error. */
+  using ValueError::ValueError;
+};
+
+}  // namespace tsr

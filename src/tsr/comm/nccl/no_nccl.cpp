@@ -1,0 +1,6 @@
+// Built when TSR_WITH_NCCL is OFF: the NCCL backend reports that it is absent.
+#include "tsr/comm/backends.h"
+
+namespace tsr::detail {
+bool nccl_is_available() { return false; }
+}  // namespace tsr::detail

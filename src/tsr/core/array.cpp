@@ -1,0 +1,293 @@
+#include "tsr/array.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "tsr/core/array_impl.h"
+#include "tsr/core/box_copy.h"
+#include "tsr/core/convert.h"
+#include "tsr/error.h"
+
+namespace tsr {
+namespace detail {
+
+Array make_array(const Shape& shape, DType dtype, const NamedSharding& sharding,
+                 std::vector<BufferPtr> buffers, bool weak) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->type.shape = shape;
+  impl->type.dtype = dtype;
+  impl->type.weak = weak;
+  impl->type.sharding = type_sharding(sharding, shape);
+  impl->sharding = sharding;
+  impl->buffers = std::move(buffers);
+  return Array(std::move(impl));
+}
+
+}  // namespace detail
+
+namespace {
+
+const detail::ArrayImpl& get(const std::shared_ptr<detail::ArrayImpl>& impl) {
+  if (!impl)
+    throw ValueError("[Array] the handle is empty. Got a default-constructed Array; expected one "
+                     "made by an op such as array(), zeros() or device_put().");
+  return *impl;
+}
+
+Shape origin_of(const Index& idx) {
+  Shape o(idx.size());
+  for (size_t d = 0; d < idx.size(); ++d) o[d] = idx[d].start;
+  return o;
+}
+
+// True when the device at flat position i must hold zeros because the target adds
+// an unreduced axis and i is not at coordinate 0 along it (spec §9).
+bool zero_for_unreduced(const NamedSharding& s, int i) {
+  if (s.spec().unreduced().empty()) return false;
+  std::vector<int> c = s.concrete_mesh()->coords(i);
+  for (const auto& a : s.spec().unreduced())
+    if (c[s.mesh().axis_index(a)] != 0) return true;
+  return false;
+}
+
+}  // namespace
+
+const ArrayType& Array::type() const { return get(impl_).type; }
+const NamedSharding& Array::sharding() const { return get(impl_).sharding; }
+
+const Array& Array::block_until_ready() const {
+  for (const auto& b : get(impl_).buffers) b->wait();
+  return *this;
+}
+
+std::vector<Shard> Array::addressable_shards() const {
+  const auto& impl = get(impl_);
+  const Mesh& mesh = *impl.sharding.concrete_mesh();
+  Shape local = impl.sharding.shard_shape(shape());
+  std::vector<Shard> out;
+  for (int i = 0; i < mesh.size(); ++i) {
+    Shard s;
+    s.device = mesh.devices()[i];
+    s.index = impl.sharding.index_of(i, shape());
+    s.replica_id = impl.sharding.replica_id(i);
+    s.data = std::make_shared<Array>(detail::make_array(
+        local, dtype(), NamedSharding(device_mesh(s.device), P()), {impl.buffers[i]}));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void Array::check_item() const {
+  if (size() != 1)
+    throw ValueError("[item] the array does not hold exactly one element. Got shape " +
+                     shape_str(shape()) +
+                     "; expected one element. Use to_vector<T>() to read every element.");
+}
+
+void Array::copy_to_host(void* dst, DType as) const {
+  const auto& impl0 = get(impl_);
+  if (!impl0.sharding.spec().unreduced().empty()) {
+    // The logical value of an unreduced array is the reduction over its axes.
+    Array reduced = reshard(*this, impl0.sharding.with_spec(
+                                       impl0.sharding.spec().with_sets({}, impl0.sharding.spec().reduced())));
+    reduced.copy_to_host(dst, as);
+    return;
+  }
+  block_until_ready();
+  const auto& impl = get(impl_);
+  size_t isz = static_cast<size_t>(itemsize(dtype()));
+  std::vector<char> staging;
+  void* out = dst;
+  if (as != dtype()) {
+    staging.resize(static_cast<size_t>(size()) * isz);
+    out = staging.data();
+  }
+  Shape local = impl.sharding.shard_shape(shape());
+  for (int i = 0; i < static_cast<int>(impl.buffers.size()); ++i) {
+    if (impl.sharding.replica_id(i) != 0) continue;
+    Index idx = impl.sharding.index_of(i, shape());
+    detail::copy_box(impl.buffers[i]->ptr, local, Shape(local.size(), 0), out, shape(), origin_of(idx),
+             local, isz);
+  }
+  if (as != dtype()) detail::convert(staging.data(), dtype(), dst, as, size());
+}
+
+const ArrayType& typeof(const Array& x) { return x.type(); }
+
+NamedSharding resolve_placement(const Placement& where, const Shape& shape, const char* api) {
+  int rank = static_cast<int>(shape.size());
+  NamedSharding s;
+  if (std::holds_alternative<std::monostate>(where)) {
+    Mesh ctx = get_mesh();
+    s = ctx.empty() ? NamedSharding(device_mesh(devices()[0]), P()) : NamedSharding(ctx, P());
+  } else if (const auto* ns = std::get_if<NamedSharding>(&where)) {
+    if (!ns->concrete_mesh())
+      throw ValueError(std::string("[") + api + "] the sharding has no devices. Got " + ns->str() +
+                       "; expected a NamedSharding on a concrete Mesh. Build it from a Mesh "
+                       "(make_mesh) rather than an AbstractMesh.");
+    if (ns->concrete_mesh()->empty())
+      throw ValueError(std::string("[") + api + "] the sharding's mesh is empty. Got " +
+                       ns->str() + "; expected a mesh with devices.");
+    s = *ns;
+  } else if (const auto* ps = std::get_if<PartitionSpec>(&where)) {
+    Mesh ctx = get_mesh();
+    if (ctx.empty())
+      throw ValueError(std::string("[") + api +
+                       "] Please set a mesh via `set_mesh` (or a MeshScope) if a PartitionSpec "
+                       "is passed to " +
+                       api + ". Got " + ps->repr() +
+                       " with no context mesh; or pass a NamedSharding instead.");
+    s = NamedSharding(ctx, *ps);
+  } else {
+    const Device& d = std::get<Device>(where);
+    if (d.id < 0 || d.id >= device_count())
+      throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
+                       "; expected an id in [0, " + std::to_string(device_count()) + ").");
+    s = NamedSharding(device_mesh(d), P());
+  }
+  s.check_rank(rank);
+  s = s.normalized(rank);
+  s.shard_shape(shape);  // divisibility (E22)
+  type_sharding(s, shape);
+  return s;
+}
+
+Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw ValueError("[array] negative dimension. Got shape " + shape_str(shape) +
+                       "; expected sizes >= 0.");
+  NamedSharding s = resolve_placement(where, shape, "device_put");
+  size_t isz = static_cast<size_t>(itemsize(dtype));
+  // The caller may free `data` once we return; the tasks read a private copy.
+  auto host = std::make_shared<std::vector<char>>(static_cast<size_t>(numel(shape)) * isz);
+  if (!host->empty()) std::memcpy(host->data(), data, host->size());
+  const Mesh& mesh = *s.concrete_mesh();
+  Shape local = s.shard_shape(shape);
+  size_t local_bytes = static_cast<size_t>(numel(local)) * isz;
+  auto& rt = detail::Runtime::get();
+  std::vector<detail::BufferPtr> bufs;
+  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
+  for (int i = 0; i < mesh.size(); ++i) {
+    auto b = rt.alloc(mesh.devices()[i].id, local_bytes);
+    Shape origin = origin_of(s.index_of(i, shape));
+    bool zero = zero_for_unreduced(s, i);
+    detail::launch(b->device, {}, {b}, [host, b, shape, origin, local, isz, zero, local_bytes] {
+      if (zero) {
+        std::memset(b->ptr, 0, local_bytes);
+        return;
+      }
+      detail::copy_box(host->data(), shape, origin, b->ptr, local, Shape(local.size(), 0), local,
+                       isz);
+    });
+    bufs.push_back(std::move(b));
+  }
+  return detail::make_array(shape, dtype, s, std::move(bufs));
+}
+
+namespace {
+
+enum class Fill { Const, Iota, Arange };
+
+// Each device writes only its own block, computed from global positions.
+Array fill(const Shape& shape, DType dtype, const Placement& where, Fill kind, double a, double b,
+           const char* api) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw ValueError(std::string("[") + api + "] negative dimension. Got shape " +
+                       shape_str(shape) + "; expected sizes >= 0.");
+  NamedSharding s = resolve_placement(where, shape, api);
+  const Mesh& mesh = *s.concrete_mesh();
+  Shape local = s.shard_shape(shape);
+  size_t bytes = static_cast<size_t>(numel(local)) * itemsize(dtype);
+  auto& rt = detail::Runtime::get();
+  std::vector<detail::BufferPtr> bufs;
+  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
+  for (int i = 0; i < mesh.size(); ++i) {
+    auto buf = rt.alloc(mesh.devices()[i].id, bytes);
+    Shape origin = origin_of(s.index_of(i, shape));
+    bool zero = zero_for_unreduced(s, i);
+    detail::launch(buf->device, {}, {buf}, [=] {
+      int64_t n = numel(local);
+      int rank = static_cast<int>(local.size());
+      dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        T* out = buf->data<T>();
+        auto conv = [](double v) {
+          if constexpr (std::is_same_v<T, bool>) return v != 0.0;
+          else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
+            return T(static_cast<float>(v));
+          else return static_cast<T>(v);
+        };
+        if (zero || kind == Fill::Const) {
+          T v = conv(zero ? 0.0 : a);
+          for (int64_t k = 0; k < n; ++k) out[k] = v;
+          return;
+        }
+        // Walk local positions with an odometer, tracking the global flat index.
+        std::vector<int64_t> ctr(rank, 0);
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t g = 0;
+          for (int d = 0; d < rank; ++d) g = g * shape[d] + origin[d] + ctr[d];
+          out[k] = conv(kind == Fill::Iota ? static_cast<double>(g) : a + b * static_cast<double>(g));
+          for (int d = rank - 1; d >= 0; --d) {
+            if (++ctr[d] < local[d]) break;
+            ctr[d] = 0;
+          }
+        }
+      });
+    });
+    bufs.push_back(std::move(buf));
+  }
+  return detail::make_array(shape, dtype, s, std::move(bufs));
+}
+
+}  // namespace
+
+Array zeros(const Shape& shape, DType dtype, const Placement& where) {
+  return fill(shape, dtype, where, Fill::Const, 0, 0, "zeros");
+}
+Array ones(const Shape& shape, DType dtype, const Placement& where) {
+  return fill(shape, dtype, where, Fill::Const, 1, 0, "ones");
+}
+Array full(const Shape& shape, double value, DType dtype, const Placement& where) {
+  return fill(shape, dtype, where, Fill::Const, value, 0, "full");
+}
+Array iota(const Shape& shape, DType dtype, const Placement& where) {
+  return fill(shape, dtype, where, Fill::Iota, 0, 0, "iota");
+}
+Array arange(double start, double stop, double step, DType dtype, const Placement& where) {
+  if (step == 0)
+    throw ValueError("[arange] step is zero. Got step=0; expected a non-zero step.");
+  double span = (stop - start) / step;
+  int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
+  return fill({n}, dtype, where, Fill::Arange, start, step, "arange");
+}
+Array arange(float n, const Placement& where) { return arange(0, n, 1, float32, where); }
+Array arange(int n, const Placement& where) { return arange(0, n, 1, int32, where); }
+
+Array device_put(const Array& x, const Placement& where) {
+  NamedSharding s = resolve_placement(where, x.shape(), "device_put");
+  if (s == x.sharding()) return x;
+  return detail::reshard_to(x, s);
+}
+
+Array reshard(const Array& x, const Placement& where) {
+  if (std::holds_alternative<std::monostate>(where))
+    throw ValueError(
+        "[reshard] Reshard should only be used with out_shardings which are non-None and have a "
+        "non-empty mesh. Got sharding None. Pass a NamedSharding or a PartitionSpec.");
+  NamedSharding s = resolve_placement(where, x.shape(), "reshard");
+  for (const auto& a : s.spec().partition_axes())
+    if (s.mesh().axis_type(a) != AxisType::Explicit)
+      throw ValueError("[reshard] PartitionSpec passed to reshard cannot contain axis names that "
+                       "are of type Auto or Manual. Got PartitionSpec: " +
+                       s.spec().repr() + " with axis name: " + a + " of type: " +
+                       axis_type_name(s.mesh().axis_type(a)) +
+                       ". Use Explicit axes, or device_put for Auto meshes.");
+  if (s == x.sharding()) return x;
+  return detail::reshard_to(x, s);
+}
+
+}  // namespace tsr

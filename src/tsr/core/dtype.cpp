@@ -1,0 +1,200 @@
+#include "tsr/dtype.h"
+
+#include <array>
+#include <bit>
+
+#include "tsr/error.h"
+
+namespace tsr {
+namespace {
+
+struct DTypeInfo {
+  const char* name;
+  const char* short_name;
+  int size;
+};
+
+constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
+    {"bool", "bool", 1},
+    {"int8", "i8", 1},
+    {"int32", "i32", 4},
+    {"int64", "i64", 8},
+    {"uint8", "u8", 1},
+    {"uint32", "u32", 4},
+    {"float16", "f16", 2},
+    {"bfloat16", "bf16", 2},
+    {"float32", "f32", 4},
+    {"float64", "f64", 8},
+}};
+
+// JAX's promotion lattice (jax/_src/dtypes.py, x64 mode), with the nodes we do
+// not store (int16, uint16, uint64) kept so least upper bounds come out right.
+enum Node : int { B1, IW, FW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, kNodes };
+
+constexpr std::array<std::array<int, 2>, kNodes> kEdges = {{
+    {IW, -1},   // b1
+    {U8, I8},   // i*
+    {BF16, F16},  // f*
+    {I16, U16},  // u8
+    {I32, U32},  // u16
+    {I64, U64},  // u32
+    {FW, -1},   // u64
+    {I16, -1},  // i8
+    {I32, -1},  // i16
+    {I64, -1},  // i32
+    {FW, -1},   // i64
+    {F32, -1},  // bf16
+    {F32, -1},  // f16
+    {F64, -1},  // f32
+    {-1, -1},   // f64
+}};
+
+using UpperSets = std::array<uint32_t, kNodes>;
+
+// upper[n] = bitmask of every node >= n (reflexive, transitive closure).
+constexpr UpperSets compute_upper() {
+  UpperSets up{};
+  for (int n = kNodes - 1; n >= 0; --n) up[n] = 1u << n;
+  for (int iter = 0; iter < kNodes; ++iter)
+    for (int n = 0; n < kNodes; ++n)
+      for (int e : kEdges[n])
+        if (e >= 0) up[n] |= up[e];
+  return up;
+}
+constexpr UpperSets kUpper = compute_upper();
+
+constexpr uint32_t kStored = (1u << B1) | (1u << IW) | (1u << FW) | (1u << U8) | (1u << U32) |
+                             (1u << I8) | (1u << I32) | (1u << I64) | (1u << BF16) |
+                             (1u << F16) | (1u << F32) | (1u << F64);
+
+// The least node of a set of upper bounds: the one whose own upper set holds all of them.
+int least(uint32_t set) {
+  for (int n = 0; n < kNodes; ++n)
+    if ((set >> n & 1u) && (kUpper[n] & set) == set) return n;
+  return -1;
+}
+
+int node_of(DType t) {
+  switch (t) {
+    case DType::Bool: return B1;
+    case DType::Int8: return I8;
+    case DType::Int32: return I32;
+    case DType::Int64: return I64;
+    case DType::UInt8: return U8;
+    case DType::UInt32: return U32;
+    case DType::Float16: return F16;
+    case DType::BFloat16: return BF16;
+    case DType::Float32: return F32;
+    case DType::Float64: return F64;
+  }
+  return F32;
+}
+
+DType dtype_of_node(int n) {
+  switch (n) {
+    case B1: return DType::Bool;
+    case I8: return DType::Int8;
+    case I32: return DType::Int32;
+    case I64: return DType::Int64;
+    case U8: return DType::UInt8;
+    case U32: return DType::UInt32;
+    case F16: return DType::Float16;
+    case BF16: return DType::BFloat16;
+    case F32: return DType::Float32;
+    case F64: return DType::Float64;
+    default: break;
+  }
+  return DType::Float32;
+}
+
+int lub(int a, int b) {
+  int n = least(kUpper[a] & kUpper[b]);
+  if (!(kStored >> n & 1u)) n = least(kUpper[n] & kStored & ~(1u << n));
+  return n;
+}
+
+}  // namespace
+
+int itemsize(DType t) { return kInfo[static_cast<int>(t)].size; }
+const char* dtype_name(DType t) { return kInfo[static_cast<int>(t)].name; }
+const char* dtype_short_name(DType t) { return kInfo[static_cast<int>(t)].short_name; }
+bool is_floating(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 ||
+         t == DType::Float64;
+}
+bool is_unsigned(DType t) { return t == DType::UInt8 || t == DType::UInt32; }
+bool is_integer(DType t) {
+  return t == DType::Int8 || t == DType::Int32 || t == DType::Int64 || is_unsigned(t);
+}
+
+DType dtype_from_name(const std::string& name) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (name == kInfo[i].name || name == kInfo[i].short_name) return static_cast<DType>(i);
+  throw ValueError("[dtype] unknown dtype name. Got '" + name +
+                   "'; expected one of bool, int8, int32, int64, uint8, uint32, float16, "
+                   "bfloat16, float32, float64 (or their short forms such as f32).");
+}
+
+std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+
+DType promote_types(DType a, DType b) { return dtype_of_node(lub(node_of(a), node_of(b))); }
+
+TypedDType promote_types(TypedDType a, TypedDType b) {
+  auto node = [](TypedDType t) {
+    if (!t.weak || t.dtype == DType::Bool) return node_of(t.dtype);
+    return is_floating(t.dtype) ? int{FW} : int{IW};
+  };
+  int n = lub(node(a), node(b));
+  if (n == IW || n == FW) {
+    // A weak result keeps the widest weak input dtype (int32/float32 for C++ scalars).
+    DType d = a.weak && b.weak ? promote_types(a.dtype, b.dtype) : (a.weak ? a.dtype : b.dtype);
+    if (n == FW && !is_floating(d)) d = DType::Float32;
+    return {d, true};
+  }
+  return {dtype_of_node(n), false};
+}
+
+float16_t::float16_t(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) {
+    bits = static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+    return;
+  }
+  if (mag >= 0x477ff000u) {  // rounds to >= 65520: overflow to inf
+    bits = static_cast<uint16_t>(sign | 0x7c00u);
+    return;
+  }
+  if (mag < 0x38800000u) {  // subnormal half (or zero)
+    // Add 0.5 (as float) so the FPU does the round-to-nearest-even for us.
+    float v = std::bit_cast<float>(mag) + 0.5f;
+    bits = static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(v) - 0x3f000000u));
+    return;
+  }
+  uint32_t odd = (mag >> 13) & 1u;
+  mag += 0xc8000fffu + odd;  // rebias exponent (-112 << 23) and round
+  bits = static_cast<uint16_t>(sign | (mag >> 13));
+}
+
+float16_t::operator float() const {
+  uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  uint32_t exp = (bits >> 10) & 0x1fu;
+  uint32_t man = bits & 0x3ffu;
+  uint32_t out;
+  if (exp == 0x1f) {
+    out = sign | 0x7f800000u | (man << 13);
+  } else if (exp == 0) {
+    if (man == 0) {
+      out = sign;
+    } else {  // subnormal: value = man * 2^-24
+      float v = static_cast<float>(man) * 5.9604644775390625e-8f;
+      out = sign | std::bit_cast<uint32_t>(v);
+    }
+  } else {
+    out = sign | ((exp + 112u) << 23) | (man << 13);
+  }
+  return std::bit_cast<float>(out);
+}
+
+}  // namespace tsr

@@ -1,0 +1,41 @@
+#pragma once
+// Per-device caching allocator: 64-byte aligned blocks, freed blocks kept in
+// size-class free lists so steady-state dispatch does not call malloc.
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace tsr::detail {
+
+class CachingAllocator {
+ public:
+  /** `cache_limit` bytes of freed blocks are kept for reuse. */
+  explicit CachingAllocator(size_t cache_limit);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  /** A 64-byte aligned block of at least `bytes` (never null; BackendError on OOM). */
+  void* allocate(size_t bytes);
+  /** Returns a block from allocate(bytes). */
+  void release(void* ptr, size_t bytes);
+  /** Frees every cached block. */
+  void clear_cache();
+  /** Bytes held in the free lists. */
+  size_t cached_bytes() const;
+  /** Bytes handed out and not yet released. */
+  size_t live_bytes() const;
+  /** The size class a request of `bytes` is rounded to. */
+  static size_t size_class(size_t bytes);
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cache_limit_;
+  size_t cached_ = 0;
+  size_t live_ = 0;
+};
+
+}  // namespace tsr::detail

@@ -1,0 +1,102 @@
+#pragma once
+// The process-wide runtime: simulated devices, their streams and allocators, the
+// dispatch lock that keeps every stream's task order consistent (collectives
+// rely on it), and the cache of communication groups.
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "tsr/comm/group.h"
+#include "tsr/device.h"
+#include "tsr/runtime/allocator.h"
+#include "tsr/runtime/stream.h"
+
+namespace tsr::detail {
+
+/** A block of device memory plus the ticket of the task that fills it. */
+struct DeviceBuffer {
+  int device = 0;        /**< device id */
+  void* ptr = nullptr;   /**< 64-byte aligned data */
+  size_t nbytes = 0;     /**< requested size */
+  uint64_t ticket = 0;   /**< producing task on the device's stream (0: ready) */
+  std::exception_ptr error;  /**< set by the producer when it failed */
+
+  DeviceBuffer(int dev, size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  /** Blocks until the producer ran; rethrows its error. */
+  void wait() const;
+  /** Typed data pointer. */
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(ptr);
+  }
+};
+using BufferPtr = std::shared_ptr<DeviceBuffer>;
+
+class Runtime {
+ public:
+  /** The runtime, started with defaults on first use. */
+  static Runtime& get();
+  /** Starts the runtime with n devices (once). */
+  static void start(int n);
+  /** True once started. */
+  static bool started();
+
+  /** Number of devices. */
+  int num_devices() const { return static_cast<int>(streams_.size()); }
+  /** The stream of a device. */
+  Stream& stream(int dev) { return *streams_[dev]; }
+  /** The allocator of a device. */
+  CachingAllocator& allocator(int dev) { return *allocators_[dev]; }
+  /** A fresh buffer on a device. */
+  BufferPtr alloc(int dev, size_t nbytes) { return std::make_shared<DeviceBuffer>(dev, nbytes); }
+  /** Held while one operation enqueues its tasks on several streams. */
+  std::mutex& dispatch_mutex() { return dispatch_mu_; }
+  /** The (cached) group whose rank r is device_ids[r]. */
+  std::shared_ptr<GroupImpl> group(const std::vector<int>& device_ids);
+  /** Waits for every stream. */
+  void synchronize();
+
+ private:
+  explicit Runtime(int n);
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<CachingAllocator>> allocators_;
+  std::mutex dispatch_mu_;
+  std::mutex group_mu_;
+  std::map<std::vector<int>, std::shared_ptr<GroupImpl>> groups_;
+};
+
+/** Queues fn on a device's stream. Before fn runs, a failed input skips it and
+ *  passes the error to the outputs; the task's collectives (`groups`, in the order
+ *  fn would call them) are told (fail) so peers raise instead of waiting. If fn
+ *  itself throws, fn must have told the groups it did not reach (GroupSequence).
+ *  Sets each output's ticket. Hold the dispatch mutex when an op spans devices. */
+void launch(int dev, const std::vector<BufferPtr>& ins, const std::vector<BufferPtr>& outs,
+            std::function<void()> fn, std::vector<Group> groups = {}, const char* op = nullptr);
+
+/** The collectives one device task calls, in order. Call next() before each one;
+ *  on an exception, fail_rest() tells the groups not yet reached so peers raise. */
+class GroupSequence {
+ public:
+  /** The groups in call order. */
+  explicit GroupSequence(std::vector<Group> groups) : groups_(std::move(groups)) {}
+  /** The next group; after this its rendezvous settles the outcome for all ranks. */
+  const Group& next() { return groups_.at(used_++); }
+  /** Tells every group not yet used that this rank failed. Never throws. */
+  void fail_rest(const char* op, const std::string& why) noexcept;
+
+ private:
+  std::vector<Group> groups_;
+  size_t used_ = 0;
+};
+
+/** Tells each group that this rank failed with `err` (used for skipped tasks). */
+void fail_groups(const std::vector<Group>& groups, const char* op, std::exception_ptr err) noexcept;
+
+}  // namespace tsr::detail

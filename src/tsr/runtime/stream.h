@@ -1,0 +1,48 @@
+#pragma once
+// One in-order stream per device, served by one worker thread. Completion is a
+// monotonically increasing ticket so waiting on work needs no per-task event.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace tsr::detail {
+
+class Stream {
+ public:
+  /** Starts the worker thread. */
+  Stream();
+  /** Runs what is queued, then stops the worker. */
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /** Queues a task; returns its ticket. Tasks must not throw (they record errors). */
+  uint64_t enqueue(std::function<void()> task);
+  /** Blocks until the task with this ticket has run. */
+  void wait(uint64_t ticket);
+  /** True if the task with this ticket has run. */
+  bool done(uint64_t ticket) const {
+    return completed_.load(std::memory_order_acquire) >= ticket;
+  }
+  /** Blocks until everything queued so far has run. */
+  void synchronize();
+
+ private:
+  void run();
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t enqueued_ = 0;
+  std::atomic<uint64_t> completed_{0};
+  int waiters_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace tsr::detail

@@ -1,0 +1,302 @@
+// Resharding by box exchange: every destination shard is cut from the source
+// shards that overlap it, one chosen replica per source tile, moved with one
+// all_to_allv over the union of devices (local pieces are copied in place).
+// Unreduced source axes are first reduced with all_reduce over their groups.
+// The plan depends only on (shape, dtype, src, dst), so it is built once and cached.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "tsr/core/array_impl.h"
+#include "tsr/core/box_copy.h"
+#include "tsr/error.h"
+
+namespace tsr::detail {
+namespace {
+
+struct DevicePlan {
+  int src_slot = -1;  // flat position in the source mesh, or -1
+  int dst_slot = -1;  // flat position in the destination mesh, or -1
+  bool zero = false;  // holds zeros (added unreduced axis, coordinate != 0)
+  std::vector<Box> local;                           // global boxes copied src -> dst here
+  std::vector<std::vector<Box>> send, recv;         // per peer rank in `ids`
+  std::vector<int64_t> send_counts, send_displs, recv_counts, recv_displs;  // bytes
+  int64_t send_bytes = 0, recv_bytes = 0;
+  std::vector<int> reduce_ids;  // all_reduce group over the reduced axes (device ids)
+  int reduce_rank = 0;
+};
+
+struct Plan {
+  std::vector<int> ids;  // union of devices; rank r of the exchange group is ids[r]
+  std::vector<DevicePlan> dev;
+  bool comm = false;
+  bool reduce = false;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  Shape src_local, dst_local;
+};
+
+Box box_of(const NamedSharding& s, int flat, const Shape& shape) {
+  Index idx = s.index_of(flat, shape);
+  Box b{Shape(shape.size()), Shape(shape.size())};
+  for (size_t d = 0; d < shape.size(); ++d) {
+    b.start[d] = idx[d].start;
+    b.extent[d] = idx[d].stop - idx[d].start;
+  }
+  return b;
+}
+
+ReduceOp to_reduce_op(UnreducedKind k) {
+  switch (k) {
+    case UnreducedKind::Sum: return ReduceOp::Sum;
+    case UnreducedKind::Max: return ReduceOp::Max;
+    case UnreducedKind::Min: return ReduceOp::Min;
+  }
+  return ReduceOp::Sum;
+}
+
+std::string set_str(const std::set<std::string>& s) {
+  std::string out = "{";
+  for (const auto& a : s) out += (out.size() > 1 ? ", '" : "'") + a + "'";
+  return out + "}";
+}
+
+std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const NamedSharding& src,
+                                       const NamedSharding& dst) {
+  const Mesh& ms = *src.concrete_mesh();
+  const Mesh& md = *dst.concrete_mesh();
+  const auto& us = src.spec().unreduced();
+  const auto& ut = dst.spec().unreduced();
+  bool same_mesh = ms == md;
+  std::set<std::string> reduce_axes, keep_axes, added_axes;
+  for (const auto& a : us) (ut.count(a) && same_mesh ? keep_axes : reduce_axes).insert(a);
+  for (const auto& a : ut)
+    if (!keep_axes.count(a)) added_axes.insert(a);
+  if (!us.empty() && !ut.empty() && src.spec().unreduced_kind() != dst.spec().unreduced_kind())
+    throw ValueError("[reshard] the unreduced kinds differ. Got input " + src.spec().repr() +
+                     " and out_sharding " + dst.spec().repr() +
+                     "; expected the same unreduced_kind. Reduce first with reshard to a spec "
+                     "without unreduced axes.");
+  if (!added_axes.empty() && dst.spec().unreduced_kind() != UnreducedKind::Sum)
+    throw ValueError(
+        "[reshard] out_sharding passed to `reshard` cannot be more unreduced than the input. Got "
+        "input " +
+        src.spec().repr() + " and out_sharding " + dst.spec().repr() + " adding " +
+        set_str(added_axes) + " with a max/min kind; expected no new unreduced axes.");
+
+  auto plan = std::make_shared<Plan>();
+  int rank = static_cast<int>(shape.size());
+  std::map<int, int> pos;  // device id -> rank in ids
+  for (const auto& d : ms.devices()) pos.emplace(d.id, static_cast<int>(pos.size())), plan->ids.push_back(d.id);
+  for (const auto& d : md.devices())
+    if (!pos.count(d.id)) pos.emplace(d.id, static_cast<int>(plan->ids.size())), plan->ids.push_back(d.id);
+  int n = static_cast<int>(plan->ids.size());
+  plan->dev.resize(n);
+  for (auto& dp : plan->dev) {
+    dp.send.resize(n);
+    dp.recv.resize(n);
+  }
+  for (int i = 0; i < ms.size(); ++i) plan->dev[pos[ms.devices()[i].id]].src_slot = i;
+  for (int j = 0; j < md.size(); ++j) plan->dev[pos[md.devices()[j].id]].dst_slot = j;
+  plan->src_local = src.shard_shape(shape);
+  plan->dst_local = dst.shard_shape(shape);
+
+  // Reduction groups: source devices that agree on every axis but the reduced ones,
+  // in row-major order (= mixed radix over the reduced axes).
+  if (!reduce_axes.empty()) {
+    plan->reduce = true;
+    plan->reduce_op = to_reduce_op(src.spec().unreduced_kind());
+    std::vector<int> ridx;
+    for (const auto& a : reduce_axes) ridx.push_back(ms.abstract_mesh().axis_index(a));
+    auto key = [&](int flat) {
+      std::vector<int> c = ms.coords(flat);
+      for (int r : ridx) c[r] = -1;
+      return c;
+    };
+    std::map<std::vector<int>, std::vector<int>> groups;
+    for (int i = 0; i < ms.size(); ++i) groups[key(i)].push_back(i);
+    for (int i = 0; i < ms.size(); ++i) {
+      auto& dp = plan->dev[pos[ms.devices()[i].id]];
+      const auto& g = groups[key(i)];
+      for (int k = 0; k < static_cast<int>(g.size()); ++k) {
+        dp.reduce_ids.push_back(ms.devices()[g[k]].id);
+        if (g[k] == i) dp.reduce_rank = k;
+      }
+    }
+  }
+
+  // Source tiles: devices grouped by the chunk they hold.
+  std::map<std::vector<int64_t>, std::vector<int>> tiles;
+  for (int i = 0; i < ms.size(); ++i) tiles[src.chunk_of(i, rank)].push_back(i);
+  auto coord_on = [](const Mesh& m, int flat, const std::string& a) {
+    return m.coords(flat)[m.abstract_mesh().axis_index(a)];
+  };
+
+  for (int j = 0; j < md.size(); ++j) {
+    int t = pos[md.devices()[j].id];
+    auto& dt = plan->dev[t];
+    for (const auto& a : added_axes)
+      if (coord_on(md, j, a) != 0) dt.zero = true;
+    if (dt.zero) continue;
+    Box bj = box_of(dst, j, shape);
+    for (const auto& [chunk, holders] : tiles) {
+      std::vector<int> cand;
+      for (int i : holders) {
+        bool ok = true;
+        for (const auto& a : keep_axes) ok = ok && coord_on(ms, i, a) == coord_on(md, j, a);
+        if (ok) cand.push_back(i);
+      }
+      if (cand.empty()) continue;
+      Box inter = intersect(box_of(src, cand[0], shape), bj);
+      if (is_empty(inter)) continue;
+      int chosen = cand[j % cand.size()];
+      for (int i : cand)
+        if (ms.devices()[i].id == md.devices()[j].id) chosen = i;
+      int s = pos[ms.devices()[chosen].id];
+      if (s == t) {
+        dt.local.push_back(inter);
+      } else {
+        plan->dev[s].send[t].push_back(inter);
+        dt.recv[s].push_back(inter);
+        plan->comm = true;
+      }
+    }
+  }
+  int64_t isz = itemsize(dtype);
+  for (auto& dp : plan->dev) {
+    dp.send_counts.assign(n, 0);
+    dp.send_displs.assign(n, 0);
+    dp.recv_counts.assign(n, 0);
+    dp.recv_displs.assign(n, 0);
+    for (int p = 0; p < n; ++p) {
+      dp.send_displs[p] = dp.send_bytes;
+      for (const auto& b : dp.send[p]) dp.send_counts[p] += b.numel() * isz;
+      dp.send_bytes += dp.send_counts[p];
+      dp.recv_displs[p] = dp.recv_bytes;
+      for (const auto& b : dp.recv[p]) dp.recv_counts[p] += b.numel() * isz;
+      dp.recv_bytes += dp.recv_counts[p];
+    }
+  }
+  return plan;
+}
+
+std::shared_ptr<const Plan> get_plan(const Shape& shape, DType dtype, const NamedSharding& src,
+                                     const NamedSharding& dst) {
+  struct Key {
+    Shape shape;
+    DType dtype;
+    NamedSharding src, dst;
+    bool operator==(const Key& o) const {
+      return shape == o.shape && dtype == o.dtype && src == o.src && dst == o.dst;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      size_t h = k.src.hash() * 31 + k.dst.hash() * 7 + static_cast<size_t>(k.dtype);
+      for (int64_t d : k.shape) h = h * 1000003 + static_cast<size_t>(d);
+      return h;
+    }
+  };
+  static std::mutex mu;
+  static std::unordered_map<Key, std::shared_ptr<const Plan>, KeyHash> cache;
+  Key key{shape, dtype, src, dst};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto plan = build_plan(shape, dtype, src, dst);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 4096) cache.clear();  // bound memory for programs with many shapes
+  cache.emplace(key, plan);
+  return plan;
+}
+
+Shape relative(const Shape& start, const Shape& origin) {
+  Shape r(start.size());
+  for (size_t d = 0; d < start.size(); ++d) r[d] = start[d] - origin[d];
+  return r;
+}
+
+}  // namespace
+
+Array reshard_to(const Array& x, const NamedSharding& dst) {
+  const Shape& shape = x.shape();
+  DType dtype = x.dtype();
+  const NamedSharding& src = x.sharding();
+  auto plan = get_plan(shape, dtype, src, dst);
+  const auto& impl = *x.impl();
+  const Mesh& md = *dst.concrete_mesh();
+  size_t isz = static_cast<size_t>(itemsize(dtype));
+  size_t dst_bytes = static_cast<size_t>(numel(plan->dst_local)) * isz;
+  auto& rt = Runtime::get();
+  std::vector<BufferPtr> out(md.size());
+  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
+  std::shared_ptr<GroupImpl> exchange = plan->comm ? rt.group(plan->ids) : nullptr;
+  for (int u = 0; u < static_cast<int>(plan->ids.size()); ++u) {
+    const DevicePlan& dp = plan->dev[u];
+    int dev = plan->ids[u];
+    std::vector<BufferPtr> ins, outs;
+    if (dp.src_slot >= 0) ins.push_back(impl.buffers[dp.src_slot]);
+    BufferPtr ob;
+    if (dp.dst_slot >= 0) {
+      ob = rt.alloc(dev, dst_bytes);
+      out[dp.dst_slot] = ob;
+      outs.push_back(ob);
+    }
+    std::vector<Group> groups;
+    if (plan->reduce && dp.src_slot >= 0) groups.emplace_back(rt.group(dp.reduce_ids), dp.reduce_rank);
+    if (exchange) groups.emplace_back(exchange, u);
+    Shape src_origin = dp.src_slot >= 0 ? box_of(src, dp.src_slot, shape).start : Shape{};
+    Shape dst_origin = dp.dst_slot >= 0 ? box_of(dst, dp.dst_slot, shape).start : Shape{};
+    BufferPtr ib = ins.empty() ? nullptr : ins[0];
+    launch(dev, ins, outs,
+           [plan, u, dev, ib, ob, groups, src_origin, dst_origin, isz, dst_bytes, dtype] {
+             const DevicePlan& dp = plan->dev[u];
+             GroupSequence seq(groups);
+             try {
+               const void* sp = ib ? ib->ptr : nullptr;
+               BufferPtr reduced;
+               int64_t src_n = numel(plan->src_local);
+               if (plan->reduce && ib) {
+                 reduced = Runtime::get().alloc(dev, static_cast<size_t>(src_n) * isz);
+                 seq.next().all_reduce(sp, reduced->ptr, src_n, dtype, plan->reduce_op);
+                 sp = reduced->ptr;
+               }
+               if (ob && dp.zero) std::memset(ob->ptr, 0, dst_bytes);
+               for (const Box& b : dp.local)
+                 copy_box(sp, plan->src_local, relative(b.start, src_origin), ob->ptr,
+                          plan->dst_local, relative(b.start, dst_origin), b.extent, isz);
+               if (plan->comm) {
+                 std::vector<char> sendbuf(static_cast<size_t>(dp.send_bytes));
+                 std::vector<char> recvbuf(static_cast<size_t>(dp.recv_bytes));
+                 size_t off = 0;
+                 for (const auto& boxes : dp.send)
+                   for (const Box& b : boxes) {
+                     copy_box(sp, plan->src_local, relative(b.start, src_origin),
+                              sendbuf.data() + off, b.extent, Shape(b.extent.size(), 0), b.extent,
+                              isz);
+                     off += static_cast<size_t>(b.numel()) * isz;
+                   }
+                 seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs,
+                                        recvbuf.data(), dp.recv_counts, dp.recv_displs);
+                 off = 0;
+                 for (const auto& boxes : dp.recv)
+                   for (const Box& b : boxes) {
+                     copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), ob->ptr,
+                              plan->dst_local, relative(b.start, dst_origin), b.extent, isz);
+                     off += static_cast<size_t>(b.numel()) * isz;
+                   }
+               }
+             } catch (const std::exception& e) {
+               seq.fail_rest("reshard", e.what());
+               throw;
+             }
+           },
+           groups, "reshard");
+  }
+  return make_array(shape, dtype, dst, std::move(out), x.type().weak);
+}
+
+}  // namespace tsr::detail
