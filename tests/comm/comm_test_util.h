@@ -1,0 +1,121 @@
+#pragma once
+// Helpers for the collective tests: run one function per rank on its own thread
+// (with a watchdog, so a hang fails instead of stalling ctest) and make test data.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tsr/comm/group.h"
+#include "tsr/dtype.h"
+#include "tsr/error.h"
+
+namespace tsr::test {
+
+using detail::GroupImpl;
+using detail::ReduceOp;
+
+/** How one rank's function ended. */
+struct RankResult {
+  bool threw = false;      /**< it raised */
+  bool comm_error = false; /**< what it raised was a CommError */
+  std::string what;        /**< the message */
+};
+
+/** Runs fn(rank) for rank in [0, n) on n threads and returns how each ended. If they
+ *  are not all done after `watchdog`, the test fails and the process exits: a hang
+ *  must not stall the suite. */
+inline std::vector<RankResult> run_ranks(
+    int n, const std::function<void(int)>& fn,
+    std::chrono::milliseconds watchdog = std::chrono::seconds(120)) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    int done = 0;
+    std::vector<RankResult> results;
+  };
+  auto state = std::make_shared<State>();
+  state->results.resize(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([state, fn, r] {
+      RankResult res;
+      try {
+        fn(r);
+      } catch (const CommError& e) {
+        res = {true, true, e.what()};
+      } catch (const std::exception& e) {
+        res = {true, false, e.what()};
+      }
+      std::lock_guard lock(state->mu);
+      state->results[r] = std::move(res);
+      ++state->done;
+      state->cv.notify_all();
+    });
+  }
+  std::unique_lock lock(state->mu);
+  if (!state->cv.wait_for(lock, watchdog, [&] { return state->done == n; })) {
+    ADD_FAILURE() << "watchdog: only " << state->done << " of " << n << " ranks finished within "
+                  << watchdog.count() << " ms; a collective hangs";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  lock.unlock();
+  for (auto& t : threads) t.join();
+  return state->results;
+}
+
+/** Success when `sub` occurs in `str`; otherwise a failure that prints both. */
+inline ::testing::AssertionResult contains(const std::string& str, const std::string& sub) {
+  if (str.find(sub) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "message: " << str << "\n  lacks:   " << sub;
+}
+
+/** Makes a group of the named backend ("threads" or "reference"). */
+inline std::shared_ptr<GroupImpl> make_group(const std::string& backend, int n,
+                                             int64_t timeout_ms = 0) {
+  return backend == "threads" ? detail::make_threads_group(n, timeout_ms)
+                              : detail::make_reference_group(n, timeout_ms);
+}
+
+/** `count` random elements of dt as bytes: full range for integers, 0/1 for bool,
+ *  values in [-2, 2) with fractions for floats (no NaN, so results compare bytewise). */
+inline std::vector<char> random_data(DType dt, int64_t count, uint64_t seed) {
+  std::vector<char> out(count * itemsize(dt));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> real(-2.0, 2.0);
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = reinterpret_cast<T*>(out.data());
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = (rng() & 1) != 0;
+      } else if constexpr (std::is_integral_v<T>) {
+        p[i] = static_cast<T>(rng());
+      } else if constexpr (std::is_same_v<T, double>) {
+        p[i] = real(rng);
+      } else {
+        p[i] = T(static_cast<float>(real(rng)));
+      }
+    }
+  });
+  return out;
+}
+
+/** Typed view of a byte vector. */
+template <typename T>
+T* as(std::vector<char>& bytes) {
+  return reinterpret_cast<T*>(bytes.data());
+}
+
+}  // namespace tsr::test
