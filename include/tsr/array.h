@@ -12,8 +12,8 @@
 
 #include "tsr/device.h"
 #include "tsr/dtype.h"
-#include "tsr/sharding.h"
 #include "tsr/shape.h"
+#include "tsr/sharding.h"
 
 namespace tsr {
 
@@ -21,11 +21,11 @@ namespace tsr {
  *  spec normalized to the rank, and the manual axes it varies over. Prints like
  *  f32[8@X,4@Y], ~f32[], f32[8]{U:x}, f32[4]{V:x}. */
 struct ArrayType {
-  Shape shape;                 /**< global shape */
-  DType dtype = DType::Float32;  /**< element type */
-  bool weak = false;           /**< weak type (came from a C++ scalar) */
-  NamedSharding sharding;      /**< abstract mesh + rank-normalized spec */
-  std::set<std::string> vma;   /**< manual mesh axes the value varies over */
+  Shape shape;                  /**< global shape */
+  DType dtype = DType::Float32; /**< element type */
+  bool weak = false;            /**< weak type (came from a C++ scalar) */
+  NamedSharding sharding;       /**< abstract mesh + rank-normalized spec */
+  std::set<std::string> vma;    /**< manual mesh axes the value varies over */
 
   /** Rank. */
   int ndim() const { return static_cast<int>(shape.size()); }
@@ -50,9 +50,9 @@ class Array;
 
 /** One device's piece of an array. */
 struct Shard {
-  Device device;       /**< where it lives */
-  Index index;         /**< which part of the global array it holds */
-  int replica_id = 0;  /**< 0 for the first copy of this index */
+  Device device;      /**< where it lives */
+  Index index;        /**< which part of the global array it holds */
+  int replica_id = 0; /**< 0 for the first copy of this index */
   /** The piece itself, as an array on `device` (shares the buffer). */
   std::shared_ptr<Array> data;
 };
@@ -128,8 +128,8 @@ Array from_host(const void* data, DType dtype, const Shape& shape, const Placeme
 /** An array from a vector; shape defaults to 1-D. */
 template <typename T>
 Array array(const std::vector<T>& data, const Shape& shape = {-1}, const Placement& where = {}) {
-  Shape s = (shape.size() == 1 && shape[0] == -1) ? Shape{static_cast<int64_t>(data.size())}
-                                                  : shape;
+  Shape s =
+      (shape.size() == 1 && shape[0] == -1) ? Shape{static_cast<int64_t>(data.size())} : shape;
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(data.begin(), data.end());
     return from_host(bytes.data(), dtype_v<T>, s, where);
@@ -139,8 +139,7 @@ Array array(const std::vector<T>& data, const Shape& shape = {-1}, const Placeme
 }
 /** An array from a braced list: array({1.f, 2.f}). */
 template <typename T>
-Array array(std::initializer_list<T> data, const Shape& shape = {-1},
-            const Placement& where = {}) {
+Array array(std::initializer_list<T> data, const Shape& shape = {-1}, const Placement& where = {}) {
   return array(std::vector<T>(data), shape, where);
 }
 /** A rank-0 array holding v (a strong type; see weak scalars in ops). */
@@ -167,6 +166,11 @@ Array iota(const Shape& shape, DType dtype = float32, const Placement& where = {
 
 /** Copies an array (or moves it between device sets) to a placement. */
 Array device_put(const Array& x, const Placement& where);
+/** Puts host data (1-D, or of `shape`) on a placement: device_put(vec, P("x")). */
+template <typename T>
+Array device_put(const std::vector<T>& data, const Placement& where, const Shape& shape = {-1}) {
+  return array(data, shape, where);
+}
 /** Changes an array's sharding with collectives on device data (never via the
  *  host). Same devices or not; replicated<->sharded<->unreduced. */
 Array reshard(const Array& x, const Placement& where);

@@ -13,8 +13,8 @@ enum class Platform : uint8_t { CPU, CUDA };
 
 /** A device handle: a small value. */
 struct Device {
-  Platform platform = Platform::CPU;  /**< hardware kind */
-  int id = 0;                         /**< global device id */
+  Platform platform = Platform::CPU; /**< hardware kind */
+  int id = 0;                        /**< global device id */
   /** Equality of platform and id. */
   bool operator==(const Device&) const = default;
   /** "CPU 3" — the label visualize() uses. */

@@ -24,16 +24,16 @@ enum class DType : uint8_t {
 /** Number of DType values; DType values are 0..kNumDTypes-1. */
 inline constexpr int kNumDTypes = 10;
 
-inline constexpr DType bool_ = DType::Bool;         /**< boolean, one byte per element */
-inline constexpr DType int8 = DType::Int8;          /**< signed 8-bit integer */
-inline constexpr DType int32 = DType::Int32;        /**< signed 32-bit integer */
-inline constexpr DType int64 = DType::Int64;        /**< signed 64-bit integer */
-inline constexpr DType uint8 = DType::UInt8;        /**< unsigned 8-bit integer */
-inline constexpr DType uint32 = DType::UInt32;      /**< unsigned 32-bit integer */
-inline constexpr DType float16 = DType::Float16;    /**< IEEE binary16 */
-inline constexpr DType bfloat16 = DType::BFloat16;  /**< brain float (8-bit exponent) */
-inline constexpr DType float32 = DType::Float32;    /**< IEEE binary32 */
-inline constexpr DType float64 = DType::Float64;    /**< IEEE binary64 */
+inline constexpr DType bool_ = DType::Bool;        /**< boolean, one byte per element */
+inline constexpr DType int8 = DType::Int8;         /**< signed 8-bit integer */
+inline constexpr DType int32 = DType::Int32;       /**< signed 32-bit integer */
+inline constexpr DType int64 = DType::Int64;       /**< signed 64-bit integer */
+inline constexpr DType uint8 = DType::UInt8;       /**< unsigned 8-bit integer */
+inline constexpr DType uint32 = DType::UInt32;     /**< unsigned 32-bit integer */
+inline constexpr DType float16 = DType::Float16;   /**< IEEE binary16 */
+inline constexpr DType bfloat16 = DType::BFloat16; /**< brain float (8-bit exponent) */
+inline constexpr DType float32 = DType::Float32;   /**< IEEE binary32 */
+inline constexpr DType float64 = DType::Float64;   /**< IEEE binary64 */
 
 /** Bytes per element. */
 int itemsize(DType t);
@@ -54,8 +54,8 @@ std::ostream& operator<<(std::ostream& os, DType t);
 
 /** A dtype plus JAX's weak-type flag (set for values that came from C++ scalars). */
 struct TypedDType {
-  DType dtype = DType::Float32;  /**< the concrete element type */
-  bool weak = false;             /**< true when the type may be overridden by a strong operand */
+  DType dtype = DType::Float32; /**< the concrete element type */
+  bool weak = false;            /**< true when the type may be overridden by a strong operand */
   /** Equality of dtype and weak flag. */
   bool operator==(const TypedDType&) const = default;
 };
@@ -69,7 +69,7 @@ TypedDType promote_types(TypedDType a, TypedDType b);
 
 /** IEEE binary16 storage type with float conversions (round to nearest even). */
 struct float16_t {
-  uint16_t bits = 0;  /**< raw bits */
+  uint16_t bits = 0; /**< raw bits */
   float16_t() = default;
   /** Converts from float, rounding to nearest even. */
   explicit float16_t(float f);
@@ -81,7 +81,7 @@ struct float16_t {
 
 /** bfloat16 storage type with float conversions (round to nearest even). */
 struct bfloat16_t {
-  uint16_t bits = 0;  /**< raw bits */
+  uint16_t bits = 0; /**< raw bits */
   bfloat16_t() = default;
   /** Converts from float, rounding to nearest even. */
   explicit bfloat16_t(float f) {
@@ -108,16 +108,46 @@ struct bfloat16_t {
 /** Maps a C++ element type to its DType (bool, int8_t, ..., float16_t, double). */
 template <typename T>
 struct dtype_of;
-template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::Int8; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::UInt8; };
-template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::UInt32; };
-template <> struct dtype_of<float16_t> { static constexpr DType value = DType::Float16; };
-template <> struct dtype_of<bfloat16_t> { static constexpr DType value = DType::BFloat16; };
-template <> struct dtype_of<float> { static constexpr DType value = DType::Float32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::Float64; };
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::Bool;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::Int8;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct dtype_of<uint8_t> {
+  static constexpr DType value = DType::UInt8;
+};
+template <>
+struct dtype_of<uint32_t> {
+  static constexpr DType value = DType::UInt32;
+};
+template <>
+struct dtype_of<float16_t> {
+  static constexpr DType value = DType::Float16;
+};
+template <>
+struct dtype_of<bfloat16_t> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::Float64;
+};
 /** The DType of C++ type T. */
 template <typename T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
@@ -126,16 +156,26 @@ inline constexpr DType dtype_v = dtype_of<T>::value;
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Bool: return f(bool{});
-    case DType::Int8: return f(int8_t{});
-    case DType::Int32: return f(int32_t{});
-    case DType::Int64: return f(int64_t{});
-    case DType::UInt8: return f(uint8_t{});
-    case DType::UInt32: return f(uint32_t{});
-    case DType::Float16: return f(float16_t{});
-    case DType::BFloat16: return f(bfloat16_t{});
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
+    case DType::Bool:
+      return f(bool{});
+    case DType::Int8:
+      return f(int8_t{});
+    case DType::Int32:
+      return f(int32_t{});
+    case DType::Int64:
+      return f(int64_t{});
+    case DType::UInt8:
+      return f(uint8_t{});
+    case DType::UInt32:
+      return f(uint32_t{});
+    case DType::Float16:
+      return f(float16_t{});
+    case DType::BFloat16:
+      return f(bfloat16_t{});
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
   }
   return f(float{});
 }

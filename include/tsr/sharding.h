@@ -29,25 +29,24 @@ enum class UnreducedKind : uint8_t { Sum, Max, Min };
 
 /** P(..., Unreduced{{"x"}}): the logical value is the sum (max, min) over these axes. */
 struct Unreduced {
-  std::set<std::string> axes;             /**< mesh axes the value is unreduced over */
-  UnreducedKind kind = UnreducedKind::Sum;  /**< how the partial values combine */
+  std::set<std::string> axes;              /**< mesh axes the value is unreduced over */
+  UnreducedKind kind = UnreducedKind::Sum; /**< how the partial values combine */
 };
 /** P(..., Reduced{{"x"}}): replicated over these axes; cotangents come back unreduced. */
 struct Reduced {
-  std::set<std::string> axes;  /**< mesh axes the value is reduced over */
+  std::set<std::string> axes; /**< mesh axes the value is reduced over */
 };
 
 class PartitionEntry;
 namespace detail {
 /** What P(...) accepts: entries (names, nullptr, Axes, UNCONSTRAINED) and sets. */
 template <typename T>
-concept SpecArg = std::is_convertible_v<T, const char*> || std::is_same_v<std::decay_t<T>, std::string> ||
-                  std::is_same_v<std::decay_t<T>, std::nullptr_t> ||
-                  std::is_same_v<std::decay_t<T>, Axes> ||
-                  std::is_same_v<std::decay_t<T>, UnconstrainedT> ||
-                  std::is_same_v<std::decay_t<T>, PartitionEntry> ||
-                  std::is_same_v<std::decay_t<T>, Unreduced> ||
-                  std::is_same_v<std::decay_t<T>, Reduced>;
+concept SpecArg =
+    std::is_convertible_v<T, const char*> || std::is_same_v<std::decay_t<T>, std::string> ||
+    std::is_same_v<std::decay_t<T>, std::nullptr_t> || std::is_same_v<std::decay_t<T>, Axes> ||
+    std::is_same_v<std::decay_t<T>, UnconstrainedT> ||
+    std::is_same_v<std::decay_t<T>, PartitionEntry> || std::is_same_v<std::decay_t<T>, Unreduced> ||
+    std::is_same_v<std::decay_t<T>, Reduced>;
 }  // namespace detail
 
 /** One dimension's entry: unsharded, one or more mesh axes, or unconstrained. */
@@ -89,15 +88,13 @@ class PartitionSpec {
   PartitionSpec() = default;
   /** Entries in order; Unreduced and Reduced arguments set those sets. */
   template <typename... Args>
-    requires(sizeof...(Args) > 0 && (detail::SpecArg<Args> && ...))
-  PartitionSpec(Args&&... args) {
+  requires(sizeof...(Args) > 0 && (detail::SpecArg<Args> && ...)) PartitionSpec(Args&&... args) {
     (add(std::forward<Args>(args)), ...);
     check();
   }
   /** Builds from a list of entries and sets. */
   PartitionSpec(std::vector<PartitionEntry> entries, std::set<std::string> unreduced = {},
-                std::set<std::string> reduced = {},
-                UnreducedKind kind = UnreducedKind::Sum);
+                std::set<std::string> reduced = {}, UnreducedKind kind = UnreducedKind::Sum);
 
   /** Number of entries. */
   int size() const { return static_cast<int>(entries_.size()); }
@@ -146,9 +143,9 @@ using P = PartitionSpec;
 
 /** One dimension of a shard's index: [start, stop), or the whole dimension. */
 struct Slice {
-  int64_t start = 0;  /**< first index */
-  int64_t stop = 0;   /**< one past the last index */
-  bool full = true;   /**< the dimension is not split (printed ":") */
+  int64_t start = 0; /**< first index */
+  int64_t stop = 0;  /**< one past the last index */
+  bool full = true;  /**< the dimension is not split (printed ":") */
   /** Equality. */
   bool operator==(const Slice&) const = default;
 };

@@ -66,7 +66,9 @@ TEST(Array, HostRoundTripEveryDType) {
     Array x = iota({4, 8}, dt, NamedSharding(m, P("a", "b")));
     auto v = x.to_vector<double>();
     for (int i = 0; i < 32; ++i) {
-      double want = dt == bool_ ? (i != 0) : dt == int8 || dt == uint8 ? static_cast<double>(static_cast<int8_t>(i)) : i;
+      double want = dt == bool_                 ? (i != 0)
+                    : dt == int8 || dt == uint8 ? static_cast<double>(static_cast<int8_t>(i))
+                                                : i;
       EXPECT_EQ(v[i], want) << dtype_name(dt) << " at " << i;
     }
     EXPECT_EQ(x.dtype(), dt);
@@ -85,12 +87,16 @@ TEST(Array, CreationOnShardings) {
   EXPECT_EQ(arange(8.f, P("X")).dtype(), float32);
   EXPECT_EQ(arange(1, 4, 0.5, float64).to_vector<double>(),
             (std::vector<double>{1, 1.5, 2, 2.5, 3, 3.5}));
-  EXPECT_EQ(full({4, 2}, 2.5, float32, P("X", "Y")).to_vector<float>(), std::vector<float>(8, 2.5f));
+  EXPECT_EQ(full({4, 2}, 2.5, float32, P("X", "Y")).to_vector<float>(),
+            std::vector<float>(8, 2.5f));
   EXPECT_EQ(ones({2, 2}, int32, P("Y")).to_vector<int>(), std::vector<int>(4, 1));
   EXPECT_EQ(iota({8, 4}, float32, P("X", "Y")).to_vector<float>(), iota_vec(32));
   Array x = array(iota_vec(32), {8, 4}, P("Y", "X"));
   EXPECT_EQ(x.to_vector<float>(), iota_vec(32));
   EXPECT_EQ(zeros({0, 4}, float32, P("X")).size(), 0);
+  Array h = device_put(iota_vec(8), P("X"));
+  EXPECT_EQ(typeof(h).str(), "f32[8@X]");
+  EXPECT_EQ(device_put(iota_vec(8), P(nullptr, "X"), {2, 4}).to_vector<float>(), iota_vec(8));
 }
 
 TEST(Array, AddressableShards) {
@@ -102,7 +108,8 @@ TEST(Array, AddressableShards) {
     int i = f / 2;
     EXPECT_EQ(shards[f].device.id, f);
     EXPECT_EQ(shards[f].replica_id, f % 2);
-    EXPECT_EQ(index_str(shards[f].index), "(" + std::to_string(2 * i) + ":" + std::to_string(2 * i + 2) + ", :)");
+    EXPECT_EQ(index_str(shards[f].index),
+              "(" + std::to_string(2 * i) + ":" + std::to_string(2 * i + 2) + ", :)");
     EXPECT_EQ(shards[f].data->shape(), (Shape{2, 2}));
     std::vector<float> want{4.f * i, 4.f * i + 1, 4.f * i + 2, 4.f * i + 3};
     EXPECT_EQ(shards[f].data->to_vector<float>(), want);
@@ -111,8 +118,16 @@ TEST(Array, AddressableShards) {
 
 TEST(Array, DevicePutErrors) {
   Mesh m = make_mesh({4, 2}, {"X", "Y"});
-  EXPECT_THAT([&] { try { device_put(zeros({8}), P("X")); } catch (const ValueError& e) { return std::string(e.what()); } return std::string(); }(),
-              HasSubstr("Please set a mesh via `set_mesh`"));
+  EXPECT_THAT(
+      [&] {
+        try {
+          device_put(zeros({8}), P("X"));
+        } catch (const ValueError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      HasSubstr("Please set a mesh via `set_mesh`"));
   MeshScope scope(m);
   EXPECT_THROW(device_put(zeros({6, 4}), P("X")), IndivisibleError);
   EXPECT_THROW(device_put(zeros({8}), P("X", "Y")), ValueError);  // rank too small
@@ -130,7 +145,8 @@ TEST(Array, UnreducedDevicePutAndRead) {
   Array u = array(std::vector<float>{1, 2}, {2}, NamedSharding(m, P(nullptr, Unreduced{{"X"}})));
   auto shards = u.addressable_shards();
   for (int f = 0; f < 8; ++f)
-    EXPECT_EQ(shards[f].data->to_vector<float>(), f / 2 == 0 ? (std::vector<float>{1, 2}) : (std::vector<float>{0, 0}));
+    EXPECT_EQ(shards[f].data->to_vector<float>(),
+              f / 2 == 0 ? (std::vector<float>{1, 2}) : (std::vector<float>{0, 0}));
   EXPECT_EQ(u.to_vector<float>(), (std::vector<float>{1, 2}));
 }
 

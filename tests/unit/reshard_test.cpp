@@ -70,7 +70,8 @@ void check_shards(const Array& y, const std::vector<float>& want, const std::str
       for (int64_t j = idx[1].start; j < idx[1].stop; ++j)
         for (int64_t l = idx[2].start; l < idx[2].stop; ++l, ++n) {
           float w = zero ? 0.f : want[(i * kShape[1] + j) * kShape[2] + l];
-          ASSERT_EQ(got[n], w) << what << " shard " << k << " at (" << i << "," << j << "," << l << ")";
+          ASSERT_EQ(got[n], w) << what << " shard " << k << " at (" << i << "," << j << "," << l
+                               << ")";
         }
   }
 }

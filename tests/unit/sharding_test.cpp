@@ -29,7 +29,7 @@ TEST(PartitionSpec, ReprAndCanonicalForm) {
   EXPECT_EQ(P("x").repr(), "P('x',)");
   EXPECT_EQ(P("x", nullptr).repr(), "P('x', None)");
   EXPECT_EQ(P(Axes{"x", "y"}, nullptr).repr(), "P(('x', 'y'), None)");
-  EXPECT_EQ(P(Axes{"x"}), P("x"));          // 1-tuples collapse
+  EXPECT_EQ(P(Axes{"x"}), P("x"));             // 1-tuples collapse
   EXPECT_EQ(P(Axes{}, "x"), P(nullptr, "x"));  // empty tuples are None
   EXPECT_EQ(P(""), P(nullptr));
   EXPECT_NE(P("x"), P("x", nullptr));  // structural, as JAX
@@ -46,7 +46,9 @@ TEST(PartitionSpec, SetValidation) {
                         "unreduced: {'x'} and reduced: {'x'}"));
   EXPECT_THAT(error_of<ValueError>([] { P("x", Unreduced{{"x"}}); }),
               HasSubstr("partitions cannot overlap with unreduced axes passed to PartitionSpec"));
-  EXPECT_THAT(error_of<ValueError>([] { P("x", Unreduced{{"y"}})[0]; }),
+  EXPECT_THAT(error_of<ValueError>([] {
+                P("x", Unreduced{{"y"}})[0];
+              }),
               HasSubstr("Using pspec[...] is dangerous"));
 }
 
@@ -104,11 +106,15 @@ TEST(NamedSharding, E22Indivisible) {
 
 TEST(NamedSharding, E23E24TypeSharding) {
   NamedSharding s(mesh42(), P("x"));
-  EXPECT_THAT(error_of<ValueError>([&] { type_sharding(s, {6, 2}); }),
+  EXPECT_THAT(error_of<ValueError>([&] {
+                type_sharding(s, {6, 2});
+              }),
               HasSubstr("Sharding spec ('x',) implies that array axis 0 is partitioned 4 times, "
                         "but does not evenly divide the dimension size 6. Got shape: (6, 2)"));
   NamedSharding s3(mesh42(), P("x", nullptr, nullptr));
-  EXPECT_THAT(error_of<ValueError>([&] { type_sharding(s3, {8, 2}); }),
+  EXPECT_THAT(error_of<ValueError>([&] {
+                type_sharding(s3, {8, 2});
+              }),
               HasSubstr("Length of sharding.spec (3) must be equal to aval's ndim (2). Got "
                         "sharding.spec P('x', None, None), aval.ndim 2"));
 }
@@ -160,7 +166,8 @@ TEST(NamedSharding, DevicesIndicesMapSpecExample) {
   }
   NamedSharding pxy(m, P(Axes{"x", "y"}));
   for (int f = 0; f < 8; ++f)
-    EXPECT_EQ(index_str(pxy.index_of(f, shape)), "(" + std::to_string(f) + ":" + std::to_string(f + 1) + ", :)");
+    EXPECT_EQ(index_str(pxy.index_of(f, shape)),
+              "(" + std::to_string(f) + ":" + std::to_string(f + 1) + ", :)");
   NamedSharding pyx(m, P(Axes{"y", "x"}));
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 2; ++j)  // y major: chunk = j*4 + i
@@ -193,8 +200,10 @@ TEST(NamedSharding, GeometryMultiAxis) {
 TEST(Mesh, ConstructionAndErrors) {
   Mesh m = mesh42();
   EXPECT_EQ(m.str(), "Mesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit))");
-  EXPECT_EQ(m.repr(), "Mesh(axis_sizes=(4, 2), axis_names=('x', 'y'), axis_types=(Explicit, Explicit))");
-  EXPECT_EQ(m.abstract_mesh().str(), "AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit))");
+  EXPECT_EQ(m.repr(),
+            "Mesh(axis_sizes=(4, 2), axis_names=('x', 'y'), axis_types=(Explicit, Explicit))");
+  EXPECT_EQ(m.abstract_mesh().str(),
+            "AbstractMesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit))");
   EXPECT_EQ(m.coords(5), (std::vector<int>{2, 1}));
   EXPECT_EQ(m, make_mesh({4, 2}, {"x", "y"}));
   EXPECT_NE(m, make_mesh({4, 2}, {"x", "y"}, {AxisType::Auto, AxisType::Auto}));
@@ -202,14 +211,25 @@ TEST(Mesh, ConstructionAndErrors) {
   // Mesh(...) defaults to Auto, make_mesh to Explicit.
   Mesh raw(devices(), {8}, {"d"});
   EXPECT_EQ(raw.axis_types()[0], AxisType::Auto);
-  EXPECT_THAT(error_of<ValueError>([] { make_mesh({4, 4}, {"x", "y"}); }),
+  EXPECT_THAT(error_of<ValueError>([] {
+                make_mesh({4, 4}, {"x", "y"});
+              }),
               HasSubstr("Number of devices 8 must be >= the product of mesh_shape (4, 4)"));
-  EXPECT_THAT(error_of<ValueError>([] { make_mesh({2, 2}, {"x", "x"}); }), HasSubstr("appears twice"));
-  EXPECT_THAT(error_of<ValueError>([] { make_mesh({2, 2}, {"x"}); }),
+  EXPECT_THAT(error_of<ValueError>([] {
+                make_mesh({2, 2}, {"x", "x"});
+              }),
+              HasSubstr("appears twice"));
+  EXPECT_THAT(error_of<ValueError>([] {
+                make_mesh({2, 2}, {"x"});
+              }),
               HasSubstr("as many axis sizes as axis names"));
-  EXPECT_THAT(error_of<ValueError>([] { make_mesh({2}, {"x"}, {AxisType::Auto, AxisType::Auto}); }),
+  EXPECT_THAT(error_of<ValueError>([] {
+                make_mesh({2}, {"x"}, {AxisType::Auto, AxisType::Auto});
+              }),
               HasSubstr("Number of axis names should match the number of axis_types"));
-  EXPECT_THAT(error_of<ValueError>([] { Mesh({Device{}, Device{}}, {2}, {"x"}); }),
+  EXPECT_THAT(error_of<ValueError>([] {
+                Mesh({Device{}, Device{}}, {2}, {"x"});
+              }),
               HasSubstr("a device appears twice"));
   EXPECT_THAT(error_of<ValueError>([] { create_device_mesh({3}); }),
               HasSubstr("Number of devices 8 must equal the product of mesh_shape (3,)"));

@@ -55,7 +55,8 @@ TEST(Visualize, Rank3And4ShowShardedDims) {
   EXPECT_THAT(v3, HasSubstr("│  CPU 0,1  │  CPU 2,3  │"));
   EXPECT_THAT(v3, HasSubstr("shard shape (2, 6, 4), 192 B per device"));
 
-  std::string v4 = visualize(zeros({2, 4, 6, 8}, bfloat16, NamedSharding(m, P("p", "q", nullptr, "r"))));
+  std::string v4 =
+      visualize(zeros({2, 4, 6, 8}, bfloat16, NamedSharding(m, P("p", "q", nullptr, "r"))));
   EXPECT_THAT(v4, HasSubstr("bf16[2@p,4@q,6,8@r]"));
   EXPECT_THAT(v4, HasSubstr("dim 0 (2 in 2 blocks): block 0"));
   EXPECT_THAT(v4, HasSubstr("dim 0 (2 in 2 blocks): block 1"));

@@ -30,8 +30,9 @@ namespace {
 
 const detail::ArrayImpl& get(const std::shared_ptr<detail::ArrayImpl>& impl) {
   if (!impl)
-    throw ValueError("[Array] the handle is empty. Got a default-constructed Array; expected one "
-                     "made by an op such as array(), zeros() or device_put().");
+    throw ValueError(
+        "[Array] the handle is empty. Got a default-constructed Array; expected one "
+        "made by an op such as array(), zeros() or device_put().");
   return *impl;
 }
 
@@ -89,8 +90,8 @@ void Array::copy_to_host(void* dst, DType as) const {
   const auto& impl0 = get(impl_);
   if (!impl0.sharding.spec().unreduced().empty()) {
     // The logical value of an unreduced array is the reduction over its axes.
-    Array reduced = reshard(*this, impl0.sharding.with_spec(
-                                       impl0.sharding.spec().with_sets({}, impl0.sharding.spec().reduced())));
+    Array reduced = reshard(*this, impl0.sharding.with_spec(impl0.sharding.spec().with_sets(
+                                       {}, impl0.sharding.spec().reduced())));
     reduced.copy_to_host(dst, as);
     return;
   }
@@ -107,8 +108,8 @@ void Array::copy_to_host(void* dst, DType as) const {
   for (int i = 0; i < static_cast<int>(impl.buffers.size()); ++i) {
     if (impl.sharding.replica_id(i) != 0) continue;
     Index idx = impl.sharding.index_of(i, shape());
-    detail::copy_box(impl.buffers[i]->ptr, local, Shape(local.size(), 0), out, shape(), origin_of(idx),
-             local, isz);
+    detail::copy_box(impl.buffers[i]->ptr, local, Shape(local.size(), 0), out, shape(),
+                     origin_of(idx), local, isz);
   }
   if (as != dtype()) detail::convert(staging.data(), dtype(), dst, as, size());
 }
@@ -127,8 +128,8 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
                        "; expected a NamedSharding on a concrete Mesh. Build it from a Mesh "
                        "(make_mesh) rather than an AbstractMesh.");
     if (ns->concrete_mesh()->empty())
-      throw ValueError(std::string("[") + api + "] the sharding's mesh is empty. Got " +
-                       ns->str() + "; expected a mesh with devices.");
+      throw ValueError(std::string("[") + api + "] the sharding's mesh is empty. Got " + ns->str() +
+                       "; expected a mesh with devices.");
     s = *ns;
   } else if (const auto* ps = std::get_if<PartitionSpec>(&where)) {
     Mesh ctx = get_mesh();
@@ -215,10 +216,12 @@ Array fill(const Shape& shape, DType dtype, const Placement& where, Fill kind, d
         using T = decltype(tag);
         T* out = buf->data<T>();
         auto conv = [](double v) {
-          if constexpr (std::is_same_v<T, bool>) return v != 0.0;
+          if constexpr (std::is_same_v<T, bool>)
+            return v != 0.0;
           else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
             return T(static_cast<float>(v));
-          else return static_cast<T>(v);
+          else
+            return static_cast<T>(v);
         };
         if (zero || kind == Fill::Const) {
           T v = conv(zero ? 0.0 : a);
@@ -230,7 +233,8 @@ Array fill(const Shape& shape, DType dtype, const Placement& where, Fill kind, d
         for (int64_t k = 0; k < n; ++k) {
           int64_t g = 0;
           for (int d = 0; d < rank; ++d) g = g * shape[d] + origin[d] + ctr[d];
-          out[k] = conv(kind == Fill::Iota ? static_cast<double>(g) : a + b * static_cast<double>(g));
+          out[k] =
+              conv(kind == Fill::Iota ? static_cast<double>(g) : a + b * static_cast<double>(g));
           for (int d = rank - 1; d >= 0; --d) {
             if (++ctr[d] < local[d]) break;
             ctr[d] = 0;
@@ -258,8 +262,7 @@ Array iota(const Shape& shape, DType dtype, const Placement& where) {
   return fill(shape, dtype, where, Fill::Iota, 0, 0, "iota");
 }
 Array arange(double start, double stop, double step, DType dtype, const Placement& where) {
-  if (step == 0)
-    throw ValueError("[arange] step is zero. Got step=0; expected a non-zero step.");
+  if (step == 0) throw ValueError("[arange] step is zero. Got step=0; expected a non-zero step.");
   double span = (stop - start) / step;
   int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
   return fill({n}, dtype, where, Fill::Arange, start, step, "arange");
@@ -281,11 +284,12 @@ Array reshard(const Array& x, const Placement& where) {
   NamedSharding s = resolve_placement(where, x.shape(), "reshard");
   for (const auto& a : s.spec().partition_axes())
     if (s.mesh().axis_type(a) != AxisType::Explicit)
-      throw ValueError("[reshard] PartitionSpec passed to reshard cannot contain axis names that "
-                       "are of type Auto or Manual. Got PartitionSpec: " +
-                       s.spec().repr() + " with axis name: " + a + " of type: " +
-                       axis_type_name(s.mesh().axis_type(a)) +
-                       ". Use Explicit axes, or device_put for Auto meshes.");
+      throw ValueError(
+          "[reshard] PartitionSpec passed to reshard cannot contain axis names that "
+          "are of type Auto or Manual. Got PartitionSpec: " +
+          s.spec().repr() + " with axis name: " + a +
+          " of type: " + axis_type_name(s.mesh().axis_type(a)) +
+          ". Use Explicit axes, or device_put for Auto meshes.");
   if (s == x.sharding()) return x;
   return detail::reshard_to(x, s);
 }

@@ -9,8 +9,8 @@ namespace tsr::detail {
 
 /** A box in an array: start and extent per dimension. */
 struct Box {
-  Shape start;   /**< first index per dim */
-  Shape extent;  /**< size per dim */
+  Shape start;  /**< first index per dim */
+  Shape extent; /**< size per dim */
   /** Number of elements. */
   int64_t numel() const { return tsr::numel(extent); }
 };

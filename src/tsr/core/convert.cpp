@@ -7,8 +7,8 @@ namespace tsr::detail {
 namespace {
 
 template <typename T>
-using Wide = std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>,
-                                float, T>;
+using Wide =
+    std::conditional_t<std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>, float, T>;
 
 template <typename To, typename From>
 To cast(From v) {
@@ -16,8 +16,10 @@ To cast(From v) {
     return v;
   } else {
     auto w = static_cast<Wide<From>>(v);
-    if constexpr (std::is_same_v<To, bool>) return w != Wide<From>(0);
-    else return To(static_cast<Wide<To>>(w));
+    if constexpr (std::is_same_v<To, bool>)
+      return w != Wide<From>(0);
+    else
+      return To(static_cast<Wide<To>>(w));
   }
 }
 

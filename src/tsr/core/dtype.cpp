@@ -32,21 +32,21 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
 enum Node : int { B1, IW, FW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, kNodes };
 
 constexpr std::array<std::array<int, 2>, kNodes> kEdges = {{
-    {IW, -1},   // b1
-    {U8, I8},   // i*
+    {IW, -1},     // b1
+    {U8, I8},     // i*
     {BF16, F16},  // f*
-    {I16, U16},  // u8
-    {I32, U32},  // u16
-    {I64, U64},  // u32
-    {FW, -1},   // u64
-    {I16, -1},  // i8
-    {I32, -1},  // i16
-    {I64, -1},  // i32
-    {FW, -1},   // i64
-    {F32, -1},  // bf16
-    {F32, -1},  // f16
-    {F64, -1},  // f32
-    {-1, -1},   // f64
+    {I16, U16},   // u8
+    {I32, U32},   // u16
+    {I64, U64},   // u32
+    {FW, -1},     // u64
+    {I16, -1},    // i8
+    {I32, -1},    // i16
+    {I64, -1},    // i32
+    {FW, -1},     // i64
+    {F32, -1},    // bf16
+    {F32, -1},    // f16
+    {F64, -1},    // f32
+    {-1, -1},     // f64
 }};
 
 using UpperSets = std::array<uint32_t, kNodes>;
@@ -64,8 +64,8 @@ constexpr UpperSets compute_upper() {
 constexpr UpperSets kUpper = compute_upper();
 
 constexpr uint32_t kStored = (1u << B1) | (1u << IW) | (1u << FW) | (1u << U8) | (1u << U32) |
-                             (1u << I8) | (1u << I32) | (1u << I64) | (1u << BF16) |
-                             (1u << F16) | (1u << F32) | (1u << F64);
+                             (1u << I8) | (1u << I32) | (1u << I64) | (1u << BF16) | (1u << F16) |
+                             (1u << F32) | (1u << F64);
 
 // The least node of a set of upper bounds: the one whose own upper set holds all of them.
 int least(uint32_t set) {
@@ -76,33 +76,54 @@ int least(uint32_t set) {
 
 int node_of(DType t) {
   switch (t) {
-    case DType::Bool: return B1;
-    case DType::Int8: return I8;
-    case DType::Int32: return I32;
-    case DType::Int64: return I64;
-    case DType::UInt8: return U8;
-    case DType::UInt32: return U32;
-    case DType::Float16: return F16;
-    case DType::BFloat16: return BF16;
-    case DType::Float32: return F32;
-    case DType::Float64: return F64;
+    case DType::Bool:
+      return B1;
+    case DType::Int8:
+      return I8;
+    case DType::Int32:
+      return I32;
+    case DType::Int64:
+      return I64;
+    case DType::UInt8:
+      return U8;
+    case DType::UInt32:
+      return U32;
+    case DType::Float16:
+      return F16;
+    case DType::BFloat16:
+      return BF16;
+    case DType::Float32:
+      return F32;
+    case DType::Float64:
+      return F64;
   }
   return F32;
 }
 
 DType dtype_of_node(int n) {
   switch (n) {
-    case B1: return DType::Bool;
-    case I8: return DType::Int8;
-    case I32: return DType::Int32;
-    case I64: return DType::Int64;
-    case U8: return DType::UInt8;
-    case U32: return DType::UInt32;
-    case F16: return DType::Float16;
-    case BF16: return DType::BFloat16;
-    case F32: return DType::Float32;
-    case F64: return DType::Float64;
-    default: break;
+    case B1:
+      return DType::Bool;
+    case I8:
+      return DType::Int8;
+    case I32:
+      return DType::Int32;
+    case I64:
+      return DType::Int64;
+    case U8:
+      return DType::UInt8;
+    case U32:
+      return DType::UInt32;
+    case F16:
+      return DType::Float16;
+    case BF16:
+      return DType::BFloat16;
+    case F32:
+      return DType::Float32;
+    case F64:
+      return DType::Float64;
+    default:
+      break;
   }
   return DType::Float32;
 }
@@ -119,8 +140,7 @@ int itemsize(DType t) { return kInfo[static_cast<int>(t)].size; }
 const char* dtype_name(DType t) { return kInfo[static_cast<int>(t)].name; }
 const char* dtype_short_name(DType t) { return kInfo[static_cast<int>(t)].short_name; }
 bool is_floating(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 ||
-         t == DType::Float64;
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
 bool is_unsigned(DType t) { return t == DType::UInt8 || t == DType::UInt32; }
 bool is_integer(DType t) {

@@ -25,7 +25,8 @@ int default_device_count() {
 }
 
 size_t cache_limit() {
-  if (const char* env = std::getenv("TSR_ALLOCATOR_CACHE_BYTES")) return std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("TSR_ALLOCATOR_CACHE_BYTES"))
+    return std::strtoull(env, nullptr, 10);
   return size_t{256} << 20;
 }
 
@@ -60,11 +61,11 @@ void Runtime::start(int n) {
   int want = n > 0 ? n : default_device_count();
   if (g_runtime) {
     if (n > 0 && g_runtime->num_devices() != n)
-      throw ValueError("[init] the runtime is already running. Got num_cpu_devices=" +
-                       std::to_string(n) + "; expected " +
-                       std::to_string(g_runtime->num_devices()) +
-                       " (the count it started with). Call tsr::init once, before any "
-                       "other Tessera call.");
+      throw ValueError(
+          "[init] the runtime is already running. Got num_cpu_devices=" + std::to_string(n) +
+          "; expected " + std::to_string(g_runtime->num_devices()) +
+          " (the count it started with). Call tsr::init once, before any "
+          "other Tessera call.");
     return;
   }
   g_runtime = new Runtime(want);
@@ -105,7 +106,8 @@ void GroupSequence::fail_rest(const char* op, const std::string& why) noexcept {
   }
 }
 
-void fail_groups(const std::vector<Group>& groups, const char* op, std::exception_ptr err) noexcept {
+void fail_groups(const std::vector<Group>& groups, const char* op,
+                 std::exception_ptr err) noexcept {
   GroupSequence seq(groups);
   seq.fail_rest(op, what_of(err));
 }

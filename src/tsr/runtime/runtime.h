@@ -19,11 +19,11 @@ namespace tsr::detail {
 
 /** A block of device memory plus the ticket of the task that fills it. */
 struct DeviceBuffer {
-  int device = 0;        /**< device id */
-  void* ptr = nullptr;   /**< 64-byte aligned data */
-  size_t nbytes = 0;     /**< requested size */
-  uint64_t ticket = 0;   /**< producing task on the device's stream (0: ready) */
-  std::exception_ptr error;  /**< set by the producer when it failed */
+  int device = 0;           /**< device id */
+  void* ptr = nullptr;      /**< 64-byte aligned data */
+  size_t nbytes = 0;        /**< requested size */
+  uint64_t ticket = 0;      /**< producing task on the device's stream (0: ready) */
+  std::exception_ptr error; /**< set by the producer when it failed */
 
   DeviceBuffer(int dev, size_t bytes);
   ~DeviceBuffer();

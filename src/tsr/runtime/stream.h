@@ -25,9 +25,7 @@ class Stream {
   /** Blocks until the task with this ticket has run. */
   void wait(uint64_t ticket);
   /** True if the task with this ticket has run. */
-  bool done(uint64_t ticket) const {
-    return completed_.load(std::memory_order_acquire) >= ticket;
-  }
+  bool done(uint64_t ticket) const { return completed_.load(std::memory_order_acquire) >= ticket; }
   /** Blocks until everything queued so far has run. */
   void synchronize();
 

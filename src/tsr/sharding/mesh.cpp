@@ -35,7 +35,8 @@ std::string names_tuple(const std::vector<std::string>& names) {
 
 std::string types_tuple(const std::vector<AxisType>& types) {
   std::string s = "(";
-  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + std::string(axis_type_name(types[i]));
+  for (size_t i = 0; i < types.size(); ++i)
+    s += (i ? ", " : "") + std::string(axis_type_name(types[i]));
   return s + (types.size() == 1 ? ",)" : ")");
 }
 
@@ -103,9 +104,12 @@ thread_local std::optional<Mesh> t_context_mesh;
 
 const char* axis_type_name(AxisType t) {
   switch (t) {
-    case AxisType::Auto: return "Auto";
-    case AxisType::Explicit: return "Explicit";
-    case AxisType::Manual: return "Manual";
+    case AxisType::Auto:
+      return "Auto";
+    case AxisType::Explicit:
+      return "Explicit";
+    case AxisType::Manual:
+      return "Manual";
   }
   return "?";
 }
@@ -167,7 +171,9 @@ bool all_of_type(const detail::AbstractMeshData& d, AxisType t) {
 std::vector<std::string> AbstractMesh::explicit_axes() const {
   return axes_of_type(*d_, AxisType::Explicit);
 }
-std::vector<std::string> AbstractMesh::auto_axes() const { return axes_of_type(*d_, AxisType::Auto); }
+std::vector<std::string> AbstractMesh::auto_axes() const {
+  return axes_of_type(*d_, AxisType::Auto);
+}
 std::vector<std::string> AbstractMesh::manual_axes() const {
   return axes_of_type(*d_, AxisType::Manual);
 }
@@ -221,16 +227,15 @@ Mesh::Mesh(std::vector<Device> devices, std::vector<int> axis_sizes,
   // The mesh's own checks come first so their messages name the real mistake.
   AbstractMesh abs;
   if (!axis_names.empty() || !axis_sizes.empty()) {
-    abs = AbstractMesh(axis_sizes, axis_names, axis_types.empty()
-                                                   ? std::vector<AxisType>(axis_names.size(),
-                                                                           AxisType::Auto)
-                                                   : axis_types);
+    abs = AbstractMesh(
+        axis_sizes, axis_names,
+        axis_types.empty() ? std::vector<AxisType>(axis_names.size(), AxisType::Auto) : axis_types);
   }
   if (static_cast<int64_t>(devices.size()) != prod)
     throw ValueError("[Mesh] the device count does not match the mesh shape. Got " +
-                     std::to_string(devices.size()) + " devices for axis_sizes=" +
-                     ints_tuple(axis_sizes) + "; expected " + std::to_string(prod) +
-                     ". Pass exactly prod(axis_sizes) devices.");
+                     std::to_string(devices.size()) +
+                     " devices for axis_sizes=" + ints_tuple(axis_sizes) + "; expected " +
+                     std::to_string(prod) + ". Pass exactly prod(axis_sizes) devices.");
   int n = device_count();
   std::set<int> ids;
   for (const Device& dev : devices) {
@@ -278,8 +283,9 @@ std::string Mesh::str() const {
 }
 
 std::string Mesh::repr() const {
-  return "Mesh(axis_sizes=" + ints_tuple(axis_sizes()) + ", axis_names=" +
-         names_tuple(axis_names()) + ", axis_types=" + types_tuple(axis_types()) + ")";
+  return "Mesh(axis_sizes=" + ints_tuple(axis_sizes()) +
+         ", axis_names=" + names_tuple(axis_names()) + ", axis_types=" + types_tuple(axis_types()) +
+         ")";
 }
 
 bool Mesh::operator==(const Mesh& o) const {
@@ -299,9 +305,10 @@ std::vector<Device> create_device_mesh(const std::vector<int>& mesh_shape,
   int64_t prod = 1;
   for (int s : mesh_shape) {
     if (s < 1)
-      throw ValueError("[create_device_mesh] `mesh_shape` passed to `create_device_mesh` should "
-                       "be a sequence of positive ints. Got " +
-                       ints_tuple(mesh_shape) + ".");
+      throw ValueError(
+          "[create_device_mesh] `mesh_shape` passed to `create_device_mesh` should "
+          "be a sequence of positive ints. Got " +
+          ints_tuple(mesh_shape) + ".");
     prod *= s;
   }
   if (prod != static_cast<int64_t>(all.size()))
@@ -320,9 +327,10 @@ Mesh make_mesh(const std::vector<int>& axis_sizes, const std::vector<std::string
   int64_t prod = 1;
   for (int s : axis_sizes) {
     if (s < 1)
-      throw ValueError("[make_mesh] `axis_sizes` passed to `make_mesh` should be a sequence of "
-                       "positive ints. Got " +
-                       ints_tuple(axis_sizes) + ".");
+      throw ValueError(
+          "[make_mesh] `axis_sizes` passed to `make_mesh` should be a sequence of "
+          "positive ints. Got " +
+          ints_tuple(axis_sizes) + ".");
     prod *= s;
   }
   if (prod > static_cast<int64_t>(all.size()))
@@ -331,9 +339,9 @@ Mesh make_mesh(const std::vector<int>& axis_sizes, const std::vector<std::string
                      ". Start Tessera with more devices (tsr::init({.num_cpu_devices = " +
                      std::to_string(prod) + "}) or TSR_NUM_CPU_DEVICES) or use a smaller mesh.");
   all.resize(static_cast<size_t>(prod));
-  std::vector<AxisType> types =
-      axis_types.empty() ? std::vector<AxisType>(axis_names.size(), AxisType::Explicit)
-                         : axis_types;
+  std::vector<AxisType> types = axis_types.empty()
+                                    ? std::vector<AxisType>(axis_names.size(), AxisType::Explicit)
+                                    : axis_types;
   return Mesh(create_device_mesh(axis_sizes, all), axis_sizes, axis_names, types);
 }
 

@@ -22,7 +22,8 @@ std::string int_tuple(const std::vector<int64_t>& v) {
 
 std::string types_tuple(const std::vector<AxisType>& types) {
   std::string s = "(";
-  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + std::string(axis_type_name(types[i]));
+  for (size_t i = 0; i < types.size(); ++i)
+    s += (i ? ", " : "") + std::string(axis_type_name(types[i]));
   return s + (types.size() == 1 ? ",)" : ")");
 }
 
@@ -45,8 +46,9 @@ void check_pspec(const AbstractMesh& mesh, const PartitionSpec& spec) {
         throw ValueError("[NamedSharding] Resource axis: " + a + " of " + spec.repr() +
                          " is not found in mesh: " + names_tuple(mesh.axis_names()) +
                          ". Use one of the mesh's axis names.");
-  bool any_unconstrained = std::any_of(spec.entries().begin(), spec.entries().end(),
-                                       [](const PartitionEntry& e) { return e.is_unconstrained(); });
+  bool any_unconstrained =
+      std::any_of(spec.entries().begin(), spec.entries().end(),
+                  [](const PartitionEntry& e) { return e.is_unconstrained(); });
   if (any_unconstrained && mesh.auto_axes().empty())
     throw ValueError("[NamedSharding] " + spec.repr() +
                      " cannot contain `P.UNCONSTRAINED` when no mesh axis_types are `Auto`. Got "
@@ -93,9 +95,9 @@ NamedSharding::NamedSharding(const AbstractMesh& mesh, PartitionSpec spec)
 
 void NamedSharding::check_rank(int rank) const {
   if (spec_.size() > rank)
-    throw ValueError("[NamedSharding] Sharding " + str() + " is only valid for values of rank at least " +
-                     std::to_string(spec_.size()) + ", but was applied to a value of rank " +
-                     std::to_string(rank) + "." +
+    throw ValueError("[NamedSharding] Sharding " + str() +
+                     " is only valid for values of rank at least " + std::to_string(spec_.size()) +
+                     ", but was applied to a value of rank " + std::to_string(rank) + "." +
                      (rank == 0 ? " For scalars the PartitionSpec should be P()" : ""));
 }
 
@@ -113,15 +115,14 @@ Shape NamedSharding::shard_shape(const Shape& global_shape) const {
   Shape out(global_shape);
   for (int d = 0; d < rank; ++d) {
     if (global_shape[d] % t[d] != 0)
-      throw IndivisibleError("[NamedSharding] " + str() + " implies that array axis " +
-                             std::to_string(d) + " is partitioned " + std::to_string(t[d]) +
-                             " times, but the dimension size is " +
-                             std::to_string(global_shape[d]) +
-                             " (full shape: " + int_tuple(global_shape) +
-                             ", per-dimension tiling factors: " + int_tuple(t) +
-                             " should evenly divide the shape). Pad the dimension to a multiple "
-                             "of " +
-                             std::to_string(t[d]) + " or shard it over fewer devices.");
+      throw IndivisibleError(
+          "[NamedSharding] " + str() + " implies that array axis " + std::to_string(d) +
+          " is partitioned " + std::to_string(t[d]) + " times, but the dimension size is " +
+          std::to_string(global_shape[d]) + " (full shape: " + int_tuple(global_shape) +
+          ", per-dimension tiling factors: " + int_tuple(t) +
+          " should evenly divide the shape). Pad the dimension to a multiple "
+          "of " +
+          std::to_string(t[d]) + " or shard it over fewer devices.");
     out[d] = global_shape[d] / t[d];
   }
   return out;
@@ -209,7 +210,9 @@ bool NamedSharding::is_fully_replicated() const {
   return prod == 1;
 }
 
-NamedSharding NamedSharding::normalized(int rank) const { return with_spec(spec_.normalized(rank)); }
+NamedSharding NamedSharding::normalized(int rank) const {
+  return with_spec(spec_.normalized(rank));
+}
 
 NamedSharding NamedSharding::with_spec(PartitionSpec spec) const {
   return mesh_ ? NamedSharding(*mesh_, std::move(spec)) : NamedSharding(abstract_, std::move(spec));
@@ -239,7 +242,9 @@ bool NamedSharding::is_equivalent_to(const NamedSharding& o, int rank) const {
     return u;
   };
   if (dropped(*this) != dropped(o)) return false;
-  if (!mesh_) return abstract_ == o.abstract_ && ta == tb && spec_.normalized(rank) == o.spec_.normalized(rank);
+  if (!mesh_)
+    return abstract_ == o.abstract_ && ta == tb &&
+           spec_.normalized(rank) == o.spec_.normalized(rank);
   std::map<int, Index> a, b;
   auto explicit_index = [&](const NamedSharding& s, int i) {
     Index idx = s.index_of(i, probe);

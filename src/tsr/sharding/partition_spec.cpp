@@ -19,9 +19,12 @@ std::string quoted_set(const std::set<std::string>& s) {
 
 const char* kind_name(UnreducedKind k) {
   switch (k) {
-    case UnreducedKind::Sum: return "sum";
-    case UnreducedKind::Max: return "max";
-    case UnreducedKind::Min: return "min";
+    case UnreducedKind::Sum:
+      return "sum";
+    case UnreducedKind::Max:
+      return "max";
+    case UnreducedKind::Min:
+      return "min";
   }
   return "sum";
 }
@@ -63,11 +66,10 @@ PartitionSpec::PartitionSpec(std::vector<PartitionEntry> entries, std::set<std::
 void PartitionSpec::check() const {
   for (const auto* set : {&unreduced_, &reduced_})
     if (set->count(""))
-      throw ValueError(std::string("[PartitionSpec] ") +
-                       (set == &unreduced_ ? "unreduced" : "reduced") +
-                       " cannot contain an empty name. All elements in " +
-                       (set == &unreduced_ ? "unreduced" : "reduced") +
-                       " should refer to the mesh axes.");
+      throw ValueError(
+          std::string("[PartitionSpec] ") + (set == &unreduced_ ? "unreduced" : "reduced") +
+          " cannot contain an empty name. All elements in " +
+          (set == &unreduced_ ? "unreduced" : "reduced") + " should refer to the mesh axes.");
   std::set<std::string> both;
   std::set_intersection(unreduced_.begin(), unreduced_.end(), reduced_.begin(), reduced_.end(),
                         std::inserter(both, both.begin()));
@@ -128,7 +130,8 @@ std::string PartitionSpec::repr() const {
   if (entries_.size() == 1) s += ",";
   std::string sets;
   if (!unreduced_.empty()) sets += "unreduced=" + quoted_set(unreduced_);
-  if (!reduced_.empty()) sets += (sets.empty() ? "" : ", ") + std::string("reduced=") + quoted_set(reduced_);
+  if (!reduced_.empty())
+    sets += (sets.empty() ? "" : ", ") + std::string("reduced=") + quoted_set(reduced_);
   if (!unreduced_.empty()) sets += std::string(", unreduced_kind=") + kind_name(kind_);
   if (!sets.empty()) s += (entries_.empty() ? "" : entries_.size() == 1 ? " " : ", ") + sets;
   return s + ")";

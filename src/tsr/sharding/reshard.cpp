@@ -17,11 +17,11 @@ namespace tsr::detail {
 namespace {
 
 struct DevicePlan {
-  int src_slot = -1;  // flat position in the source mesh, or -1
-  int dst_slot = -1;  // flat position in the destination mesh, or -1
-  bool zero = false;  // holds zeros (added unreduced axis, coordinate != 0)
-  std::vector<Box> local;                           // global boxes copied src -> dst here
-  std::vector<std::vector<Box>> send, recv;         // per peer rank in `ids`
+  int src_slot = -1;                         // flat position in the source mesh, or -1
+  int dst_slot = -1;                         // flat position in the destination mesh, or -1
+  bool zero = false;                         // holds zeros (added unreduced axis, coordinate != 0)
+  std::vector<Box> local;                    // global boxes copied src -> dst here
+  std::vector<std::vector<Box>> send, recv;  // per peer rank in `ids`
   std::vector<int64_t> send_counts, send_displs, recv_counts, recv_displs;  // bytes
   int64_t send_bytes = 0, recv_bytes = 0;
   std::vector<int> reduce_ids;  // all_reduce group over the reduced axes (device ids)
@@ -49,9 +49,12 @@ Box box_of(const NamedSharding& s, int flat, const Shape& shape) {
 
 ReduceOp to_reduce_op(UnreducedKind k) {
   switch (k) {
-    case UnreducedKind::Sum: return ReduceOp::Sum;
-    case UnreducedKind::Max: return ReduceOp::Max;
-    case UnreducedKind::Min: return ReduceOp::Min;
+    case UnreducedKind::Sum:
+      return ReduceOp::Sum;
+    case UnreducedKind::Max:
+      return ReduceOp::Max;
+    case UnreducedKind::Min:
+      return ReduceOp::Min;
   }
   return ReduceOp::Sum;
 }
@@ -88,9 +91,11 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   auto plan = std::make_shared<Plan>();
   int rank = static_cast<int>(shape.size());
   std::map<int, int> pos;  // device id -> rank in ids
-  for (const auto& d : ms.devices()) pos.emplace(d.id, static_cast<int>(pos.size())), plan->ids.push_back(d.id);
+  for (const auto& d : ms.devices())
+    pos.emplace(d.id, static_cast<int>(pos.size())), plan->ids.push_back(d.id);
   for (const auto& d : md.devices())
-    if (!pos.count(d.id)) pos.emplace(d.id, static_cast<int>(plan->ids.size())), plan->ids.push_back(d.id);
+    if (!pos.count(d.id))
+      pos.emplace(d.id, static_cast<int>(plan->ids.size())), plan->ids.push_back(d.id);
   int n = static_cast<int>(plan->ids.size());
   plan->dev.resize(n);
   for (auto& dp : plan->dev) {
@@ -246,55 +251,56 @@ Array reshard_to(const Array& x, const NamedSharding& dst) {
       outs.push_back(ob);
     }
     std::vector<Group> groups;
-    if (plan->reduce && dp.src_slot >= 0) groups.emplace_back(rt.group(dp.reduce_ids), dp.reduce_rank);
+    if (plan->reduce && dp.src_slot >= 0)
+      groups.emplace_back(rt.group(dp.reduce_ids), dp.reduce_rank);
     if (exchange) groups.emplace_back(exchange, u);
     Shape src_origin = dp.src_slot >= 0 ? box_of(src, dp.src_slot, shape).start : Shape{};
     Shape dst_origin = dp.dst_slot >= 0 ? box_of(dst, dp.dst_slot, shape).start : Shape{};
     BufferPtr ib = ins.empty() ? nullptr : ins[0];
-    launch(dev, ins, outs,
-           [plan, u, dev, ib, ob, groups, src_origin, dst_origin, isz, dst_bytes, dtype] {
-             const DevicePlan& dp = plan->dev[u];
-             GroupSequence seq(groups);
-             try {
-               const void* sp = ib ? ib->ptr : nullptr;
-               BufferPtr reduced;
-               int64_t src_n = numel(plan->src_local);
-               if (plan->reduce && ib) {
-                 reduced = Runtime::get().alloc(dev, static_cast<size_t>(src_n) * isz);
-                 seq.next().all_reduce(sp, reduced->ptr, src_n, dtype, plan->reduce_op);
-                 sp = reduced->ptr;
-               }
-               if (ob && dp.zero) std::memset(ob->ptr, 0, dst_bytes);
-               for (const Box& b : dp.local)
-                 copy_box(sp, plan->src_local, relative(b.start, src_origin), ob->ptr,
-                          plan->dst_local, relative(b.start, dst_origin), b.extent, isz);
-               if (plan->comm) {
-                 std::vector<char> sendbuf(static_cast<size_t>(dp.send_bytes));
-                 std::vector<char> recvbuf(static_cast<size_t>(dp.recv_bytes));
-                 size_t off = 0;
-                 for (const auto& boxes : dp.send)
-                   for (const Box& b : boxes) {
-                     copy_box(sp, plan->src_local, relative(b.start, src_origin),
-                              sendbuf.data() + off, b.extent, Shape(b.extent.size(), 0), b.extent,
-                              isz);
-                     off += static_cast<size_t>(b.numel()) * isz;
-                   }
-                 seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs,
-                                        recvbuf.data(), dp.recv_counts, dp.recv_displs);
-                 off = 0;
-                 for (const auto& boxes : dp.recv)
-                   for (const Box& b : boxes) {
-                     copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), ob->ptr,
-                              plan->dst_local, relative(b.start, dst_origin), b.extent, isz);
-                     off += static_cast<size_t>(b.numel()) * isz;
-                   }
-               }
-             } catch (const std::exception& e) {
-               seq.fail_rest("reshard", e.what());
-               throw;
-             }
-           },
-           groups, "reshard");
+    launch(
+        dev, ins, outs,
+        [plan, u, dev, ib, ob, groups, src_origin, dst_origin, isz, dst_bytes, dtype] {
+          const DevicePlan& dp = plan->dev[u];
+          GroupSequence seq(groups);
+          try {
+            const void* sp = ib ? ib->ptr : nullptr;
+            BufferPtr reduced;
+            int64_t src_n = numel(plan->src_local);
+            if (plan->reduce && ib) {
+              reduced = Runtime::get().alloc(dev, static_cast<size_t>(src_n) * isz);
+              seq.next().all_reduce(sp, reduced->ptr, src_n, dtype, plan->reduce_op);
+              sp = reduced->ptr;
+            }
+            if (ob && dp.zero) std::memset(ob->ptr, 0, dst_bytes);
+            for (const Box& b : dp.local)
+              copy_box(sp, plan->src_local, relative(b.start, src_origin), ob->ptr, plan->dst_local,
+                       relative(b.start, dst_origin), b.extent, isz);
+            if (plan->comm) {
+              std::vector<char> sendbuf(static_cast<size_t>(dp.send_bytes));
+              std::vector<char> recvbuf(static_cast<size_t>(dp.recv_bytes));
+              size_t off = 0;
+              for (const auto& boxes : dp.send)
+                for (const Box& b : boxes) {
+                  copy_box(sp, plan->src_local, relative(b.start, src_origin), sendbuf.data() + off,
+                           b.extent, Shape(b.extent.size(), 0), b.extent, isz);
+                  off += static_cast<size_t>(b.numel()) * isz;
+                }
+              seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs, recvbuf.data(),
+                                     dp.recv_counts, dp.recv_displs);
+              off = 0;
+              for (const auto& boxes : dp.recv)
+                for (const Box& b : boxes) {
+                  copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), ob->ptr,
+                           plan->dst_local, relative(b.start, dst_origin), b.extent, isz);
+                  off += static_cast<size_t>(b.numel()) * isz;
+                }
+            }
+          } catch (const std::exception& e) {
+            seq.fail_rest("reshard", e.what());
+            throw;
+          }
+        },
+        groups, "reshard");
   }
   return make_array(shape, dtype, dst, std::move(out), x.type().weak);
 }

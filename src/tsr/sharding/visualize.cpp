@@ -19,8 +19,10 @@ std::string ranges(std::vector<int> ids) {
     while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
     if (!s.empty()) s += ",";
     s += std::to_string(ids[i]);
-    if (j > i + 1) s += "-" + std::to_string(ids[j]);
-    else if (j == i + 1) s += "," + std::to_string(ids[j]);
+    if (j > i + 1)
+      s += "-" + std::to_string(ids[j]);
+    else if (j == i + 1)
+      s += "," + std::to_string(ids[j]);
     i = j + 1;
   }
   return s;
@@ -32,8 +34,10 @@ std::string human_bytes(int64_t b) {
   int u = 0;
   while (v >= 1024 && u < 4) v /= 1024, ++u;
   std::ostringstream os;
-  if (u == 0) os << b << " B";
-  else os << (v < 10 ? std::round(v * 10) / 10 : std::round(v)) << " " << units[u];
+  if (u == 0)
+    os << b << " B";
+  else
+    os << (v < 10 ? std::round(v * 10) / 10 : std::round(v)) << " " << units[u];
   return os.str();
 }
 
@@ -94,10 +98,12 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
 
   // Devices holding each block, keyed by the chunk vector.
   std::map<std::vector<int64_t>, std::vector<int>> holders;
-  for (int i = 0; i < mesh.size(); ++i) holders[s.chunk_of(i, rank)].push_back(mesh.devices()[i].id);
+  for (int i = 0; i < mesh.size(); ++i)
+    holders[s.chunk_of(i, rank)].push_back(mesh.devices()[i].id);
   const char* prefix = mesh.devices()[0].platform == Platform::CPU ? "CPU " : "GPU ";
   size_t width = 0;
-  for (const auto& [k, ids] : holders) width = std::max(width, std::string(prefix).size() + ranges(ids).size());
+  for (const auto& [k, ids] : holders)
+    width = std::max(width, std::string(prefix).size() + ranges(ids).size());
   width += 4;
 
   std::ostringstream os;
@@ -140,8 +146,7 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
   int64_t bytes = numel(local) * itemsize(dtype);
   os << "shard shape " << shape_str(local) << ", " << human_bytes(bytes) << " per device, "
      << mesh.size() << (mesh.size() == 1 ? " device" : " devices");
-  if (!s.spec().unreduced().empty())
-    os << "; each device holds a partial value (unreduced)";
+  if (!s.spec().unreduced().empty()) os << "; each device holds a partial value (unreduced)";
   os << "\n";
   return os.str();
 }
