@@ -171,18 +171,19 @@ CallDesc describe_permute(int rank, int size, const void* in, void* out, int64_t
   c.pairs = &pairs;
   c.pairs_hash = hash_pairs(pairs);
   if (!c.error.empty()) return c;
-  std::vector<int> src_seen(size, 0), dst_seen(size, 0);
+  std::vector<uint8_t> seen(2 * size, 0);  // sources, then destinations
   for (const auto& [src, dst] : pairs) {
-    std::string pair = "(" + std::to_string(src) + ", " + std::to_string(dst) + ")";
+    const char* wrong = nullptr;
     if (src < 0 || src >= size || dst < 0 || dst >= size) {
-      c.error =
-          "pair " + pair + " names a rank outside the group of " + std::to_string(size) + " ranks";
-    } else if (src_seen[src]++ || dst_seen[dst]++) {
-      c.error = "pair " + pair +
-                " repeats a source or a destination; each rank may send at "
-                "most once and receive at most once";
+      wrong = " names a rank outside the group";
+    } else if (seen[src]++ || seen[size + dst]++) {
+      wrong = " repeats a source or a destination; each rank may send and receive at most once";
     }
-    if (!c.error.empty()) break;
+    if (wrong != nullptr) {
+      c.error = "pair (" + std::to_string(src) + ", " + std::to_string(dst) + ")" + wrong +
+                " (the group has " + std::to_string(size) + " ranks)";
+      break;
+    }
   }
   return c;
 }
@@ -217,6 +218,12 @@ CallDesc describe_all_to_allv(int size, const void* send, const std::vector<int6
   };
   if (total(send_counts) > 0 && send == nullptr) c.error = "the send buffer is null";
   if (total(recv_counts) > 0 && recv == nullptr) c.error = "the receive buffer is null";
+  return c;
+}
+
+CallDesc describe_barrier() {
+  CallDesc c;
+  c.op = "barrier";
   return c;
 }
 

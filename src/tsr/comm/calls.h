@@ -49,6 +49,8 @@ CallDesc describe_all_to_allv(int size, const void* send, const std::vector<int6
                               const std::vector<int64_t>& send_displs, void* recv,
                               const std::vector<int64_t>& recv_counts,
                               const std::vector<int64_t>& recv_displs);
+/** barrier: nothing to compare but the op. */
+CallDesc describe_barrier();
 /** A rank that calls fail() instead of `op`. */
 CallDesc describe_failure(const std::string& op, const std::string& reason);
 

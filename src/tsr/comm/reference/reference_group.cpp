@@ -94,11 +94,7 @@ class ReferenceGroup final : public GroupImpl {
     rv_.sync(rank, "broadcast");
   }
 
-  void barrier(int rank) override {
-    CallDesc call;
-    call.op = "barrier";
-    rv_.arrive(rank, std::move(call));
-  }
+  void barrier(int rank) override { rv_.arrive(rank, describe_barrier()); }
 
   void fail(int rank, const std::string& op, const std::string& reason) override {
     rv_.arrive(rank, describe_failure(op, reason));  // always raises

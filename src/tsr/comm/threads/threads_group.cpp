@@ -4,6 +4,7 @@
 // 8 simulated devices on 2 cores keep both cores busy instead of waiting for the OS
 // to schedule a particular rank's share.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -16,10 +17,10 @@
 namespace tsr::detail {
 namespace {
 
-// A reduction task's elements fit a stack scratch that stays in L1 while every
-// rank's input streams past it.
-constexpr int64_t kReduceTaskBytes = 16 << 10;
-// Copy tasks are larger: fewer task hand-outs, still small enough to balance.
+// A reduction task's block sits in a stack scratch that stays in L2 while every
+// rank's input streams past it (64 KiB measured 5-10% faster than 16 KiB at 64 MiB).
+constexpr int64_t kReduceTaskBytes = 64 << 10;
+// Copy tasks: few enough hand-outs to be cheap, small enough to balance the ranks.
 constexpr int64_t kCopyTaskBytes = 64 << 10;
 // Above this many bytes touched (all inputs and outputs), buffers cannot stay in the
 // last-level cache, so outputs are written with non-temporal stores.
@@ -45,7 +46,7 @@ class ThreadsGroup final : public GroupImpl {
       if (in != out) copy_bytes(out, in, count * isz, false);
       return;
     }
-    // Task t reduces one block of every input, in rank order, into an L1 scratch and
+    // Task t reduces one block of every input, in rank order, into a stack scratch and
     // writes it to every output: each input byte is read once and each output byte
     // written once. A block's inputs are all read before its outputs are written, so
     // in == out is safe.
@@ -187,11 +188,7 @@ class ThreadsGroup final : public GroupImpl {
     finish(rank, "broadcast", streaming);
   }
 
-  void barrier(int rank) override {
-    CallDesc call;
-    call.op = "barrier";
-    rv_.arrive(rank, std::move(call));
-  }
+  void barrier(int rank) override { rv_.arrive(rank, describe_barrier()); }
 
   void fail(int rank, const std::string& op, const std::string& reason) override {
     rv_.arrive(rank, describe_failure(op, reason));  // always raises
