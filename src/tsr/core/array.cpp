@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "tsr/core/array_impl.h"
@@ -50,6 +51,27 @@ bool zero_for_unreduced(const NamedSharding& s, int i) {
   for (const auto& a : s.spec().unreduced())
     if (c[s.mesh().axis_index(a)] != 0) return true;
   return false;
+}
+
+// Creates an array whose every shard is written on its own device by `body(out,
+// origin, zero)`: origin is the shard's position, zero asks for zeros (§9).
+using ShardBody = std::function<void(void* out, const Shape& origin, bool zero)>;
+Array write_shards(const Shape& shape, DType dtype, const NamedSharding& s, ShardBody body) {
+  const Mesh& mesh = *s.concrete_mesh();
+  size_t bytes = static_cast<size_t>(numel(s.shard_shape(shape))) * itemsize(dtype);
+  auto& rt = detail::Runtime::get();
+  auto shared = std::make_shared<const ShardBody>(std::move(body));
+  std::vector<detail::BufferPtr> bufs;
+  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
+  for (int i = 0; i < mesh.size(); ++i) {
+    auto b = rt.alloc(mesh.devices()[i].id, bytes);
+    Shape origin = origin_of(s.index_of(i, shape));
+    bool zero = zero_for_unreduced(s, i);
+    detail::launch(b->device, {}, {b},
+                   [shared, b, origin, zero] { (*shared)(b->ptr, origin, zero); });
+    bufs.push_back(std::move(b));
+  }
+  return detail::make_array(shape, dtype, s, std::move(bufs));
 }
 
 }  // namespace
@@ -164,27 +186,18 @@ Array from_host(const void* data, DType dtype, const Shape& shape, const Placeme
   // The caller may free `data` once we return; the tasks read a private copy.
   auto host = std::make_shared<std::vector<char>>(static_cast<size_t>(numel(shape)) * isz);
   if (!host->empty()) std::memcpy(host->data(), data, host->size());
-  const Mesh& mesh = *s.concrete_mesh();
   Shape local = s.shard_shape(shape);
   size_t local_bytes = static_cast<size_t>(numel(local)) * isz;
-  auto& rt = detail::Runtime::get();
-  std::vector<detail::BufferPtr> bufs;
-  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
-  for (int i = 0; i < mesh.size(); ++i) {
-    auto b = rt.alloc(mesh.devices()[i].id, local_bytes);
-    Shape origin = origin_of(s.index_of(i, shape));
-    bool zero = zero_for_unreduced(s, i);
-    detail::launch(b->device, {}, {b}, [host, b, shape, origin, local, isz, zero, local_bytes] {
-      if (zero) {
-        std::memset(b->ptr, 0, local_bytes);
-        return;
-      }
-      detail::copy_box(host->data(), shape, origin, b->ptr, local, Shape(local.size(), 0), local,
-                       isz);
-    });
-    bufs.push_back(std::move(b));
-  }
-  return detail::make_array(shape, dtype, s, std::move(bufs));
+  return write_shards(
+      shape, dtype, s,
+      [host, shape, local, isz, local_bytes](void* out, const Shape& origin, bool zero) {
+        if (zero) {
+          std::memset(out, 0, local_bytes);
+          return;
+        }
+        detail::copy_box(host->data(), shape, origin, out, local, Shape(local.size(), 0), local,
+                         isz);
+      });
 }
 
 namespace {
@@ -199,52 +212,39 @@ Array fill(const Shape& shape, DType dtype, const Placement& where, Fill kind, d
       throw ValueError(std::string("[") + api + "] negative dimension. Got shape " +
                        shape_str(shape) + "; expected sizes >= 0.");
   NamedSharding s = resolve_placement(where, shape, api);
-  const Mesh& mesh = *s.concrete_mesh();
   Shape local = s.shard_shape(shape);
-  size_t bytes = static_cast<size_t>(numel(local)) * itemsize(dtype);
-  auto& rt = detail::Runtime::get();
-  std::vector<detail::BufferPtr> bufs;
-  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
-  for (int i = 0; i < mesh.size(); ++i) {
-    auto buf = rt.alloc(mesh.devices()[i].id, bytes);
-    Shape origin = origin_of(s.index_of(i, shape));
-    bool zero = zero_for_unreduced(s, i);
-    detail::launch(buf->device, {}, {buf}, [=] {
-      int64_t n = numel(local);
-      int rank = static_cast<int>(local.size());
-      dispatch_dtype(dtype, [&](auto tag) {
-        using T = decltype(tag);
-        T* out = buf->data<T>();
-        auto conv = [](double v) {
-          if constexpr (std::is_same_v<T, bool>)
-            return v != 0.0;
-          else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
-            return T(static_cast<float>(v));
-          else
-            return static_cast<T>(v);
-        };
-        if (zero || kind == Fill::Const) {
-          T v = conv(zero ? 0.0 : a);
-          for (int64_t k = 0; k < n; ++k) out[k] = v;
-          return;
+  return write_shards(shape, dtype, s, [=](void* ptr, const Shape& origin, bool zero) {
+    int64_t n = numel(local);
+    int rank = static_cast<int>(local.size());
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* out = static_cast<T*>(ptr);
+      auto conv = [](double v) {
+        if constexpr (std::is_same_v<T, bool>)
+          return v != 0.0;
+        else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
+          return T(static_cast<float>(v));
+        else
+          return static_cast<T>(v);
+      };
+      if (zero || kind == Fill::Const) {
+        T v = conv(zero ? 0.0 : a);
+        for (int64_t k = 0; k < n; ++k) out[k] = v;
+        return;
+      }
+      // Walk local positions with an odometer, tracking the global flat index.
+      std::vector<int64_t> ctr(rank, 0);
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t g = 0;
+        for (int d = 0; d < rank; ++d) g = g * shape[d] + origin[d] + ctr[d];
+        out[k] = conv(kind == Fill::Iota ? static_cast<double>(g) : a + b * static_cast<double>(g));
+        for (int d = rank - 1; d >= 0; --d) {
+          if (++ctr[d] < local[d]) break;
+          ctr[d] = 0;
         }
-        // Walk local positions with an odometer, tracking the global flat index.
-        std::vector<int64_t> ctr(rank, 0);
-        for (int64_t k = 0; k < n; ++k) {
-          int64_t g = 0;
-          for (int d = 0; d < rank; ++d) g = g * shape[d] + origin[d] + ctr[d];
-          out[k] =
-              conv(kind == Fill::Iota ? static_cast<double>(g) : a + b * static_cast<double>(g));
-          for (int d = rank - 1; d >= 0; --d) {
-            if (++ctr[d] < local[d]) break;
-            ctr[d] = 0;
-          }
-        }
-      });
+      }
     });
-    bufs.push_back(std::move(buf));
-  }
-  return detail::make_array(shape, dtype, s, std::move(bufs));
+  });
 }
 
 }  // namespace

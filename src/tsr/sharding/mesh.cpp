@@ -6,6 +6,7 @@
 
 #include "tsr/error.h"
 #include "tsr/runtime/runtime.h"
+#include "tsr/sharding/format.h"
 
 namespace tsr {
 namespace detail {
@@ -25,26 +26,11 @@ struct MeshData {
 
 }  // namespace detail
 
+using detail::ints_tuple;
+using detail::names_tuple;
+using detail::types_tuple;
+
 namespace {
-
-std::string names_tuple(const std::vector<std::string>& names) {
-  std::string s = "(";
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
-  return s + (names.size() == 1 ? ",)" : ")");
-}
-
-std::string types_tuple(const std::vector<AxisType>& types) {
-  std::string s = "(";
-  for (size_t i = 0; i < types.size(); ++i)
-    s += (i ? ", " : "") + std::string(axis_type_name(types[i]));
-  return s + (types.size() == 1 ? ",)" : ")");
-}
-
-std::string ints_tuple(const std::vector<int>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
 
 void hash_mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); }
 

@@ -4,28 +4,14 @@
 
 #include "tsr/error.h"
 #include "tsr/sharding.h"
+#include "tsr/sharding/format.h"
 
 namespace tsr {
+using detail::ints_tuple;
+using detail::names_tuple;
+using detail::types_tuple;
+
 namespace {
-
-std::string names_tuple(const std::vector<std::string>& names) {
-  std::string s = "(";
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", '" : "'") + names[i] + "'";
-  return s + (names.size() == 1 ? ",)" : ")");
-}
-
-std::string int_tuple(const std::vector<int64_t>& v) {
-  std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + (v.size() == 1 ? ",)" : ")");
-}
-
-std::string types_tuple(const std::vector<AxisType>& types) {
-  std::string s = "(";
-  for (size_t i = 0; i < types.size(); ++i)
-    s += (i ? ", " : "") + std::string(axis_type_name(types[i]));
-  return s + (types.size() == 1 ? ",)" : ")");
-}
 
 // spec §7.1 check_pspec.
 void check_pspec(const AbstractMesh& mesh, const PartitionSpec& spec) {
@@ -118,8 +104,8 @@ Shape NamedSharding::shard_shape(const Shape& global_shape) const {
       throw IndivisibleError(
           "[NamedSharding] " + str() + " implies that array axis " + std::to_string(d) +
           " is partitioned " + std::to_string(t[d]) + " times, but the dimension size is " +
-          std::to_string(global_shape[d]) + " (full shape: " + int_tuple(global_shape) +
-          ", per-dimension tiling factors: " + int_tuple(t) +
+          std::to_string(global_shape[d]) + " (full shape: " + ints_tuple(global_shape) +
+          ", per-dimension tiling factors: " + ints_tuple(t) +
           " should evenly divide the shape). Pad the dimension to a multiple "
           "of " +
           std::to_string(t[d]) + " or shard it over fewer devices.");

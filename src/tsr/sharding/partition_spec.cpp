@@ -3,19 +3,12 @@
 
 #include "tsr/error.h"
 #include "tsr/sharding.h"
+#include "tsr/sharding/format.h"
 
 namespace tsr {
-namespace {
+using detail::quoted_set;
 
-std::string quoted_set(const std::set<std::string>& s) {
-  std::string out = "{";
-  bool first = true;
-  for (const auto& a : s) {
-    out += (first ? "'" : ", '") + a + "'";
-    first = false;
-  }
-  return out + "}";
-}
+namespace {
 
 const char* kind_name(UnreducedKind k) {
   switch (k) {

@@ -12,6 +12,7 @@
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/error.h"
+#include "tsr/sharding/format.h"
 
 namespace tsr::detail {
 namespace {
@@ -59,12 +60,6 @@ ReduceOp to_reduce_op(UnreducedKind k) {
   return ReduceOp::Sum;
 }
 
-std::string set_str(const std::set<std::string>& s) {
-  std::string out = "{";
-  for (const auto& a : s) out += (out.size() > 1 ? ", '" : "'") + a + "'";
-  return out + "}";
-}
-
 std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const NamedSharding& src,
                                        const NamedSharding& dst) {
   const Mesh& ms = *src.concrete_mesh();
@@ -86,7 +81,7 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
         "[reshard] out_sharding passed to `reshard` cannot be more unreduced than the input. Got "
         "input " +
         src.spec().repr() + " and out_sharding " + dst.spec().repr() + " adding " +
-        set_str(added_axes) + " with a max/min kind; expected no new unreduced axes.");
+        quoted_set(added_axes) + " with a max/min kind; expected no new unreduced axes.");
 
   auto plan = std::make_shared<Plan>();
   int rank = static_cast<int>(shape.size());
