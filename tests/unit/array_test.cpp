@@ -130,6 +130,14 @@ TEST(Array, DevicePutErrors) {
       HasSubstr("Please set a mesh via `set_mesh`"));
   MeshScope scope(m);
   EXPECT_THROW(device_put(zeros({6, 4}), P("X")), IndivisibleError);
+  try {
+    device_put(zeros({6, 4}), P("X"));
+  } catch (const IndivisibleError& e) {
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("[device_put] One of device_put args was given the sharding of NamedSharding("));
+    EXPECT_THAT(e.what(), HasSubstr("implies that array axis 0 is partitioned 4 times"));
+  }
   EXPECT_THROW(device_put(zeros({8}), P("X", "Y")), ValueError);  // rank too small
   EXPECT_THROW(device_put(zeros({8}), P("Z")), ValueError);
   EXPECT_THROW(device_put(zeros({8}), Device{Platform::CPU, 99}), ValueError);

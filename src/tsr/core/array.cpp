@@ -171,7 +171,15 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
   }
   s.check_rank(rank);
   s = s.normalized(rank);
-  s.shard_shape(shape);  // divisibility (E22)
+  try {
+    s.shard_shape(shape);  // divisibility (E22)
+  } catch (const IndivisibleError& e) {
+    // JAX wraps this as "One of device_put args was given the sharding ...".
+    std::string inner = e.what();
+    if (inner.rfind("[NamedSharding] ", 0) == 0) inner = inner.substr(16);
+    throw IndivisibleError(std::string("[") + api + "] One of " + api +
+                           " args was given the sharding of " + inner);
+  }
   type_sharding(s, shape);
   return s;
 }
