@@ -8,6 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev   # tests
   libbenchmark-dev            # bench/
   ccache                      # faster rebuilds
+  libopenblas-dev             # GEMM (OpenBLAS, pthreads build)
 )
 
 missing=()

@@ -55,6 +55,14 @@ class CommError : public Error {
   using Error::Error;
 };
 
+/** A check that acts as an assertion failed (with_sharding_constraint on an
+ *  all-Explicit mesh, spec E28). */
+class AssertionError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
 /** A NamedSharding maps one mesh axis to two dimensions (spec E18). */
 class DuplicateSpecError : public ValueError {
  public:

@@ -25,6 +25,33 @@ Array make_array(const Shape& shape, DType dtype, const NamedSharding& sharding,
   return Array(std::move(impl));
 }
 
+Array make_traced(const VarPtr& var, uint64_t trace_id) {
+  auto impl = std::make_shared<ArrayImpl>();
+  impl->type = var->type;
+  impl->sharding = var->type.sharding;
+  impl->var = var;
+  impl->trace_id = trace_id;
+  return Array(std::move(impl));
+}
+
+void check_concrete(const Array& x, const char* api) {
+  if (!x.impl())
+    throw ValueError(std::string("[") + api +
+                     "] the handle is empty. Got a default-constructed Array; expected one made "
+                     "by an op such as array(), zeros() or device_put().");
+  if (x.impl()->var)
+    throw ValueError(std::string("[") + api + "] the array is a traced value of type " +
+                     x.type().str() +
+                     " inside jit (or another transform), so its data does not exist yet. Got "
+                     "a traced array; expected a concrete one. Return it from the jitted "
+                     "function and read it outside, or use cond / while_loop for data-dependent "
+                     "control flow.");
+  if (x.impl()->deleted)
+    throw ValueError(std::string("[") + api + "] the array was deleted: it was donated to a jit "
+                     "call. Got a donated array; expected a live one. Use the jit's result, or "
+                     "do not donate this argument.");
+}
+
 }  // namespace detail
 
 namespace {
@@ -80,11 +107,13 @@ const ArrayType& Array::type() const { return get(impl_).type; }
 const NamedSharding& Array::sharding() const { return get(impl_).sharding; }
 
 const Array& Array::block_until_ready() const {
+  detail::check_concrete(*this, "block_until_ready");
   for (const auto& b : get(impl_).buffers) b->wait();
   return *this;
 }
 
 std::vector<Shard> Array::addressable_shards() const {
+  detail::check_concrete(*this, "addressable_shards");
   const auto& impl = get(impl_);
   const Mesh& mesh = *impl.sharding.concrete_mesh();
   Shape local = impl.sharding.shard_shape(shape());
@@ -109,6 +138,7 @@ void Array::check_item() const {
 }
 
 void Array::copy_to_host(void* dst, DType as) const {
+  detail::check_concrete(*this, "to_vector");
   const auto& impl0 = get(impl_);
   if (!impl0.sharding.spec().unreduced().empty()) {
     // The logical value of an unreduced array is the reduction over its axes.

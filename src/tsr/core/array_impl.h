@@ -4,15 +4,24 @@
 #include <vector>
 
 #include "tsr/array.h"
+#include "tsr/core/program.h"
 #include "tsr/runtime/runtime.h"
 
 namespace tsr::detail {
 
 struct ArrayImpl {
   ArrayType type;
-  NamedSharding sharding;
-  std::vector<BufferPtr> buffers;
+  NamedSharding sharding;          // concrete; the type's sharding when traced
+  std::vector<BufferPtr> buffers;  // one per device of sharding's mesh; empty when traced
+  VarPtr var;                      // set when this is a value of a trace
+  uint64_t trace_id = 0;           // which trace `var` belongs to
+  bool deleted = false;            // donated to a jit call
 };
+
+/** A traced (symbolic) array of trace `trace_id`. */
+Array make_traced(const VarPtr& var, uint64_t trace_id);
+/** Raises ValueError when x is traced or deleted (`api` names the caller). */
+void check_concrete(const Array& x, const char* api);
 
 /** Makes an array from its parts; derives the type from the sharding. */
 Array make_array(const Shape& shape, DType dtype, const NamedSharding& sharding,

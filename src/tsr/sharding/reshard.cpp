@@ -10,33 +10,13 @@
 #include <unordered_map>
 
 #include "tsr/core/array_impl.h"
+#include "tsr/sharding/reshard_plan.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/error.h"
 #include "tsr/sharding/format.h"
 
 namespace tsr::detail {
 namespace {
-
-struct DevicePlan {
-  int src_slot = -1;                         // flat position in the source mesh, or -1
-  int dst_slot = -1;                         // flat position in the destination mesh, or -1
-  bool zero = false;                         // holds zeros (added unreduced axis, coordinate != 0)
-  std::vector<Box> local;                    // global boxes copied src -> dst here
-  std::vector<std::vector<Box>> send, recv;  // per peer rank in `ids`
-  std::vector<int64_t> send_counts, send_displs, recv_counts, recv_displs;  // bytes
-  int64_t send_bytes = 0, recv_bytes = 0;
-  std::vector<int> reduce_ids;  // all_reduce group over the reduced axes (device ids)
-  int reduce_rank = 0;
-};
-
-struct Plan {
-  std::vector<int> ids;  // union of devices; rank r of the exchange group is ids[r]
-  std::vector<DevicePlan> dev;
-  bool comm = false;
-  bool reduce = false;
-  ReduceOp reduce_op = ReduceOp::Sum;
-  Shape src_local, dst_local;
-};
 
 Box box_of(const NamedSharding& s, int flat, const Shape& shape) {
   Index idx = s.index_of(flat, shape);
@@ -101,6 +81,11 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   for (int j = 0; j < md.size(); ++j) plan->dev[pos[md.devices()[j].id]].dst_slot = j;
   plan->src_local = src.shard_shape(shape);
   plan->dst_local = dst.shard_shape(shape);
+  for (auto& dp : plan->dev) {
+    if (dp.src_slot >= 0) dp.src_origin = box_of(src, dp.src_slot, shape).start;
+    if (dp.dst_slot >= 0) dp.dst_origin = box_of(dst, dp.dst_slot, shape).start;
+  }
+  plan->dtype = dtype;
 
   // Reduction groups: source devices that agree on every axis but the reduced ones,
   // in row-major order (= mixed radix over the reduced axes).
@@ -181,6 +166,8 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   return plan;
 }
 
+}  // namespace
+
 std::shared_ptr<const Plan> get_plan(const Shape& shape, DType dtype, const NamedSharding& src,
                                      const NamedSharding& dst) {
   struct Key {
@@ -213,6 +200,7 @@ std::shared_ptr<const Plan> get_plan(const Shape& shape, DType dtype, const Name
   return plan;
 }
 
+namespace {
 Shape relative(const Shape& start, const Shape& origin) {
   Shape r(start.size());
   for (size_t d = 0; d < start.size(); ++d) r[d] = start[d] - origin[d];
@@ -221,75 +209,80 @@ Shape relative(const Shape& start, const Shape& origin) {
 
 }  // namespace
 
+std::vector<Group> plan_groups(const Plan& plan, int u) {
+  auto& rt = Runtime::get();
+  const DevicePlan& dp = plan.dev[u];
+  std::vector<Group> groups;
+  if (plan.reduce && dp.src_slot >= 0) groups.emplace_back(rt.group(dp.reduce_ids), dp.reduce_rank);
+  if (plan.comm) groups.emplace_back(rt.group(plan.ids), u);
+  return groups;
+}
+
+void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
+  const DevicePlan& dp = plan.dev[u];
+  int dev = plan.ids[u];
+  size_t isz = static_cast<size_t>(itemsize(plan.dtype));
+  size_t dst_bytes = static_cast<size_t>(numel(plan.dst_local)) * isz;
+  BufferPtr reduced;
+  int64_t src_n = numel(plan.src_local);
+  if (plan.reduce && dp.src_slot >= 0) {
+    reduced = Runtime::get().alloc(dev, static_cast<size_t>(src_n) * isz);
+    seq.next().all_reduce(sp, reduced->ptr, src_n, plan.dtype, plan.reduce_op);
+    sp = reduced->ptr;
+  }
+  if (dst && dp.zero) std::memset(dst, 0, dst_bytes);
+  for (const Box& b : dp.local)
+    copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
+             relative(b.start, dp.dst_origin), b.extent, isz);
+  if (!plan.comm) return;
+  std::vector<char> sendbuf(static_cast<size_t>(dp.send_bytes));
+  std::vector<char> recvbuf(static_cast<size_t>(dp.recv_bytes));
+  size_t off = 0;
+  for (const auto& boxes : dp.send)
+    for (const Box& b : boxes) {
+      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf.data() + off,
+               b.extent, Shape(b.extent.size(), 0), b.extent, isz);
+      off += static_cast<size_t>(b.numel()) * isz;
+    }
+  seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs, recvbuf.data(),
+                         dp.recv_counts, dp.recv_displs);
+  off = 0;
+  for (const auto& boxes : dp.recv)
+    for (const Box& b : boxes) {
+      copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
+               relative(b.start, dp.dst_origin), b.extent, isz);
+      off += static_cast<size_t>(b.numel()) * isz;
+    }
+}
+
 Array reshard_to(const Array& x, const NamedSharding& dst) {
   const Shape& shape = x.shape();
-  DType dtype = x.dtype();
-  const NamedSharding& src = x.sharding();
-  auto plan = get_plan(shape, dtype, src, dst);
+  auto plan = get_plan(shape, x.dtype(), x.sharding(), dst);
   const auto& impl = *x.impl();
   const Mesh& md = *dst.concrete_mesh();
-  size_t isz = static_cast<size_t>(itemsize(dtype));
-  size_t dst_bytes = static_cast<size_t>(numel(plan->dst_local)) * isz;
+  size_t dst_bytes = static_cast<size_t>(numel(plan->dst_local)) * itemsize(x.dtype());
   auto& rt = Runtime::get();
   std::vector<BufferPtr> out(md.size());
   std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
-  std::shared_ptr<GroupImpl> exchange = plan->comm ? rt.group(plan->ids) : nullptr;
   for (int u = 0; u < static_cast<int>(plan->ids.size()); ++u) {
     const DevicePlan& dp = plan->dev[u];
     int dev = plan->ids[u];
     std::vector<BufferPtr> ins, outs;
-    if (dp.src_slot >= 0) ins.push_back(impl.buffers[dp.src_slot]);
+    BufferPtr ib = dp.src_slot >= 0 ? impl.buffers[dp.src_slot] : nullptr;
+    if (ib) ins.push_back(ib);
     BufferPtr ob;
     if (dp.dst_slot >= 0) {
       ob = rt.alloc(dev, dst_bytes);
       out[dp.dst_slot] = ob;
       outs.push_back(ob);
     }
-    std::vector<Group> groups;
-    if (plan->reduce && dp.src_slot >= 0)
-      groups.emplace_back(rt.group(dp.reduce_ids), dp.reduce_rank);
-    if (exchange) groups.emplace_back(exchange, u);
-    Shape src_origin = dp.src_slot >= 0 ? box_of(src, dp.src_slot, shape).start : Shape{};
-    Shape dst_origin = dp.dst_slot >= 0 ? box_of(dst, dp.dst_slot, shape).start : Shape{};
-    BufferPtr ib = ins.empty() ? nullptr : ins[0];
+    std::vector<Group> groups = plan_groups(*plan, u);
     launch(
         dev, ins, outs,
-        [plan, u, dev, ib, ob, groups, src_origin, dst_origin, isz, dst_bytes, dtype] {
-          const DevicePlan& dp = plan->dev[u];
+        [plan, u, ib, ob, groups] {
           GroupSequence seq(groups);
           try {
-            const void* sp = ib ? ib->ptr : nullptr;
-            BufferPtr reduced;
-            int64_t src_n = numel(plan->src_local);
-            if (plan->reduce && ib) {
-              reduced = Runtime::get().alloc(dev, static_cast<size_t>(src_n) * isz);
-              seq.next().all_reduce(sp, reduced->ptr, src_n, dtype, plan->reduce_op);
-              sp = reduced->ptr;
-            }
-            if (ob && dp.zero) std::memset(ob->ptr, 0, dst_bytes);
-            for (const Box& b : dp.local)
-              copy_box(sp, plan->src_local, relative(b.start, src_origin), ob->ptr, plan->dst_local,
-                       relative(b.start, dst_origin), b.extent, isz);
-            if (plan->comm) {
-              std::vector<char> sendbuf(static_cast<size_t>(dp.send_bytes));
-              std::vector<char> recvbuf(static_cast<size_t>(dp.recv_bytes));
-              size_t off = 0;
-              for (const auto& boxes : dp.send)
-                for (const Box& b : boxes) {
-                  copy_box(sp, plan->src_local, relative(b.start, src_origin), sendbuf.data() + off,
-                           b.extent, Shape(b.extent.size(), 0), b.extent, isz);
-                  off += static_cast<size_t>(b.numel()) * isz;
-                }
-              seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs, recvbuf.data(),
-                                     dp.recv_counts, dp.recv_displs);
-              off = 0;
-              for (const auto& boxes : dp.recv)
-                for (const Box& b : boxes) {
-                  copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), ob->ptr,
-                           plan->dst_local, relative(b.start, dst_origin), b.extent, isz);
-                  off += static_cast<size_t>(b.numel()) * isz;
-                }
-            }
+            run_plan(*plan, u, ib ? ib->ptr : nullptr, ob ? ob->ptr : nullptr, seq);
           } catch (const std::exception& e) {
             seq.fail_rest("reshard", e.what());
             throw;
@@ -297,7 +290,7 @@ Array reshard_to(const Array& x, const NamedSharding& dst) {
         },
         groups, "reshard");
   }
-  return make_array(shape, dtype, dst, std::move(out), x.type().weak);
+  return make_array(shape, x.dtype(), dst, std::move(out), x.type().weak);
 }
 
 }  // namespace tsr::detail

@@ -1,0 +1,52 @@
+#pragma once
+// The kernel table (DESIGN §3): kernels are not on the primitive; each backend
+// registers (primitive name, backend) -> kernel. A kernel sees local blocks only.
+#include <vector>
+
+#include "tsr/core/primitive.h"
+#include "tsr/shape.h"
+
+namespace tsr::detail {
+
+/** A local block's shape and dtype. */
+struct LocalType {
+  Shape shape;                  /**< local (per-device) shape */
+  DType dtype = DType::Float32; /**< element type */
+};
+
+/** Everything one kernel invocation on one device sees. */
+struct KernelArgs {
+  const Primitive* prim = nullptr;          /**< parameters (downcast by the kernel) */
+  const std::vector<LocalType>* in = nullptr;   /**< input local types */
+  const std::vector<LocalType>* out = nullptr;  /**< output local types */
+  const void* const* in_ptr = nullptr;      /**< input blocks */
+  void* const* out_ptr = nullptr;           /**< output blocks (preallocated) */
+  const Shape* out_origin = nullptr;        /**< global position of output 0's block */
+  int busy_devices = 1;                     /**< devices running this step at once */
+
+  /** Typed input pointer. */
+  template <typename T>
+  const T* i(int k) const {
+    return static_cast<const T*>(in_ptr[k]);
+  }
+  /** Typed output pointer. */
+  template <typename T>
+  T* o(int k) const {
+    return static_cast<T*>(out_ptr[k]);
+  }
+};
+
+/** A kernel: computes outputs from inputs on one device. */
+using KernelFn = void (*)(const KernelArgs&);
+
+/** Registers a kernel (done by the backend's register.cpp). */
+void register_kernel(const char* prim, const char* backend, KernelFn fn);
+/** The kernel for prim on backend; BackendError naming the backends that have one. */
+KernelFn find_kernel(const char* prim, const char* backend = "cpu");
+/** Every (prim, backend) pair registered, for the coverage test. */
+bool has_kernel(const char* prim, const char* backend = "cpu");
+
+/** Registers the CPU kernels (called once, before the first lookup). */
+void register_cpu_kernels();
+
+}  // namespace tsr::detail

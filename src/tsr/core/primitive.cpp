@@ -1,0 +1,125 @@
+#include "tsr/core/primitive.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "tsr/error.h"
+#include "tsr/prims/common.h"
+
+namespace tsr::detail {
+
+Lowering Primitive::partition(const std::vector<ArrayType>& in,
+                              const std::vector<ArrayType>& out) const {
+  Lowering l;
+  std::vector<PartitionEntry> oe = out.empty() ? std::vector<PartitionEntry>{} : entries_of(out[0]);
+  for (const auto& t : in) {
+    std::vector<PartitionEntry> e(static_cast<size_t>(t.ndim()));
+    if (!out.empty() && t.ndim() == out[0].ndim())
+      for (int d = 0; d < t.ndim(); ++d)
+        if (t.shape[d] == out[0].shape[d]) e[d] = oe[d];
+    l.in.push_back(with_sets_of(e, t.sharding.spec()));
+  }
+  for (const auto& t : out) l.out.push_back(t.sharding.spec());
+  return l;
+}
+
+namespace {
+[[noreturn]] void not_yet(const char* rule, const char* prim, const char* issue) {
+  throw NotImplementedError(std::string("[") + rule + "] the " + rule + " rule of primitive '" +
+                            prim + "' is not implemented yet. Got a " + rule + " request for '" +
+                            prim + "'; expected a primitive with a " + rule + " rule. It arrives " +
+                            issue + ".");
+}
+}  // namespace
+
+std::vector<Array> Primitive::jvp(const std::vector<Array>&, const std::vector<Array>&) const {
+  not_yet("jvp", name(), "with automatic differentiation");
+}
+std::vector<Array> Primitive::transpose(const std::vector<Array>&,
+                                        const std::vector<Array>&) const {
+  not_yet("transpose", name(), "with automatic differentiation");
+}
+std::vector<Array> Primitive::batch(const std::vector<Array>&, const std::vector<int>&) const {
+  not_yet("batch", name(), "with vmap");
+}
+
+bool Primitive::equals(const Primitive& o) const {
+  return this == &o || (std::string_view(name()) == o.name() && params() == o.params());
+}
+
+size_t Primitive::hash() const {
+  return std::hash<std::string_view>()(name()) * 31 + std::hash<std::string>()(params());
+}
+
+namespace {
+std::mutex& registry_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<std::string>& registry() {
+  static std::vector<std::string> r;
+  return r;
+}
+}  // namespace
+
+bool register_primitive(const char* name) {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  auto& r = registry();
+  if (std::find(r.begin(), r.end(), name) == r.end()) r.push_back(name);
+  return true;
+}
+
+const std::vector<std::string>& registered_primitives() { return registry(); }
+
+namespace {
+
+bool has_explicit(const AbstractMesh& m) { return !m.explicit_axes().empty(); }
+
+std::string types_list(const std::vector<ArrayType>& in) {
+  std::string s;
+  for (size_t i = 0; i < in.size(); ++i) s += (i ? ", " : "") + in[i].str();
+  return s;
+}
+
+}  // namespace
+
+std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<ArrayType>& in) {
+  AbstractMesh ctx = get_abstract_mesh();
+  const char* name = prim.name();
+  // Spec §11 step 1: the context mesh must match each input's mesh.
+  for (const auto& t : in) {
+    const AbstractMesh& m = t.sharding.mesh();
+    if (m.empty() || ctx.empty() || (m.are_all_axes_auto() && ctx.are_all_axes_auto())) continue;
+    if (!(m == ctx))
+      throw ValueError(std::string("[") + name + "] For primitive " + name + ", context mesh " +
+                       ctx.str() + " should match the aval mesh " + m.str() + " for shape " +
+                       t.str() +
+                       ". Enter the array's mesh with MeshScope, or reshard the array onto the "
+                       "context mesh.");
+  }
+  // Step 3: all non-empty input meshes must be equal (two all-Auto meshes pass).
+  const AbstractMesh* first = nullptr;
+  for (const auto& t : in) {
+    const AbstractMesh& m = t.sharding.mesh();
+    if (m.empty()) continue;
+    if (!first) {
+      first = &m;
+    } else if (!(m == *first) && (has_explicit(m) || has_explicit(*first))) {
+      throw ShardingTypeError(std::string("[") + name +
+                              "] Mesh for all inputs should be equal. Got one mesh: " +
+                              first->str() + " and another mesh: " + m.str() +
+                              ". Reshard the inputs onto one mesh first.");
+    }
+  }
+  try {
+    return prim.infer(in);
+  } catch (const IllegalResult& e) {
+    // Step 7: a proposed spec that uses an axis twice.
+    throw ShardingTypeError(std::string("[") + name + "] " + name +
+                            " operation with inputs: " + types_list(in) +
+                            " produces an illegally sharded result: " + e.rendered() +
+                            ". Reshard an input, or pass out_sharding where the op takes one.");
+  }
+}
+
+}  // namespace tsr::detail

@@ -1,0 +1,53 @@
+#pragma once
+// The typed IR: a Program (our jaxpr) is equations `outs = prim[params](ins)` over
+// typed variables. A Var's identity is its address; names (a, b, ...) are given
+// when printing. Captured arrays (closure constants) are Program inputs too.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tsr/array.h"
+
+namespace tsr::detail {
+
+class Primitive;
+using PrimPtr = std::shared_ptr<const Primitive>;
+
+/** A typed variable of a Program. */
+struct Var {
+  ArrayType type; /**< global type */
+};
+using VarPtr = std::shared_ptr<Var>;
+
+/** One equation: outs = prim(ins). */
+struct Eqn {
+  PrimPtr prim;             /**< the primitive with its parameters */
+  std::vector<VarPtr> ins;  /**< operands */
+  std::vector<VarPtr> outs; /**< results */
+};
+
+/** A traced function: inputs, captured constants, equations, outputs. */
+struct Program {
+  std::vector<VarPtr> in_vars;    /**< explicit inputs */
+  std::vector<VarPtr> const_vars; /**< implicit inputs: captured arrays */
+  std::vector<Array> consts;      /**< values of const_vars (concrete or outer-traced) */
+  std::vector<Eqn> eqns;          /**< in order */
+  std::vector<VarPtr> out_vars;   /**< results (may repeat or be inputs) */
+
+  /** Jaxpr-style text: { lambda c:f32[] ; a:f32[8@X]. let b:f32[8@X] = sin a in (b) }. */
+  std::string str() const;
+  /** Input types (const_vars first, then in_vars). */
+  std::vector<ArrayType> in_types() const;
+  /** Output types. */
+  std::vector<ArrayType> out_types() const;
+};
+
+/** Drops equations whose results are unused (keeps every output). */
+Program dce(const Program& p);
+/** Merges equations with equal primitives (equals/hash) and the same inputs. */
+Program cse(const Program& p);
+/** Re-infers every equation; TypeError naming the first equation whose recorded
+ *  output types differ from what its rule gives now. */
+void typecheck(const Program& p);
+
+}  // namespace tsr::detail

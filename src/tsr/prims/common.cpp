@@ -1,0 +1,124 @@
+#include "tsr/prims/common.h"
+
+#include <set>
+
+#include "tsr/sharding/format.h"
+
+namespace tsr::detail {
+
+std::vector<PartitionEntry> entries_of(const ArrayType& t) {
+  std::vector<PartitionEntry> e = t.sharding.spec().normalized(t.ndim()).entries();
+  e.resize(static_cast<size_t>(t.ndim()));
+  return e;
+}
+
+AbstractMesh rule_mesh(const std::vector<ArrayType>& in) {
+  for (const auto& t : in)
+    if (!t.sharding.mesh().empty()) return t.sharding.mesh();
+  return get_abstract_mesh();
+}
+
+namespace {
+
+std::string render(const Shape& shape, DType dtype, const std::vector<PartitionEntry>& e) {
+  std::string s = dtype_short_name(dtype);
+  s += "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d) s += ",";
+    s += std::to_string(shape[d]);
+    if (d < e.size() && !e[d].axes().empty()) {
+      const auto& a = e[d].axes();
+      if (a.size() == 1) {
+        s += "@" + a[0];
+      } else {
+        s += "@(";
+        for (size_t i = 0; i < a.size(); ++i) s += (i ? "," : "") + a[i];
+        s += ")";
+      }
+    }
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+IllegalResult::IllegalResult(std::string rendered)
+    : DuplicateSpecError("[rule] illegally sharded result " + rendered),
+      rendered_(std::move(rendered)) {}
+
+ArrayType make_type(const Shape& shape, DType dtype, bool weak, const AbstractMesh& mesh,
+                    const std::vector<PartitionEntry>& entries, const PartitionSpec& sets) {
+  std::set<std::string> seen;
+  for (const auto& e : entries)
+    for (const auto& a : e.axes())
+      if (!seen.insert(a).second) throw IllegalResult(render(shape, dtype, entries));
+  return make_type(shape, dtype, weak, mesh, with_sets_of(entries, sets));
+}
+
+ArrayType make_type(const Shape& shape, DType dtype, bool weak, const AbstractMesh& mesh,
+                    const PartitionSpec& spec) {
+  if (mesh.empty()) {
+    ArrayType t;
+    t.shape = shape;
+    t.dtype = dtype;
+    t.weak = weak;
+    t.sharding = type_sharding(NamedSharding(mesh, P()), shape);
+    return t;
+  }
+  return make_type(shape, dtype, weak, NamedSharding(mesh, spec));
+}
+
+ArrayType make_type(const Shape& shape, DType dtype, bool weak, const NamedSharding& s) {
+  ArrayType t;
+  t.shape = shape;
+  t.dtype = dtype;
+  t.weak = weak;
+  t.sharding = type_sharding(s, shape);
+  return t;
+}
+
+PartitionSpec spec_of(const std::vector<PartitionEntry>& entries) { return PartitionSpec(entries); }
+
+PartitionSpec with_sets_of(const std::vector<PartitionEntry>& entries, const PartitionSpec& sets) {
+  return PartitionSpec(entries, sets.unreduced(), sets.reduced(), sets.unreduced_kind());
+}
+
+std::string entries_tuple(const std::vector<PartitionEntry>& e) {
+  std::string s = "(";
+  for (size_t i = 0; i < e.size(); ++i) s += (i ? ", " : "") + e[i].repr();
+  if (e.size() == 1) s += ",";
+  return s + ")";
+}
+
+std::string short_type(const ArrayType& t) { return t.str(); }
+
+int64_t entry_size(const PartitionEntry& e, const AbstractMesh& mesh) {
+  int64_t k = 1;
+  for (const auto& a : e.axes()) k *= mesh.axis_size(a);
+  return k;
+}
+
+int norm_axis(int64_t axis, int rank, const char* op) {
+  if (axis < -rank || axis >= std::max(rank, 0) || (rank == 0))
+    throw ValueError(std::string("[") + op + "] axis " + std::to_string(axis) +
+                     " is out of bounds for an array of rank " + std::to_string(rank) +
+                     ". Got axis=" + std::to_string(axis) + "; expected -" + std::to_string(rank) +
+                     " <= axis < " + std::to_string(rank) + ".");
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+std::string p_ints(const std::vector<int64_t>& v) { return ints_tuple(v); }
+
+std::string p_sharding(const std::optional<NamedSharding>& s) {
+  return s ? s->spec().repr() : "None";
+}
+
+void no_unreduced(const char* name, const std::vector<ArrayType>& in) {
+  for (const auto& t : in)
+    if (!unreduced_of(t).empty())
+      throw NotImplementedError(std::string("[") + name + "] unreduced rule for " + name +
+                                " is not implemented. Got input type " + t.str() +
+                                "; expected no unreduced axes. Reduce it first with reshard.");
+}
+
+}  // namespace tsr::detail

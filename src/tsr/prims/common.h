@@ -1,0 +1,67 @@
+#pragma once
+// Helpers the sharding rules share: building output types on the rule's mesh,
+// reading normalized spec entries, rendering specs as the spec's error texts do.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tsr/array.h"
+#include "tsr/core/primitive.h"
+#include "tsr/error.h"
+
+namespace tsr::detail {
+
+/** A rule proposed a spec that uses a mesh axis twice; the driver turns it into
+ *  the "illegally sharded result" error (E2) for single-output primitives. */
+class IllegalResult : public DuplicateSpecError {
+ public:
+  /** `rendered` is the proposed type, e.g. i32[4@X,4@X]. */
+  explicit IllegalResult(std::string rendered);
+  /** The proposed type. */
+  const std::string& rendered() const { return rendered_; }
+
+ private:
+  std::string rendered_;
+};
+
+/** Entries of a type's spec, one per dimension. */
+std::vector<PartitionEntry> entries_of(const ArrayType& t);
+/** The rule's mesh: the first non-empty input mesh, else the context abstract mesh. */
+AbstractMesh rule_mesh(const std::vector<ArrayType>& in);
+/** A type on `mesh` with `spec` (validated: rank E24, divisibility E23). */
+ArrayType make_type(const Shape& shape, DType dtype, bool weak, const AbstractMesh& mesh,
+                    const PartitionSpec& spec);
+/** Same, from entries plus the unreduced/reduced sets of `sets`. */
+ArrayType make_type(const Shape& shape, DType dtype, bool weak, const AbstractMesh& mesh,
+                    const std::vector<PartitionEntry>& entries, const PartitionSpec& sets = {});
+/** A type whose sharding is `s` (already abstract), validated. */
+ArrayType make_type(const Shape& shape, DType dtype, bool weak, const NamedSharding& s);
+/** Spec of `entries` with no sets. */
+PartitionSpec spec_of(const std::vector<PartitionEntry>& entries);
+/** A spec with the same entries and other sets. */
+PartitionSpec with_sets_of(const std::vector<PartitionEntry>& entries, const PartitionSpec& sets);
+/** Entries rendered as a Python tuple: ('x', None). */
+std::string entries_tuple(const std::vector<PartitionEntry>& e);
+/** Short dtype + shape + sharding: f32[8@X,4]. */
+std::string short_type(const ArrayType& t);
+/** The product of the sizes of an entry's axes on `mesh`. */
+int64_t entry_size(const PartitionEntry& e, const AbstractMesh& mesh);
+/** Normalizes a possibly negative axis; ValueError naming `op` when out of range. */
+int norm_axis(int64_t axis, int rank, const char* op);
+/** Parameter rendering helpers: (1, 2) / ('x',) / None. */
+std::string p_ints(const std::vector<int64_t>& v);
+/** A sharding parameter: None or the spec. */
+std::string p_sharding(const std::optional<NamedSharding>& s);
+/** The unreduced set of a type (empty for none). */
+inline const std::set<std::string>& unreduced_of(const ArrayType& t) {
+  return t.sharding.spec().unreduced();
+}
+/** The reduced set of a type. */
+inline const std::set<std::string>& reduced_of(const ArrayType& t) {
+  return t.sharding.spec().reduced();
+}
+/** Raises NotImplementedError "unreduced rule for {name} is not implemented" when
+ *  any input is unreduced (the default ur rule of spec §9). */
+void no_unreduced(const char* name, const std::vector<ArrayType>& in);
+
+}  // namespace tsr::detail

@@ -1,0 +1,110 @@
+#pragma once
+// Elementwise primitives: unary, binary (same rank, size-1 dims broadcast),
+// select_n, clamp, convert_element_type, integer_pow.
+#include <cstdint>
+
+#include "tsr/core/primitive.h"
+
+namespace tsr::prim {
+
+/** Unary elementwise operations (one primitive name each). */
+enum class UnaryOp : uint8_t {
+  Neg, Abs, Sign, Floor, Ceil, Round, Exp, Exp2, Log, Log1p, Expm1, Sqrt, Rsqrt, Square,
+  Sin, Cos, Tan, Tanh, Logistic, Erf, IsFinite, Not,
+};
+/** Number of UnaryOp values. */
+inline constexpr int kNumUnaryOps = 22;
+/** The primitive name of a unary op ("neg", ..., "is_finite", "not"). */
+const char* unary_name(UnaryOp op);
+
+/** y = op(x). Output dtype = input dtype (bool for is_finite). `round` rounds half
+ *  to even (jnp.round). */
+class Unary : public detail::Primitive {
+ public:
+  /** The op. */
+  explicit Unary(UnaryOp op) : op_(op) {}
+  /** Which op. */
+  UnaryOp op() const { return op_; }
+  const char* name() const override { return unary_name(op_); }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+
+ private:
+  UnaryOp op_;
+};
+
+/** x ** y for a static integer y (integer_pow). */
+class IntegerPow : public detail::Primitive {
+ public:
+  /** The exponent. */
+  explicit IntegerPow(int y) : y_(y) {}
+  /** The exponent. */
+  int y() const { return y_; }
+  const char* name() const override { return "integer_pow"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override { return "y=" + std::to_string(y_); }
+
+ private:
+  int y_;
+};
+
+/** Binary elementwise operations. */
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Rem, Pow, Max, Min, Atan2, And, Or, Xor, Eq, Ne, Lt, Le, Gt, Ge,
+};
+/** Number of BinaryOp values. */
+inline constexpr int kNumBinaryOps = 18;
+/** The primitive name ("add", ..., "ge"). */
+const char* binary_name(BinaryOp op);
+/** True for eq/ne/lt/le/gt/ge (bool result). */
+bool is_comparison(BinaryOp op);
+
+/** z = op(x, y): equal dtypes, equal ranks (or a rank-0 operand), size-1 dims
+ *  broadcast. Integer div/rem truncate toward zero (lax.div/rem). */
+class Binary : public detail::Primitive {
+ public:
+  /** The op. */
+  explicit Binary(BinaryOp op) : op_(op) {}
+  /** Which op. */
+  BinaryOp op() const { return op_; }
+  const char* name() const override { return binary_name(op_); }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+
+ private:
+  BinaryOp op_;
+};
+
+/** select_n(which, case0, case1, ...): which is bool (2 cases) or int32. */
+class SelectN : public detail::Primitive {
+ public:
+  const char* name() const override { return "select_n"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  detail::Lowering partition(const std::vector<ArrayType>& in,
+                             const std::vector<ArrayType>& out) const override;
+};
+
+/** clamp(lo, x, hi); lo and hi are rank 0 or shaped like x. */
+class Clamp : public detail::Primitive {
+ public:
+  const char* name() const override { return "clamp"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  detail::Lowering partition(const std::vector<ArrayType>& in,
+                             const std::vector<ArrayType>& out) const override;
+};
+
+/** convert_element_type: new dtype (and weak flag); sharding unchanged. */
+class Convert : public detail::Primitive {
+ public:
+  /** Target dtype and weak flag. */
+  Convert(DType dtype, bool weak) : dtype_(dtype), weak_(weak) {}
+  /** Target dtype. */
+  DType dtype() const { return dtype_; }
+  const char* name() const override { return "convert_element_type"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override;
+
+ private:
+  DType dtype_;
+  bool weak_;
+};
+
+}  // namespace tsr::prim

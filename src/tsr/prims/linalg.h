@@ -1,0 +1,38 @@
+#pragma once
+// dot_general: contraction with batch dimensions; GEMM on the CPU via OpenBLAS.
+#include <optional>
+
+#include "tsr/core/primitive.h"
+
+namespace tsr::prim {
+
+/** Contracting and batch dimension numbers of dot_general. */
+struct DotDims {
+  std::vector<int> lhs_contract, rhs_contract; /**< contracted pairs */
+  std::vector<int> lhs_batch, rhs_batch;       /**< batch pairs */
+  /** Equality. */
+  bool operator==(const DotDims&) const = default;
+};
+
+/** out[batch..., lhs free..., rhs free...] = sum over contracted dims of lhs * rhs.
+ *  Inputs share one dtype; the output has `out_dtype`. */
+class DotGeneral : public detail::Primitive {
+ public:
+  /** Dimension numbers, optional out_sharding (abstract) and the output dtype. */
+  DotGeneral(DotDims dims, std::optional<NamedSharding> out_sharding, DType out_dtype)
+      : dims_(std::move(dims)), out_sharding_(std::move(out_sharding)), out_dtype_(out_dtype) {}
+  /** Dimension numbers. */
+  const DotDims& dims() const { return dims_; }
+  const char* name() const override { return "dot_general"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  detail::Lowering partition(const std::vector<ArrayType>& in,
+                             const std::vector<ArrayType>& out) const override;
+  std::string params() const override;
+
+ private:
+  DotDims dims_;
+  std::optional<NamedSharding> out_sharding_;
+  DType out_dtype_;
+};
+
+}  // namespace tsr::prim

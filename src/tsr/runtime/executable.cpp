@@ -1,0 +1,351 @@
+#include "tsr/runtime/executable.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "tsr/core/array_impl.h"
+#include "tsr/core/primitive.h"
+#include "tsr/error.h"
+
+namespace tsr::detail {
+namespace {
+
+NamedSharding layout_on(const Mesh& m, const PartitionSpec& spec, int rank) {
+  return NamedSharding(m, spec.normalized(rank));
+}
+
+Shape origin_of(const NamedSharding& s, int flat, const Shape& shape) {
+  Index idx = s.index_of(flat, shape);
+  Shape o(idx.size());
+  for (size_t d = 0; d < idx.size(); ++d) o[d] = idx[d].start;
+  return o;
+}
+
+// Turns a global Program into steps on concrete layouts.
+struct Lowerer {
+  Executable& ex;
+  Mesh mesh;  // the program's mesh
+  std::unordered_map<const Var*, int> val;
+  std::map<std::pair<int, size_t>, std::vector<std::pair<NamedSharding, int>>> resharded;
+
+  int add_value(const Shape& shape, DType dtype, bool weak, const NamedSharding& layout) {
+    Executable::Value v;
+    v.shape = shape;
+    v.dtype = dtype;
+    v.weak = weak;
+    v.layout = layout;
+    v.local_bytes = static_cast<size_t>(numel(layout.shard_shape(shape))) * itemsize(dtype);
+    ex.values.push_back(std::move(v));
+    return static_cast<int>(ex.values.size()) - 1;
+  }
+
+  // The value v laid out as `to` (a reshard step, shared by every use).
+  int reshard(int v, const NamedSharding& to) {
+    const auto& src = ex.values[v];
+    if (src.layout == to) return v;
+    auto& seen = resharded[{v, to.hash()}];
+    for (const auto& [s, id] : seen)
+      if (s == to) return id;
+    Executable::Value copy = src;  // the push_back below may move src
+    int out = add_value(copy.shape, copy.dtype, copy.weak, to);
+    Executable::Step st;
+    st.plan = get_plan(copy.shape, copy.dtype, copy.layout, to);
+    st.ins = {v};
+    st.outs = {out};
+    ex.steps.push_back(std::move(st));
+    seen.emplace_back(to, out);
+    return out;
+  }
+
+  void lower_program(const Program& p) {
+    for (const Eqn& e : p.eqns) lower_eqn(e);
+  }
+
+  void lower_eqn(const Eqn& e) {
+    if (const Program* sub = e.prim->subprogram()) {
+      // Inline a nested jit: its inputs are the equation's inputs, in order.
+      size_t k = 0;
+      for (const auto& v : sub->const_vars) val[v.get()] = val.at(e.ins[k++].get());
+      for (const auto& v : sub->in_vars) val[v.get()] = val.at(e.ins[k++].get());
+      lower_program(*sub);
+      for (size_t j = 0; j < e.outs.size(); ++j) {
+        const ArrayType& t = e.outs[j]->type;
+        val[e.outs[j].get()] =
+            reshard(val.at(sub->out_vars[j].get()), layout_on(mesh, t.sharding.spec(), t.ndim()));
+      }
+      return;
+    }
+    const Mesh& me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh;
+    std::vector<ArrayType> in_t, out_t;
+    for (const auto& v : e.ins) in_t.push_back(v->type);
+    for (const auto& v : e.outs) out_t.push_back(v->type);
+    Lowering l = e.prim->partition(in_t, out_t);
+    Executable::Step st;
+    st.prim = e.prim;
+    st.fn = find_kernel(e.prim->name());
+    st.mesh = me;
+    for (size_t i = 0; i < e.ins.size(); ++i) {
+      int v = reshard(val.at(e.ins[i].get()), layout_on(me, l.in[i], in_t[i].ndim()));
+      st.ins.push_back(v);
+      st.in_local.push_back({ex.values[v].layout.shard_shape(in_t[i].shape), in_t[i].dtype});
+    }
+    std::vector<int> outs;
+    for (size_t j = 0; j < e.outs.size(); ++j) {
+      const ArrayType& t = out_t[j];
+      int v = add_value(t.shape, t.dtype, t.weak, layout_on(me, l.out[j], t.ndim()));
+      st.outs.push_back(v);
+      st.out_local.push_back({ex.values[v].layout.shard_shape(t.shape), t.dtype});
+    }
+    if (!out_t.empty())
+      for (int f = 0; f < me.size(); ++f)
+        st.origins.push_back(origin_of(ex.values[st.outs[0]].layout, f, out_t[0].shape));
+    outs = st.outs;
+    ex.steps.push_back(std::move(st));
+    for (size_t j = 0; j < e.outs.size(); ++j) {
+      const ArrayType& t = out_t[j];
+      val[e.outs[j].get()] = reshard(outs[j], layout_on(me, t.sharding.spec(), t.ndim()));
+    }
+  }
+};
+
+// The program's mesh: the first input on a typed mesh, else the context mesh,
+// else the first input's devices, else device 0.
+Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts) {
+  std::vector<ArrayType> in_t = p.in_types();
+  for (size_t i = 0; i < in_layouts.size(); ++i)
+    if (!in_t[i].sharding.mesh().empty()) return *in_layouts[i].concrete_mesh();
+  Mesh ctx = get_mesh();
+  if (!ctx.empty()) return ctx;
+  if (!in_layouts.empty()) return *in_layouts[0].concrete_mesh();
+  for (const Eqn& e : p.eqns)
+    if (e.prim->placement_mesh()) return *e.prim->placement_mesh();
+  return device_mesh(devices()[0]);
+}
+
+}  // namespace
+
+std::shared_ptr<const Executable> lower(const Program& p,
+                                        const std::vector<NamedSharding>& in_layouts,
+                                        const std::vector<std::optional<NamedSharding>>& out_layouts) {
+  auto ex = std::make_shared<Executable>();
+  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}};
+  std::vector<ArrayType> in_t = p.in_types();
+  std::vector<VarPtr> in_vars = p.const_vars;
+  in_vars.insert(in_vars.end(), p.in_vars.begin(), p.in_vars.end());
+  for (size_t i = 0; i < in_vars.size(); ++i) {
+    int v = lw.add_value(in_t[i].shape, in_t[i].dtype, in_t[i].weak, in_layouts[i]);
+    ex->inputs.push_back(v);
+    lw.val[in_vars[i].get()] = v;
+  }
+  lw.lower_program(p);
+  for (size_t o = 0; o < p.out_vars.size(); ++o) {
+    int v = lw.val.at(p.out_vars[o].get());
+    if (o < out_layouts.size() && out_layouts[o]) v = lw.reshard(v, *out_layouts[o]);
+    ex->outputs.push_back(v);
+  }
+
+  // Per-device schedules.
+  std::map<int, int> run_of;
+  auto run_for = [&](int dev) -> Executable::DeviceRun& {
+    auto it = run_of.find(dev);
+    if (it == run_of.end()) {
+      it = run_of.emplace(dev, static_cast<int>(ex->devs.size())).first;
+      ex->devs.emplace_back();
+      ex->devs.back().dev = dev;
+    }
+    return ex->devs[it->second];
+  };
+  for (int s = 0; s < static_cast<int>(ex->steps.size()); ++s) {
+    const auto& st = ex->steps[s];
+    if (st.plan) {
+      for (int u = 0; u < static_cast<int>(st.plan->ids.size()); ++u) {
+        auto& dr = run_for(st.plan->ids[u]);
+        dr.steps.emplace_back(s, u);
+        for (auto& g : plan_groups(*st.plan, u)) dr.groups.push_back(std::move(g));
+      }
+    } else {
+      for (int f = 0; f < st.mesh->size(); ++f) run_for(st.mesh->devices()[f].id).steps.emplace_back(s, f);
+    }
+  }
+  std::set<int> kept(ex->inputs.begin(), ex->inputs.end());
+  kept.insert(ex->outputs.begin(), ex->outputs.end());
+  for (auto& dr : ex->devs) {
+    auto pos_in = [&](const NamedSharding& l) {
+      const Mesh& m = *l.concrete_mesh();
+      for (int f = 0; f < m.size(); ++f)
+        if (m.devices()[f].id == dr.dev) return f;
+      return -1;
+    };
+    for (int v : ex->inputs) dr.input_pos.push_back(pos_in(ex->values[v].layout));
+    for (int v : ex->outputs) dr.output_pos.push_back(pos_in(ex->values[v].layout));
+    std::map<int, int> last;
+    for (int k = 0; k < static_cast<int>(dr.steps.size()); ++k) {
+      const auto& st = ex->steps[dr.steps[k].first];
+      for (int v : st.ins) last[v] = k;
+      for (int v : st.outs) last[v] = k;
+    }
+    dr.free_after.assign(dr.steps.size(), {});
+    for (const auto& [v, k] : last)
+      if (!kept.count(v)) dr.free_after[k].push_back(v);
+  }
+  return ex;
+}
+
+std::vector<Array> Executable::run(const std::vector<Array>& in) const {
+  auto& rt = Runtime::get();
+  auto self = std::shared_ptr<const Executable>(shared_from_this());
+  std::vector<std::vector<BufferPtr>> out_bufs(outputs.size());
+  std::map<int, size_t> first_output;
+  std::vector<int> input_of(values.size(), -1);
+  for (size_t i = 0; i < inputs.size(); ++i) input_of[inputs[i]] = static_cast<int>(i);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    int v = outputs[o];
+    if (input_of[v] >= 0) continue;
+    auto [it, fresh] = first_output.emplace(v, o);
+    if (!fresh) {
+      out_bufs[o] = out_bufs[it->second];
+      continue;
+    }
+    const Mesh& m = *values[v].layout.concrete_mesh();
+    for (int f = 0; f < m.size(); ++f)
+      out_bufs[o].push_back(rt.alloc(m.devices()[f].id, values[v].local_bytes));
+  }
+  {
+    std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
+    for (int di = 0; di < static_cast<int>(devs.size()); ++di) {
+      const DeviceRun& dr = devs[di];
+      std::vector<void*> slots(values.size(), nullptr);
+      std::vector<BufferPtr> ins, outs;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (dr.input_pos[i] >= 0) {
+          const BufferPtr& b = in[i].impl()->buffers[dr.input_pos[i]];
+          slots[inputs[i]] = b->ptr;
+          ins.push_back(b);
+        }
+      for (size_t o = 0; o < outputs.size(); ++o)
+        if (dr.output_pos[o] >= 0 && input_of[outputs[o]] < 0 &&
+            first_output[outputs[o]] == o) {
+          const BufferPtr& b = out_bufs[o][dr.output_pos[o]];
+          slots[outputs[o]] = b->ptr;
+          outs.push_back(b);
+        }
+      launch(
+          dr.dev, ins, outs,
+          [self, di, slots = std::move(slots)]() mutable { self->run_device(di, slots); },
+          dr.groups, "jit");
+    }
+  }
+  std::vector<Array> result;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    int v = outputs[o];
+    if (input_of[v] >= 0) {
+      result.push_back(in[input_of[v]]);
+      continue;
+    }
+    const Value& val = values[v];
+    result.push_back(make_array(val.shape, val.dtype, val.layout, out_bufs[o], val.weak));
+  }
+  return result;
+}
+
+void Executable::run_device(int di, std::vector<void*>& slots) const {
+  const DeviceRun& dr = devs[di];
+  auto& alloc = Runtime::get().allocator(dr.dev);
+  std::vector<char> owned(values.size(), 0);
+  auto ensure = [&](int v) {
+    if (!slots[v]) {
+      slots[v] = alloc.allocate(std::max<size_t>(values[v].local_bytes, 1));
+      owned[v] = 1;
+    }
+    return slots[v];
+  };
+  auto release_all = [&] {
+    for (size_t v = 0; v < values.size(); ++v)
+      if (owned[v]) alloc.release(slots[v], std::max<size_t>(values[v].local_bytes, 1));
+  };
+  GroupSequence seq(dr.groups);
+  try {
+    std::vector<const void*> ip;
+    std::vector<void*> op;
+    for (size_t k = 0; k < dr.steps.size(); ++k) {
+      const auto& [s, pos] = dr.steps[k];
+      const Step& st = steps[s];
+      if (st.plan) {
+        const DevicePlan& dp = st.plan->dev[pos];
+        const void* src = dp.src_slot >= 0 ? slots[st.ins[0]] : nullptr;
+        void* dst = dp.dst_slot >= 0 ? ensure(st.outs[0]) : nullptr;
+        run_plan(*st.plan, pos, src, dst, seq);
+      } else {
+        ip.clear();
+        op.clear();
+        for (int v : st.ins) ip.push_back(slots[v]);
+        for (int v : st.outs) op.push_back(ensure(v));
+        KernelArgs a;
+        a.prim = st.prim.get();
+        a.in = &st.in_local;
+        a.out = &st.out_local;
+        a.in_ptr = ip.data();
+        a.out_ptr = op.data();
+        a.out_origin = st.origins.empty() ? nullptr : &st.origins[pos];
+        a.busy_devices = st.mesh->size();
+        st.fn(a);
+      }
+      for (int v : dr.free_after[k])
+        if (owned[v]) {
+          alloc.release(slots[v], std::max<size_t>(values[v].local_bytes, 1));
+          owned[v] = 0;
+          slots[v] = nullptr;
+        }
+    }
+  } catch (const std::exception& e) {
+    seq.fail_rest("jit", e.what());
+    release_all();
+    throw;
+  }
+}
+
+std::string Executable::str() const {
+  std::ostringstream os;
+  auto name = [](int v) { return "%" + std::to_string(v); };
+  auto local_type = [&](int v) {
+    const Value& x = values[v];
+    return std::string(dtype_short_name(x.dtype)) + shape_str(x.layout.shard_shape(x.shape));
+  };
+  os << "inputs:";
+  for (int v : inputs) os << " " << name(v) << ":" << local_type(v) << " " << values[v].layout.spec();
+  os << "\n";
+  for (const Step& st : steps) {
+    os << "  ";
+    if (st.plan) {
+      const Value& a = values[st.ins[0]];
+      const Value& b = values[st.outs[0]];
+      os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = reshard " << name(st.ins[0])
+         << " " << a.layout.spec() << " -> " << b.layout.spec() << "  [";
+      std::vector<std::string> what;
+      if (st.plan->reduce)
+        what.push_back(std::string("all_reduce ") + reduce_op_name(st.plan->reduce_op));
+      if (st.plan->comm)
+        what.push_back("all_to_allv over " + std::to_string(st.plan->ids.size()) + " devices");
+      if (what.empty()) what.push_back("local copy");
+      for (size_t i = 0; i < what.size(); ++i) os << (i ? ", " : "") << what[i];
+      os << "]\n";
+    } else {
+      for (size_t j = 0; j < st.outs.size(); ++j)
+        os << (j ? " " : "") << name(st.outs[j]) << ":" << local_type(st.outs[j]);
+      os << " = " << st.prim->name();
+      std::string p = st.prim->params();
+      if (!p.empty()) os << "[" << p << "]";
+      for (int v : st.ins) os << " " << name(v);
+      os << "   on " << st.mesh->size() << " device" << (st.mesh->size() == 1 ? "" : "s") << "\n";
+    }
+  }
+  os << "outputs:";
+  for (int v : outputs) os << " " << name(v) << " " << values[v].layout.spec();
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace tsr::detail

@@ -1,0 +1,66 @@
+#pragma once
+// A lowered program: values with concrete layouts, and steps (kernels on local
+// blocks, reshards between layouts) that every device runs in order inside one
+// task per device. Eager ops and jit calls both end here.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tsr/backends/kernel.h"
+#include "tsr/core/program.h"
+#include "tsr/sharding/reshard_plan.h"
+
+namespace tsr::detail {
+
+class Executable : public std::enable_shared_from_this<Executable> {
+ public:
+  /** A value of the lowered program: its global type and concrete layout. */
+  struct Value {
+    Shape shape;
+    DType dtype = DType::Float32;
+    bool weak = false;
+    NamedSharding layout;  // concrete, rank-normalized
+    size_t local_bytes = 0;
+  };
+  /** One step: a kernel on the devices of `mesh`, or a reshard plan. */
+  struct Step {
+    KernelFn fn = nullptr;
+    PrimPtr prim;
+    std::vector<int> ins, outs;
+    std::vector<LocalType> in_local, out_local;
+    std::vector<Shape> origins;  // per flat mesh position: output 0's block origin
+    std::optional<Mesh> mesh;
+    std::shared_ptr<const Plan> plan;  // set for reshard steps
+  };
+  /** What one device does. */
+  struct DeviceRun {
+    int dev = 0;
+    std::vector<std::pair<int, int>> steps;  // (step, position: flat mesh index or plan rank)
+    std::vector<Group> groups;               // collectives in call order
+    std::vector<std::vector<int>> free_after;  // per entry of steps: values to release
+    std::vector<int> input_pos;              // per program input: flat position, or -1
+    std::vector<int> output_pos;             // per program output: flat position, or -1
+  };
+
+  std::vector<Value> values;
+  std::vector<Step> steps;
+  std::vector<int> inputs;   // value id per program input (consts, then explicit inputs)
+  std::vector<int> outputs;  // value id per output
+  std::vector<DeviceRun> devs;
+
+  /** Runs on the given inputs (concrete, laid out as lowered); returns outputs. */
+  std::vector<Array> run(const std::vector<Array>& in) const;
+  /** The per-device lowered program as text. */
+  std::string str() const;
+  /** Runs device run `di` (inside its task); slots hold inputs and outputs. */
+  void run_device(int di, std::vector<void*>& slots) const;
+};
+
+/** Lowers a program for inputs laid out as `in_layouts` (concrete). Optional
+ *  `out_layouts` force output placements (jit out_shardings). */
+std::shared_ptr<const Executable> lower(const Program& p,
+                                        const std::vector<NamedSharding>& in_layouts,
+                                        const std::vector<std::optional<NamedSharding>>& out_layouts = {});
+
+}  // namespace tsr::detail
