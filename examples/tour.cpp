@@ -64,7 +64,33 @@ int main() {
   Array h = device_put(zeros({4, 6, 8}), P("X", nullptr, "Y"));
   std::cout << "\n== rank 3\n" << visualize(h);
 
+  // Ops compute their output sharding from the input types (spec §12), eagerly...
+  Array a = device_put(arange(32.f).reshape({8, 4}), P("X", "Y"));
+  Array w = device_put(ones({4, 2}), P("Y", nullptr));
+  Array s = sin(a) * 2.0 + 1.0;
+  std::cout << "\n== eager: sin(a) * 2 + 1 : " << typeof(a) << " -> " << typeof(s) << "\n";
+  Array m = matmul(a, w, {.out_sharding = P("X", nullptr)});
+  std::cout << "matmul(a, w, out_sharding=P('X', None)) : " << typeof(m) << " sum = "
+            << sum(m).item<float>() << "\n";
+
+  // ...or traced once by jit into a typed program, partitioned and run on every device.
+  auto step = jit([](const Array& a, const Array& w) {
+    Array h = matmul(a, w, {.out_sharding = P("X", nullptr)});
+    return mean(square(tanh(h)), 1);
+  });
+  Array loss = step(a, w);
+  std::cout << "\n== jit: " << typeof(loss) << " values:";
+  for (float v : loss.to_vector<float>()) std::cout << " " << v;
+  auto lowered = step.lower(a, w);
+  std::cout << "\n-- traced program --\n" << lowered.as_text() << "\n-- per-device program --\n"
+            << lowered.local;
+
   // Mistakes are typed errors that say how to fix them.
+  try {
+    matmul(a, w);  // both contracting dims are sharded on Y: ambiguous
+  } catch (const Error& e) {
+    std::cout << "\n== error: " << e.what() << "\n";
+  }
   try {
     device_put(zeros({6, 4}), P("X"));
   } catch (const Error& e) {

@@ -111,6 +111,11 @@ class Array {
     return to_vector<T>()[0];
   }
 
+  /** Row-major reshape (one size may be -1); see tsr::reshape. */
+  Array reshape(const Shape& new_shape) const;
+  /** The same values converted to dtype; see tsr::astype. */
+  Array astype(DType dtype) const;
+
   /** Internal implementation. */
   const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
 

@@ -5,5 +5,7 @@
 #include "tsr/dtype.h"
 #include "tsr/error.h"
 #include "tsr/mesh.h"
+#include "tsr/ops.h"
 #include "tsr/shape.h"
 #include "tsr/sharding.h"
+#include "tsr/transforms.h"

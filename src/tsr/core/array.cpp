@@ -238,96 +238,9 @@ Array from_host(const void* data, DType dtype, const Shape& shape, const Placeme
       });
 }
 
-namespace {
-
-enum class Fill { Const, Iota, Arange };
-
-// Each device writes only its own block, computed from global positions.
-Array fill(const Shape& shape, DType dtype, const Placement& where, Fill kind, double a, double b,
-           const char* api) {
-  for (int64_t d : shape)
-    if (d < 0)
-      throw ValueError(std::string("[") + api + "] negative dimension. Got shape " +
-                       shape_str(shape) + "; expected sizes >= 0.");
-  NamedSharding s = resolve_placement(where, shape, api);
-  Shape local = s.shard_shape(shape);
-  return write_shards(shape, dtype, s, [=](void* ptr, const Shape& origin, bool zero) {
-    int64_t n = numel(local);
-    int rank = static_cast<int>(local.size());
-    dispatch_dtype(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      T* out = static_cast<T*>(ptr);
-      auto conv = [](double v) {
-        if constexpr (std::is_same_v<T, bool>)
-          return v != 0.0;
-        else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>)
-          return T(static_cast<float>(v));
-        else
-          return static_cast<T>(v);
-      };
-      if (zero || kind == Fill::Const) {
-        T v = conv(zero ? 0.0 : a);
-        for (int64_t k = 0; k < n; ++k) out[k] = v;
-        return;
-      }
-      // Walk local positions with an odometer, tracking the global flat index.
-      std::vector<int64_t> ctr(rank, 0);
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t g = 0;
-        for (int d = 0; d < rank; ++d) g = g * shape[d] + origin[d] + ctr[d];
-        out[k] = conv(kind == Fill::Iota ? static_cast<double>(g) : a + b * static_cast<double>(g));
-        for (int d = rank - 1; d >= 0; --d) {
-          if (++ctr[d] < local[d]) break;
-          ctr[d] = 0;
-        }
-      }
-    });
-  });
-}
-
-}  // namespace
-
-Array zeros(const Shape& shape, DType dtype, const Placement& where) {
-  return fill(shape, dtype, where, Fill::Const, 0, 0, "zeros");
-}
-Array ones(const Shape& shape, DType dtype, const Placement& where) {
-  return fill(shape, dtype, where, Fill::Const, 1, 0, "ones");
-}
-Array full(const Shape& shape, double value, DType dtype, const Placement& where) {
-  return fill(shape, dtype, where, Fill::Const, value, 0, "full");
-}
-Array iota(const Shape& shape, DType dtype, const Placement& where) {
-  return fill(shape, dtype, where, Fill::Iota, 0, 0, "iota");
-}
-Array arange(double start, double stop, double step, DType dtype, const Placement& where) {
-  if (step == 0) throw ValueError("[arange] step is zero. Got step=0; expected a non-zero step.");
-  double span = (stop - start) / step;
-  int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
-  return fill({n}, dtype, where, Fill::Arange, start, step, "arange");
-}
-Array arange(float n, const Placement& where) { return arange(0, n, 1, float32, where); }
-Array arange(int n, const Placement& where) { return arange(0, n, 1, int32, where); }
-
 Array device_put(const Array& x, const Placement& where) {
+  if (x.valid() && x.impl()->var) return reshard(x, where);  // traced: the reshard primitive
   NamedSharding s = resolve_placement(where, x.shape(), "device_put");
-  if (s == x.sharding()) return x;
-  return detail::reshard_to(x, s);
-}
-
-Array reshard(const Array& x, const Placement& where) {
-  if (std::holds_alternative<std::monostate>(where))
-    throw ValueError(
-        "[reshard] Reshard should only be used with out_shardings which are non-None and have a "
-        "non-empty mesh. Got sharding None. Pass a NamedSharding or a PartitionSpec.");
-  NamedSharding s = resolve_placement(where, x.shape(), "reshard");
-  for (const auto& a : s.spec().partition_axes())
-    if (s.mesh().axis_type(a) != AxisType::Explicit)
-      throw ValueError(
-          "[reshard] PartitionSpec passed to reshard cannot contain axis names that "
-          "are of type Auto or Manual. Got PartitionSpec: " +
-          s.spec().repr() + " with axis name: " + a +
-          " of type: " + axis_type_name(s.mesh().axis_type(a)) +
-          ". Use Explicit axes, or device_put for Auto meshes.");
   if (s == x.sharding()) return x;
   return detail::reshard_to(x, s);
 }

@@ -108,3 +108,10 @@ class Convert : public detail::Primitive {
 };
 
 }  // namespace tsr::prim
+
+namespace tsr::detail {
+/** Spec §12.4's rule for same-rank (or rank-0) operands: output entries, and the
+ *  broadcast shape in `out_shape`. E1 on conflicting shardings. */
+std::vector<PartitionEntry> broadcast_entries(const char* name, const std::vector<ArrayType>& in,
+                                              Shape& out_shape);
+}  // namespace tsr::detail

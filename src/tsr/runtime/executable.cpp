@@ -79,6 +79,13 @@ struct Lowerer {
       return;
     }
     const Mesh& me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh;
+    if (std::string_view(e.prim->name()) == "reshard") {
+      // A pure layout change: one reshard step, no kernel.
+      const ArrayType& t = e.outs[0]->type;
+      val[e.outs[0].get()] =
+          reshard(val.at(e.ins[0].get()), layout_on(me, t.sharding.spec(), t.ndim()));
+      return;
+    }
     std::vector<ArrayType> in_t, out_t;
     for (const auto& v : e.ins) in_t.push_back(v->type);
     for (const auto& v : e.outs) out_t.push_back(v->type);

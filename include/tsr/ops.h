@@ -1,0 +1,306 @@
+#pragma once
+/** NumPy/JAX-style operations on sharded arrays. Every op computes its output type
+ *  (shape, dtype, sharding) by the rules of spec §12 or raises a tsr::Error that
+ *  says how to fix the call; ops that take `out_sharding` use it as the type. */
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "tsr/array.h"
+
+namespace tsr {
+
+/** An `out_sharding` argument: none, a NamedSharding, or a PartitionSpec (resolved
+ *  against the context mesh). */
+using ShardingArg = std::variant<std::monostate, NamedSharding, PartitionSpec>;
+
+/** An array or a C++ scalar. Scalars are weakly typed (as Python scalars in JAX):
+ *  `x + 1` keeps x's dtype; 1.5 is a weak float, 1 a weak int, true a bool. */
+class ArrayLike {
+ public:
+  /** An array. */
+  ArrayLike(const Array& a) : value_(a) {}  // NOLINT: implicit by design
+  /** A weak float. */
+  ArrayLike(double v) : value_(v) {}  // NOLINT
+  /** A weak float. */
+  ArrayLike(float v) : value_(static_cast<double>(v)) {}  // NOLINT
+  /** A weak int. */
+  ArrayLike(int v) : value_(static_cast<int64_t>(v)) {}  // NOLINT
+  /** A weak int. */
+  ArrayLike(int64_t v) : value_(v) {}  // NOLINT
+  /** A bool. */
+  ArrayLike(bool v) : value_(v) {}  // NOLINT
+  /** The alternatives. */
+  const std::variant<Array, double, int64_t, bool>& value() const { return value_; }
+
+ private:
+  std::variant<Array, double, int64_t, bool> value_;
+};
+
+/** Axes of a reduction or squeeze: all (default), one, or several. */
+class AxisArg {
+ public:
+  /** Every axis. */
+  AxisArg() = default;
+  /** One axis (negative counts from the end). */
+  AxisArg(int axis) : all_(false), axes_{axis} {}  // NOLINT
+  /** Several axes. */
+  AxisArg(std::initializer_list<int> axes) : all_(false), axes_(axes) {}
+  /** Several axes. */
+  AxisArg(std::vector<int> axes) : all_(false), axes_(std::move(axes)) {}  // NOLINT
+  /** True when no axes were named. */
+  bool all() const { return all_; }
+  /** The named axes. */
+  const std::vector<int>& axes() const { return axes_; }
+
+ private:
+  bool all_ = true;
+  std::vector<int> axes_;
+};
+
+// ---- creation ------------------------------------------------------------------
+/** n x m ones on diagonal k (m defaults to n). */
+Array eye(int64_t n, int64_t m = -1, int64_t k = 0, DType dtype = float32, const Placement& where = {});
+/** num evenly spaced values from start to stop (inclusive when endpoint). */
+Array linspace(double start, double stop, int64_t num = 50, bool endpoint = true,
+               DType dtype = float32, const Placement& where = {});
+/** Values along `dimension` of an array of `shape` (lax.broadcasted_iota). */
+Array broadcasted_iota(DType dtype, const Shape& shape, int dimension, const Placement& where = {});
+/** Zeros shaped (and, by default, typed and sharded) like x. */
+Array zeros_like(const Array& x, std::optional<DType> dtype = {}, const Placement& where = {});
+/** Ones shaped like x. */
+Array ones_like(const Array& x, std::optional<DType> dtype = {}, const Placement& where = {});
+/** `value` shaped like x. */
+Array full_like(const Array& x, double value, std::optional<DType> dtype = {},
+                const Placement& where = {});
+
+// ---- elementwise ---------------------------------------------------------------
+/** -x. */
+Array neg(const Array& x);
+/** |x|. */
+Array abs(const Array& x);
+/** -1, 0 or 1. */
+Array sign(const Array& x);
+/** Round down. */
+Array floor(const Array& x);
+/** Round up. */
+Array ceil(const Array& x);
+/** Round half to even (jnp.round). */
+Array round(const Array& x);
+/** e^x. */
+Array exp(const Array& x);
+/** 2^x. */
+Array exp2(const Array& x);
+/** Natural log. */
+Array log(const Array& x);
+/** log(1 + x). */
+Array log1p(const Array& x);
+/** e^x - 1. */
+Array expm1(const Array& x);
+/** Square root. */
+Array sqrt(const Array& x);
+/** 1 / sqrt(x). */
+Array rsqrt(const Array& x);
+/** x * x. */
+Array square(const Array& x);
+/** Sine. */
+Array sin(const Array& x);
+/** Cosine. */
+Array cos(const Array& x);
+/** Tangent. */
+Array tan(const Array& x);
+/** Hyperbolic tangent. */
+Array tanh(const Array& x);
+/** 1 / (1 + e^-x). */
+Array logistic(const Array& x);
+/** Same as logistic (jax.nn.sigmoid). */
+Array sigmoid(const Array& x);
+/** Error function. */
+Array erf(const Array& x);
+/** True where finite (bool). */
+Array isfinite(const Array& x);
+/** Logical not (bool) / bitwise not (integers). */
+Array logical_not(const Array& x);
+/** x ** y for a static integer y. */
+Array integer_pow(const Array& x, int y);
+
+/** a + b with NumPy broadcasting and JAX promotion. */
+Array add(const ArrayLike& a, const ArrayLike& b);
+/** a - b. */
+Array subtract(const ArrayLike& a, const ArrayLike& b);
+/** a * b. */
+Array multiply(const ArrayLike& a, const ArrayLike& b);
+/** a / b (true division: integers give float32). */
+Array divide(const ArrayLike& a, const ArrayLike& b);
+/** Remainder with the sign of a (lax.rem / C fmod). */
+Array rem(const ArrayLike& a, const ArrayLike& b);
+/** a ** b. */
+Array power(const ArrayLike& a, const ArrayLike& b);
+/** Elementwise max (NaN propagates). */
+Array maximum(const ArrayLike& a, const ArrayLike& b);
+/** Elementwise min (NaN propagates). */
+Array minimum(const ArrayLike& a, const ArrayLike& b);
+/** atan2(a, b). */
+Array atan2(const ArrayLike& a, const ArrayLike& b);
+/** Logical and (operands converted to bool). */
+Array logical_and(const ArrayLike& a, const ArrayLike& b);
+/** Logical or. */
+Array logical_or(const ArrayLike& a, const ArrayLike& b);
+/** Logical xor. */
+Array logical_xor(const ArrayLike& a, const ArrayLike& b);
+/** Bitwise and (bool or integers). */
+Array bitwise_and(const ArrayLike& a, const ArrayLike& b);
+/** Bitwise or. */
+Array bitwise_or(const ArrayLike& a, const ArrayLike& b);
+/** Bitwise xor. */
+Array bitwise_xor(const ArrayLike& a, const ArrayLike& b);
+/** a == b (bool). */
+Array equal(const ArrayLike& a, const ArrayLike& b);
+/** a != b. */
+Array not_equal(const ArrayLike& a, const ArrayLike& b);
+/** a < b. */
+Array less(const ArrayLike& a, const ArrayLike& b);
+/** a <= b. */
+Array less_equal(const ArrayLike& a, const ArrayLike& b);
+/** a > b. */
+Array greater(const ArrayLike& a, const ArrayLike& b);
+/** a >= b. */
+Array greater_equal(const ArrayLike& a, const ArrayLike& b);
+/** cond ? x : y elementwise, all three broadcast (jnp.where). */
+Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y);
+/** lax.select_n: cases[which]; which is bool (2 cases) or int32. No broadcasting. */
+Array select_n(const Array& which, const std::vector<Array>& cases);
+/** min(max(x, lo), hi); lo and hi are scalars or shaped like x. */
+Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi);
+/** Converts the element type (sharding unchanged). */
+Array astype(const Array& x, DType dtype);
+/** lax.convert_element_type; `weak` keeps a weak type. */
+Array convert_element_type(const Array& x, DType dtype, bool weak = false);
+
+/** -x. */
+Array operator-(const Array& x);
+/** a + b. */
+Array operator+(const ArrayLike& a, const ArrayLike& b);
+/** a - b. */
+Array operator-(const ArrayLike& a, const ArrayLike& b);
+/** a * b. */
+Array operator*(const ArrayLike& a, const ArrayLike& b);
+/** a / b. */
+Array operator/(const ArrayLike& a, const ArrayLike& b);
+/** a < b. */
+Array operator<(const ArrayLike& a, const ArrayLike& b);
+/** a <= b. */
+Array operator<=(const ArrayLike& a, const ArrayLike& b);
+/** a > b. */
+Array operator>(const ArrayLike& a, const ArrayLike& b);
+/** a >= b. */
+Array operator>=(const ArrayLike& a, const ArrayLike& b);
+/** Logical/bitwise and. */
+Array operator&(const ArrayLike& a, const ArrayLike& b);
+/** Logical/bitwise or. */
+Array operator|(const ArrayLike& a, const ArrayLike& b);
+/** Logical/bitwise xor. */
+Array operator^(const ArrayLike& a, const ArrayLike& b);
+/** Logical not. */
+Array operator!(const Array& x);
+
+// ---- reductions ------------------------------------------------------------------
+/** Options of reductions. */
+struct ReduceOptions {
+  bool keepdims = false;          /**< keep reduced dims as size 1 (unsharded) */
+  ShardingArg out_sharding = {};  /**< sum/max/min: e.g. keep a sharded axis unreduced */
+  std::optional<DType> dtype = {};/**< accumulate/output dtype */
+};
+/** Sum over axes (all by default). Bool and small ints sum as int32 / uint32. */
+Array sum(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** Product over axes. */
+Array prod(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** Max over axes. */
+Array max(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** Min over axes. */
+Array min(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** Mean over axes (float). */
+Array mean(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** Variance over axes with `ddof` delta degrees of freedom. */
+Array var(const Array& x, const AxisArg& axis = {}, int ddof = 0, const ReduceOptions& o = {});
+/** True if any element is non-zero. */
+Array any(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** True if every element is non-zero. */
+Array all(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** Index of the max along axis (flattened when axis is not given), int32. */
+Array argmax(const Array& x, std::optional<int> axis = {}, bool keepdims = false);
+/** Index of the min along axis, int32. */
+Array argmin(const Array& x, std::optional<int> axis = {}, bool keepdims = false);
+/** log(sum(exp(x))) over axes, computed stably. */
+Array logsumexp(const Array& x, const AxisArg& axis = {}, bool keepdims = false);
+/** exp(x) / sum(exp(x)) along axis (default last). */
+Array softmax(const Array& x, int axis = -1);
+/** x - logsumexp(x) along axis (default last). */
+Array log_softmax(const Array& x, int axis = -1);
+
+// ---- linear algebra --------------------------------------------------------------
+/** Options of contractions. */
+struct DotOptions {
+  ShardingArg out_sharding = {};                   /**< the result's sharding (may be unreduced) */
+  std::optional<DType> preferred_element_type = {};/**< output dtype */
+};
+/** Dimension numbers of dot_general. */
+struct DotDimensionNumbers {
+  std::vector<int> lhs_contracting, rhs_contracting; /**< contracted pairs */
+  std::vector<int> lhs_batch = {}, rhs_batch = {};   /**< batch pairs */
+};
+/** lax.dot_general: output is (batch, lhs free, rhs free). */
+Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
+                  const DotOptions& o = {});
+/** NumPy matmul (1-D operands, broadcast batch dims). */
+Array matmul(const Array& a, const Array& b, const DotOptions& o = {});
+/** NumPy dot. */
+Array dot(const Array& a, const Array& b, const DotOptions& o = {});
+/** Einstein summation, e.g. einsum("ij,jk->ik", {a, b}); any number of operands,
+ *  contracted pairwise left to right. */
+Array einsum(const std::string& subscripts, const std::vector<Array>& operands,
+             const DotOptions& o = {});
+
+// ---- shape -----------------------------------------------------------------------
+/** Row-major reshape; one size may be -1. */
+Array reshape(const Array& x, Shape new_shape, const ShardingArg& out_sharding = {});
+/** Permutes dims (reverses them by default). */
+Array transpose(const Array& x, std::vector<int> perm = {});
+/** Removes size-1 dims (the named ones, or all). */
+Array squeeze(const Array& x, const AxisArg& axis = {});
+/** Inserts size-1 dims at the given output positions. */
+Array expand_dims(const Array& x, const AxisArg& axis);
+/** lax.broadcast_in_dim. */
+Array broadcast_in_dim(const Array& x, const Shape& shape, const std::vector<int>& broadcast_dims,
+                       const ShardingArg& out_sharding = {});
+/** NumPy broadcast_to; a sharded input dim must keep its sharding (E31). */
+Array broadcast_to(const Array& x, const Shape& shape, const ShardingArg& out_sharding = {});
+/** lax.slice: [start, limit) with optional strides. */
+Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape& strides = {});
+/** lax.dynamic_slice with start indices (scalars arrays or ints) and static sizes. */
+Array dynamic_slice(const Array& x, const std::vector<ArrayLike>& start, const Shape& sizes);
+/** lax.dynamic_update_slice. */
+Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<ArrayLike>& start);
+/** lax.pad with (lo, hi, interior) per dim. */
+Array pad(const Array& x, const ArrayLike& value,
+          const std::vector<std::tuple<int64_t, int64_t, int64_t>>& config);
+/** Joins arrays along an existing axis. */
+Array concatenate(const std::vector<Array>& xs, int axis = 0);
+/** Joins arrays along a new axis. */
+Array stack(const std::vector<Array>& xs, int axis = 0);
+/** Splits into `sections` equal parts along axis. */
+std::vector<Array> split(const Array& x, int64_t sections, int axis = 0);
+/** Splits at the given indices along axis. */
+std::vector<Array> split(const Array& x, const std::vector<int64_t>& indices, int axis = 0);
+/** Reverses the given dims. */
+Array rev(const Array& x, const std::vector<int>& dims);
+
+// ---- sharding --------------------------------------------------------------------
+/** Asserts (on all-Explicit meshes, spec E28) that x already has this sharding. */
+Array with_sharding_constraint(const Array& x, const ShardingArg& sharding);
+
+}  // namespace tsr

@@ -1,0 +1,265 @@
+// Binary elementwise kernels with broadcasting. The output is walked as a few
+// collapsed dims: an odometer over the outer ones and one inner run in which each
+// operand either advances (stride 1) or stays (a broadcast scalar), so equal
+// shapes, scalar-array and row/column broadcasts all end in a vectorisable loop.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/comm/reduce_kernels.h"  // branch-free float16/bfloat16 <-> float loops
+#include "tsr/error.h"
+#include "tsr/prims/elementwise.h"
+
+namespace tsr::detail::cpu {
+namespace {
+
+using prim::BinaryOp;
+
+template <typename T>
+inline constexpr bool kInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+constexpr int64_t kBlock = 512;  // float scratch for the half types
+
+constexpr bool is_cmp(BinaryOp op) { return op >= BinaryOp::Eq; }
+constexpr bool is_logical(BinaryOp op) {
+  return op == BinaryOp::And || op == BinaryOp::Or || op == BinaryOp::Xor;
+}
+
+// Which stored types an op accepts (half types compute as float).
+template <BinaryOp Op, typename T>
+constexpr bool binary_supported() {
+  if constexpr (kIsHalf<T>) return binary_supported<Op, float>();
+  if constexpr (std::is_same_v<T, bool>)
+    return is_cmp(Op) || is_logical(Op) || Op == BinaryOp::Add || Op == BinaryOp::Mul ||
+           Op == BinaryOp::Max || Op == BinaryOp::Min;
+  if constexpr (kInt<T>) return Op != BinaryOp::Atan2;
+  return !is_logical(Op);
+}
+
+template <BinaryOp Op, typename T>
+using BinOut = std::conditional_t<is_cmp(Op), bool, T>;
+
+// x ** y for integers by squaring (wrapping). A negative exponent gives 0 except
+// for the bases 1 and -1, whose powers are exact.
+template <typename T>
+inline T ipow(T x, T y) {
+  using U = std::make_unsigned_t<T>;
+  if constexpr (std::is_signed_v<T>) {
+    if (y < 0) return x == T(1) ? T(1) : (x == T(-1) ? ((y & 1) ? T(-1) : T(1)) : T(0));
+  }
+  U r = 1, b = static_cast<U>(x), e = static_cast<U>(y);
+  while (e) {
+    if (e & 1u) r = static_cast<U>(r * b);
+    b = static_cast<U>(b * b);
+    e = static_cast<U>(e >> 1);
+  }
+  return static_cast<T>(r);
+}
+
+// op(x, y) for bool, an integer or a float type (never a half type).
+template <BinaryOp Op, typename T>
+inline BinOut<Op, T> binary_op(T x, T y) {
+  using B = BinaryOp;
+  if constexpr (Op == B::Eq) return x == y;
+  if constexpr (Op == B::Ne) return x != y;
+  if constexpr (Op == B::Lt) return x < y;
+  if constexpr (Op == B::Le) return x <= y;
+  if constexpr (Op == B::Gt) return x > y;
+  if constexpr (Op == B::Ge) return x >= y;
+  if constexpr (is_cmp(Op)) {
+    return false;  // unreachable; keeps every path returning
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (Op == B::Add || Op == B::Or || Op == B::Max) return x || y;
+    if constexpr (Op == B::Mul || Op == B::And || Op == B::Min) return x && y;
+    return x != y;  // Xor
+  } else if constexpr (kInt<T>) {
+    // Unsigned arithmetic wraps instead of overflowing.
+    using U = std::make_unsigned_t<T>;
+    if constexpr (Op == B::Add) return static_cast<T>(U(x) + U(y));
+    if constexpr (Op == B::Sub) return static_cast<T>(U(x) - U(y));
+    if constexpr (Op == B::Mul) return static_cast<T>(U(x) * U(y));
+    // Division by zero and INT_MIN / -1 follow XLA's CPU backend (what JAX gives):
+    // x / 0 = -1 (all bits set), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
+    if constexpr (Op == B::Div) {
+      if (y == T(0)) return static_cast<T>(-1);
+      if constexpr (std::is_signed_v<T>)
+        if (y == T(-1)) return static_cast<T>(U(0) - U(x));
+      return static_cast<T>(x / y);
+    }
+    if constexpr (Op == B::Rem) {
+      if (y == T(0)) return x;
+      if constexpr (std::is_signed_v<T>)
+        if (y == T(-1)) return T(0);
+      return static_cast<T>(x % y);
+    }
+    if constexpr (Op == B::Pow) return ipow(x, y);
+    if constexpr (Op == B::Max) return x < y ? y : x;
+    if constexpr (Op == B::Min) return y < x ? y : x;
+    if constexpr (Op == B::And) return static_cast<T>(x & y);
+    if constexpr (Op == B::Or) return static_cast<T>(x | y);
+    if constexpr (Op == B::Xor) return static_cast<T>(x ^ y);
+    return x;
+  } else {
+    if constexpr (Op == B::Add) return x + y;
+    if constexpr (Op == B::Sub) return x - y;
+    if constexpr (Op == B::Mul) return x * y;
+    if constexpr (Op == B::Div) return x / y;
+    if constexpr (Op == B::Rem) return std::fmod(x, y);
+    if constexpr (Op == B::Pow) return std::pow(x, y);
+    // NaN propagates (lax.max / lax.min): x wins when it is NaN, else y when y is.
+    if constexpr (Op == B::Max) return (x > y || x != x) ? x : y;
+    if constexpr (Op == B::Min) return (x < y || x != x) ? x : y;
+    if constexpr (Op == B::Atan2) return std::atan2(x, y);
+    return x;
+  }
+}
+
+// out[0..n) = op(a, b) where an operand advances (AV/BV true) or is one value.
+// Scalars are loaded before the loop so that the loop vectorises.
+template <BinaryOp Op, typename T, bool AV, bool BV>
+void binary_inner(const T* a, const T* b, BinOut<Op, T>* out, int64_t n) {
+  if constexpr (AV && BV) {
+    for (int64_t i = 0; i < n; ++i) out[i] = binary_op<Op>(a[i], b[i]);
+  } else if constexpr (AV) {
+    const T y = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = binary_op<Op>(a[i], y);
+  } else if constexpr (BV) {
+    const T x = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = binary_op<Op>(x, b[i]);
+  } else {
+    const auto v = binary_op<Op>(a[0], b[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = v;
+  }
+}
+
+// The half types: widen blocks to float, run the float loop, round back.
+template <BinaryOp Op, typename H, bool AV, bool BV>
+void binary_inner_half(const H* a, const H* b, BinOut<Op, H>* out, int64_t n) {
+  alignas(64) float fa[kBlock], fb[kBlock], fo[kBlock];
+  if (!AV) half_to_float(a, fa, 1);
+  if (!BV) half_to_float(b, fb, 1);
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    int64_t m = std::min(kBlock, n - i0);
+    if (AV) half_to_float(a + i0, fa, m);
+    if (BV) half_to_float(b + i0, fb, m);
+    if constexpr (is_cmp(Op)) {
+      binary_inner<Op, float, AV, BV>(fa, fb, out + i0, m);
+    } else {
+      binary_inner<Op, float, AV, BV>(fa, fb, fo, m);
+      float_to_half(fo, out + i0, m);
+    }
+  }
+}
+
+// The output as collapsed dims: `outer` sizes with each operand's element
+// strides (0 = broadcast), then one inner run of `inner` elements.
+struct Plan {
+  std::vector<int64_t> outer, sa, sb;
+  int64_t inner = 1;
+  bool av = true, bv = true;  // operand advances along the inner run
+};
+
+Plan make_plan(const Shape& as, const Shape& bs, const Shape& os) {
+  int r = static_cast<int>(os.size());
+  std::vector<int64_t> fa = row_major_strides(as), fb = row_major_strides(bs);
+  std::vector<int64_t> size;
+  std::vector<std::array<bool, 2>> bcast;
+  Plan p;
+  for (int d = 0; d < r; ++d) {
+    if (os[d] == 1) continue;
+    bool ab = as.empty() || as[d] == 1, bb = bs.empty() || bs[d] == 1;
+    int64_t sa = ab ? 0 : fa[d], sb = bb ? 0 : fb[d];
+    if (!size.empty() && bcast.back() == std::array<bool, 2>{ab, bb}) {
+      // Same broadcast pattern as the dim before: one dim, strided as the inner one.
+      size.back() *= os[d];
+      p.sa.back() = sa;
+      p.sb.back() = sb;
+    } else {
+      size.push_back(os[d]);
+      bcast.push_back({ab, bb});
+      p.sa.push_back(sa);
+      p.sb.push_back(sb);
+    }
+  }
+  if (!size.empty()) {
+    p.inner = size.back();
+    p.av = !bcast.back()[0];
+    p.bv = !bcast.back()[1];
+    size.pop_back();
+    p.sa.pop_back();
+    p.sb.pop_back();
+  }
+  p.outer = std::move(size);
+  return p;
+}
+
+template <BinaryOp Op, typename T>
+void binary_run(const KernelArgs& a) {
+  if constexpr (!binary_supported<Op, T>()) {
+    unsupported_dtype(prim::binary_name(Op), dtype_v<T>,
+                      Op == BinaryOp::Atan2 ? "a floating-point dtype"
+                      : is_logical(Op)      ? "bool or an integer dtype"
+                                            : "a numeric dtype");
+  } else {
+    using Out = BinOut<Op, T>;
+    using Inner = void (*)(const T*, const T*, Out*, int64_t);
+    const Shape& os = (*a.out)[0].shape;
+    if (numel(os) == 0) return;
+    Plan p = make_plan((*a.in)[0].shape, (*a.in)[1].shape, os);
+    Inner inner;
+    if constexpr (kIsHalf<T>) {
+      constexpr Inner k[2][2] = {{binary_inner_half<Op, T, false, false>, binary_inner_half<Op, T, false, true>},
+                                 {binary_inner_half<Op, T, true, false>, binary_inner_half<Op, T, true, true>}};
+      inner = k[p.av][p.bv];
+    } else {
+      constexpr Inner k[2][2] = {{binary_inner<Op, T, false, false>, binary_inner<Op, T, false, true>},
+                                 {binary_inner<Op, T, true, false>, binary_inner<Op, T, true, true>}};
+      inner = k[p.av][p.bv];
+    }
+    const T* x = a.i<T>(0);
+    const T* y = a.i<T>(1);
+    Out* out = a.o<Out>(0);
+    int nd = static_cast<int>(p.outer.size());
+    std::vector<int64_t> ctr(nd, 0);
+    int64_t oa = 0, ob = 0;
+    for (int64_t oo = 0;; oo += p.inner) {
+      inner(x + oa, y + ob, out + oo, p.inner);
+      int d = nd - 1;
+      for (; d >= 0; --d) {
+        oa += p.sa[d];
+        ob += p.sb[d];
+        if (++ctr[d] < p.outer[d]) break;
+        oa -= p.sa[d] * p.outer[d];
+        ob -= p.sb[d] * p.outer[d];
+        ctr[d] = 0;
+      }
+      if (d < 0) return;
+    }
+  }
+}
+
+using Kernel = void (*)(const KernelArgs&);
+
+// One table row per dtype: op index -> binary_run<op, T>.
+template <typename T, size_t... I>
+constexpr std::array<Kernel, sizeof...(I)> binary_table(std::index_sequence<I...>) {
+  return {&binary_run<static_cast<BinaryOp>(I), T>...};
+}
+
+}  // namespace
+
+void binary(const KernelArgs& a) {
+  auto op = static_cast<const prim::Binary&>(*a.prim).op();
+  dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    static constexpr auto table =
+        binary_table<T>(std::make_index_sequence<prim::kNumBinaryOps>{});
+    table[static_cast<size_t>(op)](a);
+  });
+}
+
+}  // namespace tsr::detail::cpu

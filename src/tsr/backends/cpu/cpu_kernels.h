@@ -1,0 +1,66 @@
+#pragma once
+// Declarations shared by the CPU kernel files. Each kernel works on one device's
+// local blocks (row-major, contiguous); register.cpp maps primitive names to them.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tsr/backends/kernel.h"
+#include "tsr/dtype.h"
+#include "tsr/shape.h"
+
+namespace tsr::detail::cpu {
+
+// ---- kernels (one per primitive family; the primitive's parameters pick the op)
+
+void unary(const KernelArgs& a);           /**< every UnaryOp */
+void integer_pow(const KernelArgs& a);     /**< x ** y, static integer y */
+void binary(const KernelArgs& a);          /**< every BinaryOp, with broadcasting */
+void select_n(const KernelArgs& a);        /**< select_n(which, case0, ...) */
+void clamp(const KernelArgs& a);           /**< clamp(lo, x, hi) */
+void convert_element_type(const KernelArgs& a);  /**< dtype conversion */
+
+void reduce(const KernelArgs& a);      /**< reduce_sum/prod/max/min/and/or */
+void arg_reduce(const KernelArgs& a);  /**< argmax / argmin */
+
+void dot_general(const KernelArgs& a);  /**< batched contraction (GEMM) */
+
+void copy_input(const KernelArgs& a);  /**< reshape, squeeze, reshard: the bytes unchanged */
+void transpose(const KernelArgs& a);
+void broadcast_in_dim(const KernelArgs& a);
+void slice(const KernelArgs& a);
+void dynamic_slice(const KernelArgs& a);
+void dynamic_update_slice(const KernelArgs& a);
+void pad(const KernelArgs& a);
+void concatenate(const KernelArgs& a);
+void split(const KernelArgs& a);
+void rev(const KernelArgs& a);
+
+void iota(const KernelArgs& a);
+void full(const KernelArgs& a);
+
+// ---- helpers shared between the files
+
+/** dst[i] = src[i] converted from `from` to `to` (NumPy/JAX semantics: float to
+ *  integer truncates toward zero and saturates, NaN gives 0; to bool is x != 0). */
+void convert_n(const void* src, DType from, void* dst, DType to, int64_t n);
+
+/** Row-major element strides of `shape`. */
+std::vector<int64_t> row_major_strides(const Shape& shape);
+
+/** Copies the box `extent` from src to dst, each addressed by element strides
+ *  (any sign; 0 on the source broadcasts). Runs contiguous on both sides become
+ *  memcpy; a transposing pair of dims is copied in cache-sized tiles. */
+void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
+                  const int64_t* src_strides, const Shape& extent, size_t itemsize);
+
+/** Writes the one element at `value` (itemsize bytes) to dst[0..n). */
+void fill_value(void* dst, const void* value, int64_t n, size_t itemsize);
+
+/** Reads a rank-0 integer input (any integer dtype) as int64. */
+int64_t read_index(const void* p, DType t);
+
+/** Throws NotImplementedError "[prim] ... does not support dtype ...". */
+[[noreturn]] void unsupported_dtype(const char* prim, DType got, const char* expected);
+
+}  // namespace tsr::detail::cpu

@@ -1,0 +1,417 @@
+// Unary elementwise kernels, integer_pow, select_n, clamp and dtype conversion.
+// Each op is a scalar function; loops over contiguous data call it with the op
+// as a template constant so they vectorise. float16/bfloat16 compute in float
+// in blocks (widen, compute, round back), so every loop is over plain floats.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/comm/reduce_kernels.h"  // branch-free float16/bfloat16 <-> float loops
+#include "tsr/error.h"
+#include "tsr/prims/elementwise.h"
+
+namespace tsr::detail::cpu {
+namespace {
+
+using prim::UnaryOp;
+
+template <typename T>
+inline constexpr bool kInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// Scratch block for the half types: small enough for the stack and L1.
+constexpr int64_t kBlock = 512;
+
+// ---- unary ----------------------------------------------------------------
+
+constexpr bool float_only(UnaryOp op) {
+  return !(op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign ||
+           op == UnaryOp::Floor || op == UnaryOp::Ceil || op == UnaryOp::Round ||
+           op == UnaryOp::Square || op == UnaryOp::Not);
+}
+
+// Which stored types an op accepts; the others throw before any loop runs.
+template <UnaryOp Op, typename T>
+constexpr bool unary_supported() {
+  if constexpr (std::is_same_v<T, bool>) return Op == UnaryOp::Not;
+  if constexpr (kInt<T>) return !float_only(Op);
+  return Op != UnaryOp::Not;  // floats (half types compute as float)
+}
+
+template <UnaryOp Op, typename T>
+using UnaryOut = std::conditional_t<Op == UnaryOp::IsFinite, bool, T>;
+
+// op(x) for bool, an integer or a float type (never a half type). Integer
+// arithmetic runs unsigned so that overflow wraps instead of being undefined.
+template <UnaryOp Op, typename T>
+inline UnaryOut<Op, T> unary_op(T x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return !x;  // Not
+  } else if constexpr (kInt<T>) {
+    using U = std::make_unsigned_t<T>;
+    if constexpr (Op == UnaryOp::Neg) return static_cast<T>(U(0) - U(x));
+    if constexpr (Op == UnaryOp::Abs) {
+      if constexpr (std::is_signed_v<T>) return x < 0 ? static_cast<T>(U(0) - U(x)) : x;
+      return x;
+    }
+    if constexpr (Op == UnaryOp::Sign) {
+      if constexpr (std::is_signed_v<T>) return static_cast<T>((x > 0) - (x < 0));
+      return static_cast<T>(x != 0);
+    }
+    if constexpr (Op == UnaryOp::Square) return static_cast<T>(U(x) * U(x));
+    if constexpr (Op == UnaryOp::Not) return static_cast<T>(~U(x));
+    return x;  // floor, ceil, round: integers are already integral
+  } else {
+    if constexpr (Op == UnaryOp::Neg) return -x;
+    if constexpr (Op == UnaryOp::Abs) return std::abs(x);
+    if constexpr (Op == UnaryOp::Sign) return x > 0 ? T(1) : (x < 0 ? T(-1) : x);  // keeps ±0, NaN
+    if constexpr (Op == UnaryOp::Floor) return std::floor(x);
+    if constexpr (Op == UnaryOp::Ceil) return std::ceil(x);
+    if constexpr (Op == UnaryOp::Round) return std::nearbyint(x);  // half to even
+    if constexpr (Op == UnaryOp::Exp) return std::exp(x);
+    if constexpr (Op == UnaryOp::Exp2) return std::exp2(x);
+    if constexpr (Op == UnaryOp::Log) return std::log(x);
+    if constexpr (Op == UnaryOp::Log1p) return std::log1p(x);
+    if constexpr (Op == UnaryOp::Expm1) return std::expm1(x);
+    if constexpr (Op == UnaryOp::Sqrt) return std::sqrt(x);
+    if constexpr (Op == UnaryOp::Rsqrt) return T(1) / std::sqrt(x);
+    if constexpr (Op == UnaryOp::Square) return x * x;
+    if constexpr (Op == UnaryOp::Sin) return std::sin(x);
+    if constexpr (Op == UnaryOp::Cos) return std::cos(x);
+    if constexpr (Op == UnaryOp::Tan) return std::tan(x);
+    if constexpr (Op == UnaryOp::Tanh) return std::tanh(x);
+    if constexpr (Op == UnaryOp::Logistic) return T(1) / (T(1) + std::exp(-x));
+    if constexpr (Op == UnaryOp::Erf) return std::erf(x);
+    if constexpr (Op == UnaryOp::IsFinite) return std::isfinite(x);
+    return x;
+  }
+}
+
+template <UnaryOp Op, typename T>
+void unary_loop(const T* x, UnaryOut<Op, T>* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = unary_op<Op>(x[i]);
+}
+
+template <UnaryOp Op, typename T>
+void unary_run(const KernelArgs& a) {
+  if constexpr (kIsHalf<T>) {
+    if constexpr (!unary_supported<Op, float>()) {
+      unsupported_dtype(prim::unary_name(Op), dtype_v<T>, "a supported dtype");
+    } else {
+      const T* x = a.i<T>(0);
+      int64_t n = numel((*a.in)[0].shape);
+      alignas(64) float f[kBlock];
+      for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        int64_t m = std::min(kBlock, n - i0);
+        half_to_float(x + i0, f, m);
+        if constexpr (Op == UnaryOp::IsFinite) {
+          unary_loop<Op>(f, a.o<bool>(0) + i0, m);
+        } else {
+          unary_loop<Op>(f, f, m);
+          float_to_half(f, a.o<T>(0) + i0, m);
+        }
+      }
+    }
+  } else if constexpr (!unary_supported<Op, T>()) {
+    unsupported_dtype(prim::unary_name(Op), dtype_v<T>,
+                      float_only(Op) ? "a floating-point dtype" : "a numeric dtype");
+  } else {
+    unary_loop<Op>(a.i<T>(0), a.o<UnaryOut<Op, T>>(0), numel((*a.in)[0].shape));
+  }
+}
+
+using Kernel = void (*)(const KernelArgs&);
+
+// One table row per dtype: op index -> unary_run<op, T>.
+template <typename T, size_t... I>
+constexpr std::array<Kernel, sizeof...(I)> unary_table(std::index_sequence<I...>) {
+  return {&unary_run<static_cast<UnaryOp>(I), T>...};
+}
+
+// ---- integer_pow ------------------------------------------------------------
+
+// acc = x ** |y| by squaring, one vectorisable pass per bit of |y|.
+template <typename T>
+void ipow_block(const T* x, T* acc, T* base, int64_t m, int y) {
+  unsigned e = y < 0 ? 0u - static_cast<unsigned>(y) : static_cast<unsigned>(y);
+  for (int64_t j = 0; j < m; ++j) acc[j] = T(1);
+  if (e == 0) return;
+  for (int64_t j = 0; j < m; ++j) base[j] = x[j];
+  for (;;) {
+    if (e & 1u)
+      for (int64_t j = 0; j < m; ++j) acc[j] = static_cast<T>(acc[j] * base[j]);
+    e >>= 1;
+    if (!e) break;
+    for (int64_t j = 0; j < m; ++j) base[j] = static_cast<T>(base[j] * base[j]);
+  }
+}
+
+template <typename T>
+void integer_pow_typed(const KernelArgs& a, int y) {
+  const T* x = a.i<T>(0);
+  T* out = a.o<T>(0);
+  int64_t n = numel((*a.in)[0].shape);
+  if constexpr (std::is_same_v<T, bool>) {
+    unsupported_dtype("integer_pow", DType::Bool, "a numeric dtype");
+  } else if constexpr (kInt<T>) {
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    alignas(64) U xu[kBlock], acc[kBlock], base[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      int64_t m = std::min(kBlock, n - i0);
+      for (int64_t j = 0; j < m; ++j) xu[j] = static_cast<U>(x[i0 + j]);
+      ipow_block(xu, acc, base, m, y);
+      for (int64_t j = 0; j < m; ++j) {
+        T v = static_cast<T>(acc[j]);
+        // A negative power of an integer is 0 unless the base is 1 or -1.
+        if (y < 0) v = x[i0 + j] == T(1) ? T(1) : (x[i0 + j] == T(-1) ? v : T(0));
+        out[i0 + j] = v;
+      }
+    }
+  } else {
+    using F = std::conditional_t<kIsHalf<T>, float, T>;
+    alignas(64) F xf[kBlock], acc[kBlock], base[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      int64_t m = std::min(kBlock, n - i0);
+      if constexpr (kIsHalf<T>) {
+        half_to_float(x + i0, xf, m);
+      } else {
+        std::memcpy(xf, x + i0, sizeof(F) * m);
+      }
+      ipow_block(xf, acc, base, m, y);
+      if (y < 0)
+        for (int64_t j = 0; j < m; ++j) acc[j] = F(1) / acc[j];
+      if constexpr (kIsHalf<T>) {
+        float_to_half(acc, out + i0, m);
+      } else {
+        std::memcpy(out + i0, acc, sizeof(F) * m);
+      }
+    }
+  }
+}
+
+// ---- select_n ---------------------------------------------------------------
+
+// Selection moves bytes, so it is typed by element size only.
+template <typename U, typename W>
+void select_typed(const KernelArgs& a, int ncases, int64_t n, bool which_scalar) {
+  const W* which = a.i<W>(0);
+  U* out = a.o<U>(0);
+  auto index = [ncases](W w) {
+    int64_t k = static_cast<int64_t>(w);
+    return static_cast<int>(std::clamp<int64_t>(k, 0, ncases - 1));
+  };
+  if (which_scalar) {
+    const U* c = a.i<U>(1 + index(which[0]));
+    if (c != out && n > 0) std::memcpy(out, c, sizeof(U) * n);
+    return;
+  }
+  if (ncases == 1) {
+    if (a.i<U>(1) != out && n > 0) std::memcpy(out, a.i<U>(1), sizeof(U) * n);
+  } else if (ncases == 2) {
+    const U* c0 = a.i<U>(1);
+    const U* c1 = a.i<U>(2);
+    for (int64_t i = 0; i < n; ++i) out[i] = which[i] > W(0) ? c1[i] : c0[i];
+  } else {
+    std::vector<const U*> cases(ncases);
+    for (int k = 0; k < ncases; ++k) cases[k] = a.i<U>(1 + k);
+    for (int64_t i = 0; i < n; ++i) out[i] = cases[index(which[i])][i];
+  }
+}
+
+template <typename U>
+void select_sized(const KernelArgs& a) {
+  const LocalType& w = (*a.in)[0];
+  int ncases = static_cast<int>(a.in->size()) - 1;
+  int64_t n = numel((*a.out)[0].shape);
+  bool scalar = w.shape.empty() && !(*a.out)[0].shape.empty();
+  switch (w.dtype) {
+    case DType::Bool:
+      return select_typed<U, bool>(a, ncases, n, scalar);
+    case DType::Int32:
+      return select_typed<U, int32_t>(a, ncases, n, scalar);
+    case DType::Int64:
+      return select_typed<U, int64_t>(a, ncases, n, scalar);
+    case DType::Int8:
+      return select_typed<U, int8_t>(a, ncases, n, scalar);
+    case DType::UInt8:
+      return select_typed<U, uint8_t>(a, ncases, n, scalar);
+    case DType::UInt32:
+      return select_typed<U, uint32_t>(a, ncases, n, scalar);
+    default:
+      unsupported_dtype("select_n", w.dtype, "bool or an integer dtype for `which`");
+  }
+}
+
+// ---- clamp ------------------------------------------------------------------
+
+// The value compared: the half types compare as float, which is exact.
+template <typename T>
+inline auto key(T v) {
+  if constexpr (std::is_same_v<T, float16_t>) {
+    return half_bits_to_float(v.bits);
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return bf16_bits_to_float(v.bits);
+  } else {
+    return v;
+  }
+}
+
+// min(max(x, lo), hi) with NaN propagating (as lax.max / lax.min). LoS/HiS say
+// whether lo / hi are arrays (1) or scalars (0).
+template <typename T, int LoS, int HiS>
+void clamp_loop(const T* lo, const T* x, const T* hi, T* out, int64_t n) {
+  const T l0 = lo[0], h0 = hi[0];  // hoisted: lets the scalar cases vectorise
+  for (int64_t i = 0; i < n; ++i) {
+    T l = LoS ? lo[i] : l0, v = x[i], h = HiS ? hi[i] : h0;
+    auto kv = key(v);
+    T m = (kv > key(l) || kv != kv) ? v : l;
+    auto km = key(m);
+    out[i] = (km < key(h) || km != km) ? m : h;
+  }
+}
+
+template <typename T>
+void clamp_typed(const KernelArgs& a) {
+  const T* lo = a.i<T>(0);
+  const T* x = a.i<T>(1);
+  const T* hi = a.i<T>(2);
+  T* out = a.o<T>(0);
+  int64_t n = numel((*a.in)[1].shape);
+  if (n == 0) return;
+  bool lo_arr = !(*a.in)[0].shape.empty();
+  bool hi_arr = !(*a.in)[2].shape.empty();
+  if (lo_arr && hi_arr) {
+    clamp_loop<T, 1, 1>(lo, x, hi, out, n);
+  } else if (lo_arr) {
+    clamp_loop<T, 1, 0>(lo, x, hi, out, n);
+  } else if (hi_arr) {
+    clamp_loop<T, 0, 1>(lo, x, hi, out, n);
+  } else {
+    clamp_loop<T, 0, 0>(lo, x, hi, out, n);
+  }
+}
+
+// ---- convert_element_type -------------------------------------------------
+
+// One element, From and To never half types (those go through float blocks).
+template <typename To, typename From>
+inline To cast(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && kInt<To>) {
+    // Truncate toward zero, saturating at To's range; NaN gives 0 (as XLA). The
+    // bounds are powers of two, exact in From.
+    constexpr From hi = From(2) * From(std::numeric_limits<To>::max() / 2 + 1);
+    constexpr From lo = From(std::numeric_limits<To>::min());
+    if (!(v == v)) return To(0);
+    if (v >= hi) return std::numeric_limits<To>::max();
+    if (v <= lo) return std::numeric_limits<To>::min();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <typename To, typename From>
+void cast_loop(const From* s, To* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = cast<To>(s[i]);
+}
+
+template <typename To, typename From>
+void convert_typed(const void* src, void* dst, int64_t n) {
+  const From* s = static_cast<const From*>(src);
+  To* d = static_cast<To*>(dst);
+  if constexpr (kIsHalf<From> || kIsHalf<To>) {
+    alignas(64) float f[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+      int64_t m = std::min(kBlock, n - i0);
+      if constexpr (kIsHalf<From>) {
+        half_to_float(s + i0, f, m);
+      } else {
+        cast_loop(s + i0, f, m);
+      }
+      if constexpr (kIsHalf<To>) {
+        float_to_half(f, d + i0, m);
+      } else {
+        cast_loop(f, d + i0, m);
+      }
+    }
+  } else {
+    cast_loop(s, d, n);
+  }
+}
+
+}  // namespace
+
+void unary(const KernelArgs& a) {
+  auto op = static_cast<const prim::Unary&>(*a.prim).op();
+  dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    static constexpr auto table =
+        unary_table<T>(std::make_index_sequence<prim::kNumUnaryOps>{});
+    table[static_cast<size_t>(op)](a);
+  });
+}
+
+void integer_pow(const KernelArgs& a) {
+  int y = static_cast<const prim::IntegerPow&>(*a.prim).y();
+  dispatch_dtype((*a.in)[0].dtype, [&](auto tag) { integer_pow_typed<decltype(tag)>(a, y); });
+}
+
+void select_n(const KernelArgs& a) {
+  switch (itemsize((*a.out)[0].dtype)) {
+    case 1:
+      return select_sized<uint8_t>(a);
+    case 2:
+      return select_sized<uint16_t>(a);
+    case 4:
+      return select_sized<uint32_t>(a);
+    default:
+      return select_sized<uint64_t>(a);
+  }
+}
+
+void clamp(const KernelArgs& a) {
+  dispatch_dtype((*a.in)[1].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      unsupported_dtype("clamp", DType::Bool, "a numeric dtype");
+    } else {
+      clamp_typed<T>(a);
+    }
+  });
+}
+
+void convert_n(const void* src, DType from, void* dst, DType to, int64_t n) {
+  if (from == to) {
+    if (src != dst && n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * itemsize(from));
+    return;
+  }
+  dispatch_dtype(from, [&](auto f) {
+    dispatch_dtype(to, [&](auto t) { convert_typed<decltype(t), decltype(f)>(src, dst, n); });
+  });
+}
+
+void convert_element_type(const KernelArgs& a) {
+  convert_n(a.in_ptr[0], (*a.in)[0].dtype, a.out_ptr[0], (*a.out)[0].dtype,
+            numel((*a.in)[0].shape));
+}
+
+int64_t read_index(const void* p, DType t) {
+  int64_t v = 0;
+  convert_n(p, t, &v, DType::Int64, 1);
+  return v;
+}
+
+void unsupported_dtype(const char* prim, DType got, const char* expected) {
+  throw NotImplementedError(std::string("[") + prim + "] the CPU kernel does not support dtype " +
+                            dtype_name(got) + ". Got " + dtype_name(got) + "; expected " +
+                            expected + ". Convert the operand with astype first.");
+}
+
+}  // namespace tsr::detail::cpu

@@ -1,0 +1,198 @@
+// dot_general: operands are brought to [batch, M, K] and [batch, K, N] (copying
+// only when the stored order is neither that nor its transpose), then each batch
+// is one GEMM: OpenBLAS for float32/float64 (and the half types, widened to
+// float32), a blocked loop in wrapping int64 for integers.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/error.h"
+#include "tsr/prims/linalg.h"
+
+// Declared here rather than through cblas.h (CMake links libopenblas only).
+extern "C" {
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                 int ldc);
+void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
+                 const double* a, int lda, const double* b, int ldb, double beta, double* c,
+                 int ldc);
+void openblas_set_num_threads(int num_threads);
+}
+
+namespace tsr::detail::cpu {
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+bool is_int_like(DType t) { return t == DType::Bool || is_integer(t); }
+
+// Several simulated devices run GEMMs at once: share the cores between them.
+// The thread count is a global OpenBLAS setting, so set it only on a change.
+void set_blas_threads(int busy_devices) {
+  static std::atomic<int> current{0};
+  int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int n = std::max(1, hw / std::max(1, busy_devices));
+  if (current.exchange(n) != n) openblas_set_num_threads(n);
+}
+
+// True when the dims `perm` (of `shape`) are already in memory order, ignoring
+// size-1 dims: a reshape of the operand then is that permutation.
+bool in_order(const std::vector<int>& perm, const Shape& shape) {
+  int last = -1;
+  for (int d : perm) {
+    if (shape[d] == 1) continue;
+    if (d < last) return false;
+    last = d;
+  }
+  return true;
+}
+
+std::vector<int> concat(std::initializer_list<const std::vector<int>*> parts) {
+  std::vector<int> r;
+  for (const auto* p : parts) r.insert(r.end(), p->begin(), p->end());
+  return r;
+}
+
+std::vector<int> free_dims(int rank, const std::vector<int>& batch,
+                           const std::vector<int>& contract) {
+  std::vector<int> f;
+  for (int d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contract.begin(), contract.end(), d) == contract.end())
+      f.push_back(d);
+  return f;
+}
+
+int64_t prod(const Shape& s, const std::vector<int>& dims) {
+  int64_t p = 1;
+  for (int d : dims) p *= s[d];
+  return p;
+}
+
+// One operand in the layout GEMM reads, in the compute dtype `ct`: `data` is
+// the input itself when nothing had to change, else `own`.
+struct Operand {
+  const void* data = nullptr;
+  bool trans = false;  // stored with its two matrix dims swapped
+  std::vector<unsigned char> own;
+};
+
+// `want` is the order GEMM reads; `swapped` the same with the matrix dims swapped
+// (usable as a transposed operand when allow_trans).
+Operand prepare(const void* src, const LocalType& t, DType ct, const std::vector<int>& want,
+                const std::vector<int>& swapped, bool allow_trans) {
+  Operand op;
+  op.data = src;
+  std::vector<unsigned char> tmp;
+  op.trans = !in_order(want, t.shape) && allow_trans && in_order(swapped, t.shape);
+  if (!op.trans && !in_order(want, t.shape)) {
+    // Permute into `want` order (in the input dtype).
+    size_t r = want.size(), isz = itemsize(t.dtype);
+    Shape ext(r);
+    std::vector<int64_t> ss(r), full = row_major_strides(t.shape);
+    for (size_t i = 0; i < r; ++i) ext[i] = t.shape[want[i]], ss[i] = full[want[i]];
+    std::vector<int64_t> ds = row_major_strides(ext);
+    tmp.resize(numel(ext) * isz);
+    copy_strided(tmp.data(), ds.data(), src, ss.data(), ext, isz);
+    op.data = tmp.data();
+  }
+  if (t.dtype != ct) {
+    int64_t n = numel(t.shape);
+    op.own.resize(n * itemsize(ct));
+    convert_n(op.data, t.dtype, op.own.data(), ct, n);
+    op.data = op.own.data();
+  } else if (!tmp.empty()) {
+    op.own = std::move(tmp);
+    op.data = op.own.data();
+  }
+  return op;
+}
+
+// c[M, N] = a[M, K] @ b[K, N] in wrapping 64-bit integer arithmetic.
+void gemm_int(const int64_t* a, const int64_t* b, int64_t* c, int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kJ = 256, kK = 64;  // a [kK, kJ] block of b stays in L2
+  auto* cu = reinterpret_cast<uint64_t*>(c);
+  const auto* bu = reinterpret_cast<const uint64_t*>(b);
+  std::fill(cu, cu + m * n, uint64_t(0));
+  for (int64_t j0 = 0; j0 < n; j0 += kJ) {
+    int64_t jn = std::min(kJ, n - j0);
+    for (int64_t k0 = 0; k0 < k; k0 += kK) {
+      int64_t kn = std::min(kK, k - k0);
+      for (int64_t i = 0; i < m; ++i) {
+        uint64_t* crow = cu + i * n + j0;
+        for (int64_t kk = k0; kk < k0 + kn; ++kk) {
+          uint64_t av = static_cast<uint64_t>(a[i * k + kk]);
+          const uint64_t* brow = bu + kk * n + j0;
+          for (int64_t j = 0; j < jn; ++j) crow[j] += av * brow[j];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void dot_general(const KernelArgs& a) {
+  const auto& dims = static_cast<const prim::DotGeneral&>(*a.prim).dims();
+  const LocalType& lt = (*a.in)[0];
+  const LocalType& rt = (*a.in)[1];
+  const LocalType& ot = (*a.out)[0];
+  int64_t nout = numel(ot.shape);
+  if (nout == 0) return;
+
+  std::vector<int> lf = free_dims(static_cast<int>(lt.shape.size()), dims.lhs_batch, dims.lhs_contract);
+  std::vector<int> rf = free_dims(static_cast<int>(rt.shape.size()), dims.rhs_batch, dims.rhs_contract);
+  int64_t nb = prod(lt.shape, dims.lhs_batch), m = prod(lt.shape, lf), n = prod(rt.shape, rf),
+          k = prod(lt.shape, dims.lhs_contract);
+
+  // Compute dtype: integers stay integers (int64, wrapping); otherwise float32
+  // unless float64 is involved.
+  DType in = lt.dtype, out = ot.dtype;
+  DType ct = is_int_like(in) && is_int_like(out) ? DType::Int64
+             : (in == DType::Float64 || out == DType::Float64) ? DType::Float64
+                                                               : DType::Float32;
+  std::vector<unsigned char> result;
+  void* c = a.out_ptr[0];
+  if (out != ct) {
+    result.resize(nout * itemsize(ct));
+    c = result.data();
+  }
+  if (k == 0) {
+    std::memset(c, 0, nout * itemsize(ct));
+  } else {
+    bool blas = ct != DType::Int64;
+    const auto& lb = dims.lhs_batch;
+    const auto& lc = dims.lhs_contract;
+    const auto& rb = dims.rhs_batch;
+    const auto& rc = dims.rhs_contract;
+    Operand l = prepare(a.in_ptr[0], lt, ct, concat({&lb, &lf, &lc}), concat({&lb, &lc, &lf}), blas);
+    Operand r = prepare(a.in_ptr[1], rt, ct, concat({&rb, &rc, &rf}), concat({&rb, &rf, &rc}), blas);
+    int lda = static_cast<int>(l.trans ? m : k), ldb = static_cast<int>(r.trans ? k : n);
+    int ta = l.trans ? kTrans : kNoTrans, tb = r.trans ? kTrans : kNoTrans;
+    if (blas) set_blas_threads(a.busy_devices);
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t lo = b * m * k, ro = b * k * n, co = b * m * n;
+      if (ct == DType::Float32) {
+        cblas_sgemm(kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
+                    static_cast<int>(k), 1.0f, static_cast<const float*>(l.data) + lo, lda,
+                    static_cast<const float*>(r.data) + ro, ldb, 0.0f,
+                    static_cast<float*>(c) + co, static_cast<int>(n));
+      } else if (ct == DType::Float64) {
+        cblas_dgemm(kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
+                    static_cast<int>(k), 1.0, static_cast<const double*>(l.data) + lo, lda,
+                    static_cast<const double*>(r.data) + ro, ldb, 0.0,
+                    static_cast<double*>(c) + co, static_cast<int>(n));
+      } else {
+        gemm_int(static_cast<const int64_t*>(l.data) + lo, static_cast<const int64_t*>(r.data) + ro,
+                 static_cast<int64_t*>(c) + co, m, n, k);
+      }
+    }
+  }
+  if (out != ct) convert_n(c, ct, a.out_ptr[0], out, nout);
+}
+
+}  // namespace tsr::detail::cpu

@@ -1,0 +1,328 @@
+// Reductions over axes, and argmax/argmin. The input is viewed as alternating
+// groups of kept and reduced dims (size-1 dims dropped, neighbours of one kind
+// merged). Row reductions ([kept, reduced]) use several independent accumulators
+// so they vectorise; column reductions ([reduced, kept]) add whole rows into a
+// block of accumulators. Other layouts walk the input once in memory order.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/comm/reduce_kernels.h"  // branch-free float16/bfloat16 <-> float
+#include "tsr/error.h"
+#include "tsr/prims/reduction.h"
+
+namespace tsr::detail::cpu {
+namespace {
+
+using prim::ReduceKind;
+
+constexpr int64_t kColBlock = 256;  // accumulators per column block (fits L1 as doubles)
+constexpr int kLanes = 8;           // independent accumulators of a row reduction
+
+// The accumulator: float for the half types, double for float32 sums and
+// products (accurate at no cost in a memory-bound loop), a wide unsigned type
+// for integer sums and products (wraps as the stored type would), bytes for
+// bool (min/max of 0/1; storing any nonzero byte gives true), else T.
+template <ReduceKind K, typename T>
+auto acc_tag() {
+  if constexpr (kIsHalf<T>) {
+    return float{};
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return uint8_t{};
+  } else if constexpr (K != ReduceKind::Sum && K != ReduceKind::Prod) {
+    return T{};
+  } else if constexpr (std::is_same_v<T, float>) {
+    return double{};
+  } else if constexpr (std::is_integral_v<T>) {
+    return std::conditional_t<(sizeof(T) < 8), uint32_t, uint64_t>{};
+  } else {
+    return T{};
+  }
+}
+template <ReduceKind K, typename T>
+using Acc = decltype(acc_tag<K, T>());
+
+template <typename A, typename T>
+inline A load(T v) {
+  if constexpr (std::is_same_v<T, float16_t>) {
+    return half_bits_to_float(v.bits);
+  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+    return bf16_bits_to_float(v.bits);
+  } else {
+    return static_cast<A>(v);
+  }
+}
+
+template <typename T, typename A>
+inline T store(A v) {
+  if constexpr (kIsHalf<T>) {
+    T t;
+    t.bits = std::is_same_v<T, float16_t> ? float_to_half_bits(v) : float_to_bf16_bits(v);
+    return t;
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+template <ReduceKind K, typename A>
+constexpr A identity() {
+  if constexpr (K == ReduceKind::Sum || K == ReduceKind::Or) return A(0);
+  if constexpr (K == ReduceKind::Prod) return A(1);
+  if constexpr (K == ReduceKind::And) return static_cast<A>(~A(0));
+  if constexpr (K == ReduceKind::Max)
+    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                : std::numeric_limits<A>::lowest();
+  return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                              : std::numeric_limits<A>::max();  // Min
+}
+
+// Max and min propagate NaN: x wins when it is NaN.
+template <ReduceKind K, typename A>
+inline A combine(A x, A y) {
+  if constexpr (K == ReduceKind::Sum) return static_cast<A>(x + y);
+  if constexpr (K == ReduceKind::Prod) return static_cast<A>(x * y);
+  if constexpr (K == ReduceKind::Max) return (x > y || x != x) ? x : y;
+  if constexpr (K == ReduceKind::Min) return (x < y || x != x) ? x : y;
+  if constexpr (K == ReduceKind::And) return static_cast<A>(x & y);
+  if constexpr (K == ReduceKind::Or) return static_cast<A>(x | y);
+  return x;
+}
+
+// Reduces n contiguous elements.
+template <ReduceKind K, typename T, typename A>
+A reduce_run(const T* x, int64_t n) {
+  A acc[kLanes];
+  for (int j = 0; j < kLanes; ++j) acc[j] = identity<K, A>();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] = combine<K>(acc[j], load<A>(x[i + j]));
+  A r = acc[0];
+  for (int j = 1; j < kLanes; ++j) r = combine<K>(r, acc[j]);
+  for (; i < n; ++i) r = combine<K>(r, load<A>(x[i]));
+  return r;
+}
+
+// acc[j] = op(acc[j], x[j]) for j < m.
+template <ReduceKind K, typename T, typename A>
+inline void accumulate_row(A* acc, const T* x, int64_t m) {
+  for (int64_t j = 0; j < m; ++j) acc[j] = combine<K>(acc[j], load<A>(x[j]));
+}
+
+// out[k] = op over r of x[r * nk + k], for an [nr, nk] block.
+template <ReduceKind K, typename T, typename A>
+void reduce_columns(const T* x, T* out, int64_t nr, int64_t nk) {
+  A acc[kColBlock];
+  for (int64_t k0 = 0; k0 < nk; k0 += kColBlock) {
+    int64_t m = std::min(kColBlock, nk - k0);
+    for (int64_t j = 0; j < m; ++j) acc[j] = identity<K, A>();
+    for (int64_t r = 0; r < nr; ++r) accumulate_row<K>(acc, x + r * nk + k0, m);
+    for (int64_t j = 0; j < m; ++j) out[k0 + j] = store<T>(acc[j]);
+  }
+}
+
+// Collapsed view of the input: sizes of alternating kept/reduced groups.
+struct Groups {
+  std::vector<int64_t> size;
+  std::vector<bool> reduced;
+};
+
+Groups collapse(const Shape& shape, const std::vector<int>& axes) {
+  Groups g;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (shape[d] == 1) continue;
+    bool r = std::binary_search(axes.begin(), axes.end(), d);
+    if (!g.size.empty() && g.reduced.back() == r) {
+      g.size.back() *= shape[d];
+    } else {
+      g.size.push_back(shape[d]);
+      g.reduced.push_back(r);
+    }
+  }
+  return g;
+}
+
+// Any layout: accumulate into an output-sized buffer in one pass over the input.
+template <ReduceKind K, typename T, typename A>
+void reduce_general(const T* x, T* out, const Groups& g, int64_t nout) {
+  int ng = static_cast<int>(g.size.size());
+  std::vector<A> acc(nout, identity<K, A>());
+  std::vector<int64_t> ostride(ng, 0);  // output stride of each kept group
+  for (int64_t s = 1, d = ng - 1; d >= 0; --d) {
+    if (g.reduced[d]) continue;
+    ostride[d] = s;
+    s *= g.size[d];
+  }
+  int64_t run = g.size[ng - 1];
+  bool run_reduced = g.reduced[ng - 1];
+  std::vector<int64_t> ctr(ng - 1, 0);
+  int64_t off = 0;
+  for (const T* p = x;; p += run) {
+    if (run_reduced) {
+      acc[off] = combine<K>(acc[off], reduce_run<K, T, A>(p, run));
+    } else {
+      accumulate_row<K>(acc.data() + off, p, run);
+    }
+    int d = ng - 2;
+    for (; d >= 0; --d) {
+      off += ostride[d];
+      if (++ctr[d] < g.size[d]) break;
+      off -= ostride[d] * g.size[d];
+      ctr[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  for (int64_t i = 0; i < nout; ++i) out[i] = store<T>(acc[i]);
+}
+
+template <ReduceKind K, typename T>
+void reduce_typed(const KernelArgs& a, const std::vector<int>& axes) {
+  using A = Acc<K, T>;
+  const T* x = a.i<T>(0);
+  T* out = a.o<T>(0);
+  const Shape& shape = (*a.in)[0].shape;
+  int64_t nin = numel(shape), nout = numel((*a.out)[0].shape);
+  if (nout == 0) return;
+  if (nin == 0) {
+    std::fill(out, out + nout, store<T>(identity<K, A>()));
+    return;
+  }
+  if (nin == nout) {  // every reduced dim has size 1
+    if (static_cast<const void*>(x) != out) std::memcpy(out, x, sizeof(T) * nin);
+    return;
+  }
+  Groups g = collapse(shape, axes);
+  const auto& s = g.size;
+  const auto& r = g.reduced;
+  size_t ng = s.size();
+  if (ng == 1) {  // [R]
+    out[0] = store<T>(reduce_run<K, T, A>(x, s[0]));
+  } else if (ng == 2 && !r[0]) {  // [K, R]: row reductions
+    for (int64_t o = 0; o < s[0]; ++o) out[o] = store<T>(reduce_run<K, T, A>(x + o * s[1], s[1]));
+  } else if (ng == 2) {  // [R, K]: column reduction
+    reduce_columns<K, T, A>(x, out, s[0], s[1]);
+  } else if (ng == 3 && !r[0]) {  // [K, R, K]
+    for (int64_t o = 0; o < s[0]; ++o)
+      reduce_columns<K, T, A>(x + o * s[1] * s[2], out + o * s[2], s[1], s[2]);
+  } else {
+    reduce_general<K, T, A>(x, out, g, nout);
+  }
+}
+
+template <ReduceKind K>
+void reduce_kind(const KernelArgs& a, const std::vector<int>& axes) {
+  DType dt = (*a.in)[0].dtype;
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr bool bitwise = K == ReduceKind::And || K == ReduceKind::Or;
+    if constexpr (std::is_same_v<T, bool>) {
+      // Bool: sum/or/max are "any", prod/and/min are "all" (ordered bytes 0/1).
+      constexpr bool any = K == ReduceKind::Sum || K == ReduceKind::Or || K == ReduceKind::Max;
+      reduce_typed<any ? ReduceKind::Max : ReduceKind::Min, bool>(a, axes);
+    } else if constexpr (bitwise && !std::is_integral_v<T>) {
+      unsupported_dtype(prim::reduce_name(K), dt, "bool or an integer dtype");
+    } else {
+      reduce_typed<K, T>(a, axes);
+    }
+  });
+}
+
+// ---- argmax / argmin --------------------------------------------------------
+
+// First index of the extreme along the middle dim of [no, n, ni]; the first NaN
+// counts as the extreme (as JAX). Half types compare as float, which is exact.
+template <bool Max, typename T, typename I>
+void arg_typed(const T* x, I* out, int64_t no, int64_t n, int64_t ni) {
+  using Key = std::conditional_t<kIsHalf<T>, float, T>;
+  auto better = [](Key v, Key best) {
+    return !(best != best) && ((Max ? v > best : v < best) || v != v);
+  };
+  if (n == 0) {
+    std::fill(out, out + no * ni, I(0));
+    return;
+  }
+  if (ni == 1) {
+    for (int64_t o = 0; o < no; ++o) {
+      const T* row = x + o * n;
+      Key best = load<Key>(row[0]);
+      int64_t bi = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        Key v = load<Key>(row[k]);
+        if (better(v, best)) best = v, bi = k;
+      }
+      out[o] = static_cast<I>(bi);
+    }
+    return;
+  }
+  Key best[kColBlock];
+  int64_t idx[kColBlock];
+  for (int64_t o = 0; o < no; ++o) {
+    for (int64_t i0 = 0; i0 < ni; i0 += kColBlock) {
+      int64_t m = std::min(kColBlock, ni - i0);
+      const T* base = x + o * n * ni + i0;
+      for (int64_t j = 0; j < m; ++j) best[j] = load<Key>(base[j]), idx[j] = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        const T* row = base + k * ni;
+        for (int64_t j = 0; j < m; ++j) {
+          Key v = load<Key>(row[j]);
+          bool b = better(v, best[j]);
+          best[j] = b ? v : best[j];
+          idx[j] = b ? k : idx[j];
+        }
+      }
+      for (int64_t j = 0; j < m; ++j) out[o * ni + i0 + j] = static_cast<I>(idx[j]);
+    }
+  }
+}
+
+}  // namespace
+
+void reduce(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Reduce&>(*a.prim);
+  switch (p.kind()) {
+    case ReduceKind::Sum:
+      return reduce_kind<ReduceKind::Sum>(a, p.axes());
+    case ReduceKind::Prod:
+      return reduce_kind<ReduceKind::Prod>(a, p.axes());
+    case ReduceKind::Max:
+      return reduce_kind<ReduceKind::Max>(a, p.axes());
+    case ReduceKind::Min:
+      return reduce_kind<ReduceKind::Min>(a, p.axes());
+    case ReduceKind::And:
+      return reduce_kind<ReduceKind::And>(a, p.axes());
+    case ReduceKind::Or:
+      return reduce_kind<ReduceKind::Or>(a, p.axes());
+  }
+}
+
+void arg_reduce(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::ArgReduce&>(*a.prim);
+  const Shape& s = (*a.in)[0].shape;
+  int axis = p.axis();
+  int64_t no = 1, ni = 1;
+  for (int d = 0; d < axis; ++d) no *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d) ni *= s[d];
+  int64_t n = s.empty() ? 1 : s[axis];
+  if (no * ni == 0) return;
+  DType it = (*a.out)[0].dtype;
+  dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_dtype(it, [&](auto itag) {
+      using I = decltype(itag);
+      if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
+        if (p.is_max()) {
+          arg_typed<true>(a.i<T>(0), a.o<I>(0), no, n, ni);
+        } else {
+          arg_typed<false>(a.i<T>(0), a.o<I>(0), no, n, ni);
+        }
+      } else {
+        unsupported_dtype(p.name(), it, "an integer index dtype (int32)");
+      }
+    });
+  });
+}
+
+}  // namespace tsr::detail::cpu

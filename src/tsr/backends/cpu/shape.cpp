@@ -1,0 +1,320 @@
+// Shape kernels. Every one is a strided copy: the output (or a box of it) is
+// read from the input through per-dim element strides: permuted (transpose),
+// zero (broadcast), scaled (slice), negative (rev) or offset (slices, pads,
+// concatenation). copy_strided collapses dims and picks memcpy, fill, a 2-D
+// tiled transpose or a strided loop for the inner dim.
+//
+// Local blocks: the partitioner leaves every dim an op resizes or reorders
+// unsharded, so along it the local size is the global one and the parameters
+// apply as they are; along other dims the op is the identity on the block.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/error.h"
+#include "tsr/prims/shape_ops.h"
+
+namespace tsr::detail::cpu {
+namespace {
+
+struct Dim {
+  int64_t n, ds, ss;  // extent, destination and source element strides
+};
+
+// Drops size-1 dims and merges each dim into its inner neighbour when both
+// sides step over it contiguously. Result is outer to inner.
+std::vector<Dim> collapse(const int64_t* ds, const int64_t* ss, const Shape& ext) {
+  std::vector<Dim> m;
+  for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
+    if (ext[d] == 1) continue;
+    if (!m.empty() && ds[d] == m.back().ds * m.back().n && ss[d] == m.back().ss * m.back().n) {
+      m.back().n *= ext[d];
+    } else {
+      m.push_back({ext[d], ds[d], ss[d]});
+    }
+  }
+  std::reverse(m.begin(), m.end());
+  return m;
+}
+
+// Calls body(dst_offset, src_offset) for every index of the `outer` dims.
+template <typename F>
+void for_each_outer(const std::vector<Dim>& outer, F&& body) {
+  int nd = static_cast<int>(outer.size());
+  std::vector<int64_t> ctr(nd, 0);
+  int64_t od = 0, os = 0;
+  for (;;) {
+    body(od, os);
+    int d = nd - 1;
+    for (; d >= 0; --d) {
+      od += outer[d].ds;
+      os += outer[d].ss;
+      if (++ctr[d] < outer[d].n) break;
+      od -= outer[d].ds * outer[d].n;
+      os -= outer[d].ss * outer[d].n;
+      ctr[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// d[i * dq + j] = s[i + j * sj] for i < nq, j < nj, in tiles that keep the
+// strided side in cache.
+template <typename U>
+void transpose_tiles(U* d, const U* s, int64_t nq, int64_t dq, int64_t nj, int64_t sj) {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < nq; i0 += kTile) {
+    int64_t i1 = std::min(nq, i0 + kTile);
+    for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
+      int64_t j1 = std::min(nj, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        U* dr = d + i * dq;
+        const U* sr = s + i;
+        for (int64_t j = j0; j < j1; ++j) dr[j] = sr[j * sj];
+      }
+    }
+  }
+}
+
+template <typename U>
+void copy_typed(U* dst, const U* src, std::vector<Dim> dims) {
+  if (dims.empty()) {
+    *dst = *src;
+    return;
+  }
+  Dim in = dims.back();
+  dims.pop_back();
+  if (in.ds == 1 && in.ss != 0 && in.ss != 1) {
+    // Transposing: the source is contiguous along some outer dim q.
+    auto q = std::find_if(dims.begin(), dims.end(), [](const Dim& x) { return x.ss == 1; });
+    if (q != dims.end()) {
+      Dim dq = *q;
+      dims.erase(q);
+      for_each_outer(dims, [&](int64_t od, int64_t os) {
+        transpose_tiles(dst + od, src + os, dq.n, dq.ds, in.n, in.ss);
+      });
+      return;
+    }
+  }
+  for_each_outer(dims, [&](int64_t od, int64_t os) {
+    U* d = dst + od;
+    const U* s = src + os;
+    if (in.ds == 1 && in.ss == 1) {
+      std::memcpy(d, s, sizeof(U) * in.n);
+    } else if (in.ss == 0) {
+      const U v = *s;
+      if (in.ds == 1) {
+        for (int64_t j = 0; j < in.n; ++j) d[j] = v;
+      } else {
+        for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = v;
+      }
+    } else if (in.ds == 1) {
+      for (int64_t j = 0; j < in.n; ++j) d[j] = s[j * in.ss];
+    } else {
+      for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = s[j * in.ss];
+    }
+  });
+}
+
+const Shape& in_shape(const KernelArgs& a, int k) { return (*a.in)[k].shape; }
+const Shape& out_shape(const KernelArgs& a, int k) { return (*a.out)[k].shape; }
+size_t elem_size(const KernelArgs& a) { return itemsize((*a.out)[0].dtype); }
+
+// Byte pointer helpers for offsets in elements.
+const char* at(const void* p, int64_t off, size_t isz) {
+  return static_cast<const char*>(p) + off * static_cast<int64_t>(isz);
+}
+char* at(void* p, int64_t off, size_t isz) {
+  return static_cast<char*>(p) + off * static_cast<int64_t>(isz);
+}
+
+// Copies the whole `src` block (row-major, shape ext) into dst at offset `doff`
+// of an array with strides `ds`.
+void copy_block_into(void* dst, const std::vector<int64_t>& ds, int64_t doff, const void* src,
+                     const Shape& ext, size_t isz) {
+  std::vector<int64_t> ss = row_major_strides(ext);
+  copy_strided(at(dst, doff, isz), ds.data(), src, ss.data(), ext, isz);
+}
+
+// Clamped dynamic start per dim; a dim the update/slice covers whole is the
+// identity (possibly sharded, so its start does not apply locally).
+std::vector<int64_t> dynamic_starts(const KernelArgs& a, int first, const Shape& big,
+                                    const Shape& small) {
+  std::vector<int64_t> st(big.size(), 0);
+  for (size_t d = 0; d < big.size(); ++d) {
+    if (small[d] == big[d]) continue;
+    int64_t s = read_index(a.in_ptr[first + d], (*a.in)[first + d].dtype);
+    st[d] = std::clamp<int64_t>(s, 0, big[d] - small[d]);
+  }
+  return st;
+}
+
+}  // namespace
+
+std::vector<int64_t> row_major_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t p = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    s[d] = p;
+    p *= shape[d];
+  }
+  return s;
+}
+
+void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
+                  const int64_t* src_strides, const Shape& extent, size_t itemsize) {
+  for (int64_t e : extent)
+    if (e == 0) return;
+  std::vector<Dim> dims = collapse(dst_strides, src_strides, extent);
+  switch (itemsize) {
+    case 1:
+      return copy_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), dims);
+    case 2:
+      return copy_typed(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), dims);
+    case 4:
+      return copy_typed(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), dims);
+    default:
+      return copy_typed(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), dims);
+  }
+}
+
+void fill_value(void* dst, const void* value, int64_t n, size_t itemsize) {
+  int64_t one = 1, zero = 0;
+  copy_strided(dst, &one, value, &zero, Shape{n}, itemsize);
+}
+
+void copy_input(const KernelArgs& a) {
+  int64_t bytes = std::min<int64_t>(numel(in_shape(a, 0)) * itemsize((*a.in)[0].dtype),
+                                    numel(out_shape(a, 0)) * itemsize((*a.out)[0].dtype));
+  if (a.in_ptr[0] != a.out_ptr[0] && bytes > 0) std::memcpy(a.out_ptr[0], a.in_ptr[0], bytes);
+}
+
+void transpose(const KernelArgs& a) {
+  const auto& perm = static_cast<const prim::Transpose&>(*a.prim).perm();
+  const Shape& s = in_shape(a, 0);
+  std::vector<int64_t> full = row_major_strides(s), ss(perm.size());
+  Shape ext(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) ext[i] = s[perm[i]], ss[i] = full[perm[i]];
+  std::vector<int64_t> ds = row_major_strides(ext);
+  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], ss.data(), ext, elem_size(a));
+}
+
+void broadcast_in_dim(const KernelArgs& a) {
+  const auto& bdims = static_cast<const prim::BroadcastInDim&>(*a.prim).bdims();
+  const Shape& s = in_shape(a, 0);
+  const Shape& os = out_shape(a, 0);
+  std::vector<int64_t> full = row_major_strides(s), ss(os.size(), 0);
+  for (size_t i = 0; i < bdims.size(); ++i)
+    if (s[i] == os[bdims[i]]) ss[bdims[i]] = full[i];  // else size 1: stride 0 broadcasts
+  std::vector<int64_t> ds = row_major_strides(os);
+  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], ss.data(), os, elem_size(a));
+}
+
+void slice(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Slice&>(*a.prim);
+  const Shape& s = in_shape(a, 0);
+  const Shape& os = out_shape(a, 0);
+  std::vector<int64_t> full = row_major_strides(s), ss(s.size());
+  int64_t off = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    bool identity = p.start()[d] == 0 && p.strides()[d] == 1 && os[d] == s[d];
+    ss[d] = identity ? full[d] : p.strides()[d] * full[d];
+    off += identity ? 0 : p.start()[d] * full[d];
+  }
+  size_t isz = elem_size(a);
+  std::vector<int64_t> ds = row_major_strides(os);
+  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], off, isz), ss.data(), os, isz);
+}
+
+void dynamic_slice(const KernelArgs& a) {
+  const Shape& s = in_shape(a, 0);
+  const Shape& os = out_shape(a, 0);
+  std::vector<int64_t> st = dynamic_starts(a, 1, s, os);
+  std::vector<int64_t> ss = row_major_strides(s), ds = row_major_strides(os);
+  int64_t off = 0;
+  for (size_t d = 0; d < s.size(); ++d) off += st[d] * ss[d];
+  size_t isz = elem_size(a);
+  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], off, isz), ss.data(), os, isz);
+}
+
+void dynamic_update_slice(const KernelArgs& a) {
+  const Shape& os = out_shape(a, 0);
+  const Shape& us = in_shape(a, 1);
+  size_t isz = elem_size(a);
+  if (a.in_ptr[0] != a.out_ptr[0] && numel(os) > 0)
+    std::memcpy(a.out_ptr[0], a.in_ptr[0], numel(os) * isz);
+  std::vector<int64_t> st = dynamic_starts(a, 2, os, us);
+  std::vector<int64_t> ds = row_major_strides(os);
+  int64_t off = 0;
+  for (size_t d = 0; d < os.size(); ++d) off += st[d] * ds[d];
+  copy_block_into(a.out_ptr[0], ds, off, a.in_ptr[1], us, isz);
+}
+
+void pad(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Pad&>(*a.prim);
+  const Shape& s = in_shape(a, 0);
+  const Shape& os = out_shape(a, 0);
+  size_t isz = elem_size(a);
+  fill_value(a.out_ptr[0], a.in_ptr[1], numel(os), isz);
+  // Operand element j of a dim lands at lo + j * (interior + 1); copy the ones
+  // that land inside the output (negative lo/hi crop).
+  std::vector<int64_t> ss = row_major_strides(s), ods = row_major_strides(os);
+  std::vector<int64_t> ds(s.size());
+  Shape ext(s.size());
+  int64_t doff = 0, soff = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    int64_t lo = p.lo()[d], step = p.interior()[d] + 1;
+    int64_t j0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
+    int64_t last = os[d] - 1 - lo;  // largest position offset that still fits
+    int64_t j1 = last < 0 ? -1 : std::min(s[d] - 1, last / step);
+    ext[d] = std::max<int64_t>(0, j1 - j0 + 1);
+    ds[d] = step * ods[d];
+    doff += (lo + j0 * step) * ods[d];
+    soff += j0 * ss[d];
+  }
+  if (numel(ext) == 0) return;
+  copy_strided(at(a.out_ptr[0], doff, isz), ds.data(), at(a.in_ptr[0], soff, isz), ss.data(), ext,
+               isz);
+}
+
+void concatenate(const KernelArgs& a) {
+  int dim = static_cast<const prim::Concatenate&>(*a.prim).dim();
+  std::vector<int64_t> ds = row_major_strides(out_shape(a, 0));
+  size_t isz = elem_size(a);
+  int64_t pos = 0;
+  for (size_t k = 0; k < a.in->size(); ++k) {
+    copy_block_into(a.out_ptr[0], ds, pos * ds[dim], a.in_ptr[k], in_shape(a, k), isz);
+    pos += in_shape(a, k)[dim];
+  }
+}
+
+void split(const KernelArgs& a) {
+  int axis = static_cast<const prim::Split&>(*a.prim).axis();
+  std::vector<int64_t> ss = row_major_strides(in_shape(a, 0));
+  size_t isz = elem_size(a);
+  int64_t pos = 0;
+  for (size_t k = 0; k < a.out->size(); ++k) {
+    const Shape& os = out_shape(a, k);
+    std::vector<int64_t> ds = row_major_strides(os);
+    copy_strided(a.out_ptr[k], ds.data(), at(a.in_ptr[0], pos * ss[axis], isz), ss.data(), os,
+                 isz);
+    pos += os[axis];
+  }
+}
+
+void rev(const KernelArgs& a) {
+  const auto& dims = static_cast<const prim::Rev&>(*a.prim).dims();
+  const Shape& s = in_shape(a, 0);
+  if (numel(s) == 0) return;
+  std::vector<int64_t> ss = row_major_strides(s), ds = row_major_strides(s);
+  int64_t off = 0;
+  for (int d : dims) {
+    off += (s[d] - 1) * ss[d];
+    ss[d] = -ss[d];
+  }
+  size_t isz = elem_size(a);
+  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], off, isz), ss.data(), s, isz);
+}
+
+}  // namespace tsr::detail::cpu

@@ -1,0 +1,173 @@
+// Elementwise front-ends: promote dtypes (JAX lattice, weak scalars), promote
+// ranks (NumPy), then bind the primitive; lax size-1 broadcasting does the rest.
+#include "tsr/core/array_impl.h"
+#include "tsr/error.h"
+#include "tsr/ops/ops_common.h"
+#include "tsr/prims/elementwise.h"
+#include "tsr/prims/shape_ops.h"
+
+namespace tsr {
+using namespace detail;
+using prim::BinaryOp;
+using prim::UnaryOp;
+
+namespace {
+
+Array unary(UnaryOp op, const Array& x, bool to_float) {
+  Array v = x;
+  if (to_float && !is_floating(x.dtype())) v = convert(x, DType::Float32);
+  return bind1(std::make_shared<prim::Unary>(op), {v});
+}
+
+Array binary(BinaryOp op, const ArrayLike& a, const ArrayLike& b, const char* name) {
+  std::vector<Array> v = promote_ranks(promote({a, b}, name));
+  return bind1(std::make_shared<prim::Binary>(op), v);
+}
+
+Array to_bool(const ArrayLike& a) {
+  if (const auto* x = std::get_if<Array>(&a.value()))
+    return x->dtype() == DType::Bool ? *x : not_equal(*x, 0);
+  return promote({a}, "logical")[0].dtype() == DType::Bool ? promote({a}, "logical")[0]
+                                                           : not_equal(promote({a}, "logical")[0], 0);
+}
+
+}  // namespace
+
+Array neg(const Array& x) { return unary(UnaryOp::Neg, x, false); }
+Array abs(const Array& x) { return unary(UnaryOp::Abs, x, false); }
+Array sign(const Array& x) { return unary(UnaryOp::Sign, x, false); }
+Array floor(const Array& x) { return unary(UnaryOp::Floor, x, false); }
+Array ceil(const Array& x) { return unary(UnaryOp::Ceil, x, false); }
+Array round(const Array& x) { return unary(UnaryOp::Round, x, false); }
+Array exp(const Array& x) { return unary(UnaryOp::Exp, x, true); }
+Array exp2(const Array& x) { return unary(UnaryOp::Exp2, x, true); }
+Array log(const Array& x) { return unary(UnaryOp::Log, x, true); }
+Array log1p(const Array& x) { return unary(UnaryOp::Log1p, x, true); }
+Array expm1(const Array& x) { return unary(UnaryOp::Expm1, x, true); }
+Array sqrt(const Array& x) { return unary(UnaryOp::Sqrt, x, true); }
+Array rsqrt(const Array& x) { return unary(UnaryOp::Rsqrt, x, true); }
+Array square(const Array& x) { return unary(UnaryOp::Square, x, false); }
+Array sin(const Array& x) { return unary(UnaryOp::Sin, x, true); }
+Array cos(const Array& x) { return unary(UnaryOp::Cos, x, true); }
+Array tan(const Array& x) { return unary(UnaryOp::Tan, x, true); }
+Array tanh(const Array& x) { return unary(UnaryOp::Tanh, x, true); }
+Array logistic(const Array& x) { return unary(UnaryOp::Logistic, x, true); }
+Array sigmoid(const Array& x) { return logistic(x); }
+Array erf(const Array& x) { return unary(UnaryOp::Erf, x, true); }
+Array isfinite(const Array& x) {
+  if (!is_floating(x.dtype())) return full_like(x, 1, DType::Bool);
+  return unary(UnaryOp::IsFinite, x, false);
+}
+Array logical_not(const Array& x) { return unary(UnaryOp::Not, to_bool(x), false); }
+Array integer_pow(const Array& x, int y) {
+  return bind1(std::make_shared<prim::IntegerPow>(y), {x});
+}
+
+Array add(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Add, a, b, "add"); }
+Array subtract(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Sub, a, b, "sub"); }
+Array multiply(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Mul, a, b, "mul"); }
+Array divide(const ArrayLike& a, const ArrayLike& b) {
+  std::vector<Array> v = promote({a, b}, "div");
+  if (!is_floating(v[0].dtype()))  // true division, as jnp.divide
+    for (auto& x : v) x = convert(x, DType::Float32, x.type().weak);
+  v = promote_ranks(v);
+  return bind1(std::make_shared<prim::Binary>(BinaryOp::Div), v);
+}
+Array rem(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Rem, a, b, "rem"); }
+Array power(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Pow, a, b, "pow"); }
+Array maximum(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Max, a, b, "max"); }
+Array minimum(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Min, a, b, "min"); }
+Array atan2(const ArrayLike& a, const ArrayLike& b) {
+  std::vector<Array> v = promote({a, b}, "atan2");
+  if (!is_floating(v[0].dtype()))
+    for (auto& x : v) x = convert(x, DType::Float32, x.type().weak);
+  return bind1(std::make_shared<prim::Binary>(BinaryOp::Atan2), promote_ranks(v));
+}
+Array logical_and(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::And, to_bool(a), to_bool(b), "and");
+}
+Array logical_or(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Or, to_bool(a), to_bool(b), "or");
+}
+Array logical_xor(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Xor, to_bool(a), to_bool(b), "xor");
+}
+Array bitwise_and(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::And, a, b, "and"); }
+Array bitwise_or(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Or, a, b, "or"); }
+Array bitwise_xor(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Xor, a, b, "xor"); }
+Array equal(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Eq, a, b, "eq"); }
+Array not_equal(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Ne, a, b, "ne"); }
+Array less(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Lt, a, b, "lt"); }
+Array less_equal(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Le, a, b, "le"); }
+Array greater(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Gt, a, b, "gt"); }
+Array greater_equal(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Ge, a, b, "ge");
+}
+
+Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y) {
+  Array c = to_bool(cond);
+  std::vector<Array> v = promote({x, y}, "where");
+  std::vector<Array> all = promote_ranks({c, v[0], v[1]});
+  // jnp.where broadcasts every operand to the result shape and sharding (§12.4).
+  std::vector<ArrayType> types;
+  for (const auto& a : all) types.push_back(a.type());
+  Shape shape;
+  std::vector<PartitionEntry> e = broadcast_entries("where", types, shape);
+  for (auto& a : all) {
+    if (a.shape() == shape || a.ndim() == 0) continue;
+    std::vector<int> bd;
+    for (int d = 0; d < a.ndim(); ++d) bd.push_back(d);
+    AbstractMesh m;
+    for (const auto& t : types)
+      if (!t.sharding.mesh().empty()) m = t.sharding.mesh();
+    std::optional<NamedSharding> s;
+    if (!m.empty()) s = NamedSharding(m, PartitionSpec(e));
+    a = bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, s), {a});
+  }
+  if (all[0].ndim() == 0 && shape.size() > 0) {
+    // A scalar predicate is fine for select_n; scalar cases are broadcast.
+  }
+  for (int k = 1; k < 3; ++k)
+    if (all[k].ndim() == 0 && !shape.empty()) {
+      AbstractMesh m;
+      for (const auto& t : types)
+        if (!t.sharding.mesh().empty()) m = t.sharding.mesh();
+      std::optional<NamedSharding> s;
+      if (!m.empty()) s = NamedSharding(m, PartitionSpec(e));
+      all[k] = bind1(std::make_shared<prim::BroadcastInDim>(shape, std::vector<int>{}, s), {all[k]});
+    }
+  return bind1(std::make_shared<prim::SelectN>(), {all[0], all[2], all[1]});
+}
+
+Array select_n(const Array& which, const std::vector<Array>& cases) {
+  std::vector<Array> in{which};
+  in.insert(in.end(), cases.begin(), cases.end());
+  return bind1(std::make_shared<prim::SelectN>(), in);
+}
+
+Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi) {
+  std::vector<Array> v = promote({lo, x, hi}, "clamp");
+  return bind1(std::make_shared<prim::Clamp>(), {convert(v[0], x.dtype(), x.type().weak), x,
+                                                  convert(v[2], x.dtype(), x.type().weak)});
+}
+
+Array astype(const Array& x, DType dtype) { return convert(x, dtype, false); }
+Array convert_element_type(const Array& x, DType dtype, bool weak) {
+  return convert(x, dtype, weak);
+}
+
+Array operator-(const Array& x) { return neg(x); }
+Array operator+(const ArrayLike& a, const ArrayLike& b) { return add(a, b); }
+Array operator-(const ArrayLike& a, const ArrayLike& b) { return subtract(a, b); }
+Array operator*(const ArrayLike& a, const ArrayLike& b) { return multiply(a, b); }
+Array operator/(const ArrayLike& a, const ArrayLike& b) { return divide(a, b); }
+Array operator<(const ArrayLike& a, const ArrayLike& b) { return less(a, b); }
+Array operator<=(const ArrayLike& a, const ArrayLike& b) { return less_equal(a, b); }
+Array operator>(const ArrayLike& a, const ArrayLike& b) { return greater(a, b); }
+Array operator>=(const ArrayLike& a, const ArrayLike& b) { return greater_equal(a, b); }
+Array operator&(const ArrayLike& a, const ArrayLike& b) { return bitwise_and(a, b); }
+Array operator|(const ArrayLike& a, const ArrayLike& b) { return bitwise_or(a, b); }
+Array operator^(const ArrayLike& a, const ArrayLike& b) { return bitwise_xor(a, b); }
+Array operator!(const Array& x) { return logical_not(x); }
+
+}  // namespace tsr

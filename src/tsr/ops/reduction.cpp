@@ -1,0 +1,157 @@
+// Reduction front-ends: axis normalization, NumPy dtype rules for sums, keepdims
+// (expand_dims with unsharded size-1 dims), and the composites (mean, var,
+// logsumexp, softmax, log_softmax).
+#include <algorithm>
+#include <limits>
+
+#include "tsr/error.h"
+#include "tsr/ops/ops_common.h"
+#include "tsr/prims/common.h"
+#include "tsr/prims/reduction.h"
+
+namespace tsr {
+using namespace detail;
+using prim::ReduceKind;
+
+namespace {
+
+std::vector<int> norm_axes(const AxisArg& a, int rank, const char* op) {
+  std::vector<int> out;
+  if (a.all()) {
+    for (int d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int ax : a.axes()) {
+    int n = norm_axis(ax, rank, op);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw ValueError(std::string("[") + op + "] duplicate value in 'axis'. Got " +
+                       std::to_string(ax) + " twice; expected distinct axes.");
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Array keep(const Array& r, const Array& x, const std::vector<int>& axes, bool keepdims) {
+  if (!keepdims) return r;
+  Shape shape = x.shape();
+  for (int a : axes) shape[a] = 1;
+  return reshape(r, shape);
+}
+
+Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOptions& o,
+             const char* op) {
+  Array x = x0;
+  if (o.dtype) x = astype(x, *o.dtype);
+  else if (k == ReduceKind::Sum || k == ReduceKind::Prod) {
+    if (x.dtype() == DType::Bool || x.dtype() == DType::Int8) x = astype(x, DType::Int32);
+    if (x.dtype() == DType::UInt8) x = astype(x, DType::UInt32);
+  }
+  std::vector<int> axes = norm_axes(axis, x.ndim(), op);
+  auto s = canonicalize_sharding(o.out_sharding, op);
+  Array r = bind1(std::make_shared<prim::Reduce>(k, axes, s), {x});
+  return keep(r, x, axes, o.keepdims);
+}
+
+}  // namespace
+
+Array sum(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  return reduce(ReduceKind::Sum, x, axis, o, "sum");
+}
+Array prod(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  return reduce(ReduceKind::Prod, x, axis, o, "prod");
+}
+Array max(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  return reduce(ReduceKind::Max, x, axis, o, "max");
+}
+Array min(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  return reduce(ReduceKind::Min, x, axis, o, "min");
+}
+Array any(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  Array b = x.dtype() == DType::Bool ? x : not_equal(x, 0);
+  return reduce(ReduceKind::Or, b, axis, {o.keepdims, o.out_sharding, {}}, "any");
+}
+Array all(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  Array b = x.dtype() == DType::Bool ? x : not_equal(x, 0);
+  return reduce(ReduceKind::And, b, axis, {o.keepdims, o.out_sharding, {}}, "all");
+}
+
+Array mean(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+  std::vector<int> axes = norm_axes(axis, x.ndim(), "mean");
+  int64_t n = 1;
+  for (int a : axes) n *= x.shape()[a];
+  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  ReduceOptions so = o;
+  Array s = sum(xf, std::vector<int>(axes), so);
+  return divide(s, static_cast<double>(n));
+}
+
+Array var(const Array& x, const AxisArg& axis, int ddof, const ReduceOptions& o) {
+  std::vector<int> axes = norm_axes(axis, x.ndim(), "var");
+  int64_t n = 1;
+  for (int a : axes) n *= x.shape()[a];
+  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Array m = mean(xf, std::vector<int>(axes), {true, {}, {}});
+  Array d = subtract(xf, m);
+  Array s = sum(multiply(d, d), std::vector<int>(axes), {o.keepdims, o.out_sharding, {}});
+  return divide(s, static_cast<double>(std::max<int64_t>(n - ddof, 0)));
+}
+
+namespace {
+Array arg(bool is_max, const Array& x, std::optional<int> axis, bool keepdims) {
+  const char* op = is_max ? "argmax" : "argmin";
+  Array v = x;
+  int ax;
+  if (!axis) {
+    v = reshape(x, {x.size()});
+    ax = 0;
+  } else {
+    ax = norm_axis(*axis, x.ndim(), op);
+  }
+  Array r = bind1(std::make_shared<prim::ArgReduce>(is_max, ax, DType::Int32), {v});
+  if (keepdims) {
+    Shape shape = x.shape();
+    if (axis) shape[ax] = 1;
+    else std::fill(shape.begin(), shape.end(), 1);
+    r = reshape(r, shape);
+  }
+  return r;
+}
+}  // namespace
+
+Array argmax(const Array& x, std::optional<int> axis, bool keepdims) {
+  return arg(true, x, axis, keepdims);
+}
+Array argmin(const Array& x, std::optional<int> axis, bool keepdims) {
+  return arg(false, x, axis, keepdims);
+}
+
+Array logsumexp(const Array& x, const AxisArg& axis, bool keepdims) {
+  std::vector<int> axes = norm_axes(axis, x.ndim(), "logsumexp");
+  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Array m = max(xf, std::vector<int>(axes), {true, {}, {}});
+  // A -inf or inf max would give NaN in x - m; use 0 there (as jax.nn.logsumexp).
+  Array safe = where(isfinite(m), m, 0.0);
+  Array s = sum(exp(subtract(xf, safe)), std::vector<int>(axes), {true, {}, {}});
+  Array r = add(log(s), safe);
+  if (keepdims) return r;
+  return squeeze(r, std::vector<int>(axes));
+}
+
+Array softmax(const Array& x, int axis) {
+  int ax = norm_axis(axis, x.ndim(), "softmax");
+  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Array m = max(xf, ax, {true, {}, {}});
+  Array e = exp(subtract(xf, m));
+  return divide(e, sum(e, ax, {true, {}, {}}));
+}
+
+Array log_softmax(const Array& x, int axis) {
+  int ax = norm_axis(axis, x.ndim(), "log_softmax");
+  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  Array m = max(xf, ax, {true, {}, {}});
+  Array sh = subtract(xf, m);
+  return subtract(sh, log(sum(exp(sh), ax, {true, {}, {}})));
+}
+
+}  // namespace tsr

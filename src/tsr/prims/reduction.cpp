@@ -1,0 +1,156 @@
+// Rules of the reductions (spec §12.11): reduced entries are deleted; a sharded
+// reduced dim becomes a local reduction plus an all_reduce (the kernel's result
+// is laid out unreduced over those axes and the lowering reduces it).
+#include "tsr/prims/reduction.h"
+
+#include <algorithm>
+
+#include "tsr/prims/common.h"
+#include "tsr/sharding/format.h"
+
+namespace tsr::prim {
+using namespace tsr::detail;
+
+namespace {
+const char* const kNames[] = {"reduce_sum", "reduce_prod", "reduce_max",
+                              "reduce_min", "reduce_and",  "reduce_or"};
+bool register_all() {
+  for (const char* n : kNames) register_primitive(n);
+  register_primitive("argmax");
+  register_primitive("argmin");
+  return true;
+}
+const bool registered = register_all();
+
+std::optional<UnreducedKind> partial_kind(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum:
+      return UnreducedKind::Sum;
+    case ReduceKind::Max:
+    case ReduceKind::Or:
+      return UnreducedKind::Max;
+    case ReduceKind::Min:
+    case ReduceKind::And:
+      return UnreducedKind::Min;
+    case ReduceKind::Prod:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<PartitionEntry> drop_axes(const std::vector<PartitionEntry>& e,
+                                      const std::vector<int>& axes) {
+  std::vector<PartitionEntry> out;
+  for (int d = 0; d < static_cast<int>(e.size()); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(e[d]);
+  return out;
+}
+
+Shape drop_dims(const Shape& s, const std::vector<int>& axes) {
+  Shape out;
+  for (int d = 0; d < static_cast<int>(s.size()); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(s[d]);
+  return out;
+}
+
+}  // namespace
+
+const char* reduce_name(ReduceKind k) { return kNames[static_cast<int>(k)]; }
+
+std::vector<ArrayType> Reduce::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  for (int a : axes_)
+    if (a < 0 || a >= x.ndim())
+      throw ValueError(std::string("[") + name() + "] reduction axis " + std::to_string(a) +
+                       " is out of range. Got axes " + ints_tuple(axes_) + " for " + x.str() +
+                       "; expected axes in [0, " + std::to_string(x.ndim()) + ").");
+  bool logical = kind_ == ReduceKind::And || kind_ == ReduceKind::Or;
+  if (logical && x.dtype != DType::Bool)
+    throw TypeError(std::string("[") + name() + "] " + name() + " needs a bool operand. Got " +
+                    x.str() + "; expected bool. Compare with 0 first.");
+  if (!logical && x.dtype == DType::Bool && kind_ != ReduceKind::Max && kind_ != ReduceKind::Min)
+    throw TypeError(std::string("[") + name() + "] " + name() + " does not accept bool. Got " +
+                    x.str() + "; expected a numeric array. Convert with astype(int32).");
+  Shape shape = drop_dims(x.shape, axes_);
+  if (out_sharding_) {
+    // Unreduced output axes must come from the reduced dims or the operand's set.
+    std::set<std::string> allowed = unreduced_of(x);
+    auto e = entries_of(x);
+    for (int a : axes_)
+      for (const auto& n : e[a].axes()) allowed.insert(n);
+    for (const auto& u : out_sharding_->spec().unreduced())
+      if (!allowed.count(u))
+        throw ShardingTypeError(std::string("[") + name() + "] out_sharding's unreduced axis '" + u +
+                                "' is not among the sharded reduced dims. Got out_sharding " +
+                                out_sharding_->spec().repr() + " for operand " + x.str() +
+                                "; expected unreduced axes from " + quoted_set(allowed) + ".");
+    if (!out_sharding_->spec().unreduced().empty() &&
+        (!partial_kind(kind_) || kind_ == ReduceKind::And || kind_ == ReduceKind::Or))
+      throw ValueError(std::string("[") + name() +
+                       "] out_sharding with unreduced axes needs reduce_sum, reduce_max or "
+                       "reduce_min. Got " + name() + "; expected one of those.");
+    return {make_type(shape, x.dtype, x.weak, *out_sharding_)};
+  }
+  no_unreduced(name(), in);
+  return {make_type(shape, x.dtype, x.weak, rule_mesh(in), drop_axes(entries_of(x), axes_))};
+}
+
+Lowering Reduce::partition(const std::vector<ArrayType>& in,
+                           const std::vector<ArrayType>& out) const {
+  const ArrayType& x = in[0];
+  auto e = entries_of(x);
+  auto kind = partial_kind(kind_);
+  std::vector<PartitionEntry> ie = e;
+  std::set<std::string> partial;
+  for (int a : axes_) {
+    if (kind)
+      for (const auto& n : e[a].axes()) partial.insert(n);
+    else
+      ie[a] = PartitionEntry();  // prod: gather the reduced dims first
+  }
+  Lowering l;
+  l.in.push_back(with_sets_of(ie, x.sharding.spec()));
+  // Local reduce leaves partial results over the reduced dims' axes; sets of the
+  // operand (already unreduced) carry over with the same kind.
+  for (const auto& u : unreduced_of(x)) partial.insert(u);
+  PartitionSpec sets(std::vector<PartitionEntry>{}, partial, reduced_of(x),
+                     kind ? *kind : UnreducedKind::Sum);
+  l.out.push_back(with_sets_of(drop_axes(ie, axes_), sets));
+  return l;
+}
+
+std::string Reduce::params() const {
+  std::vector<int64_t> a(axes_.begin(), axes_.end());
+  return "axes=" + p_ints(a) + (out_sharding_ ? " out_sharding=" + p_sharding(out_sharding_) : "");
+}
+
+std::vector<ArrayType> ArgReduce::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  if (axis_ < 0 || axis_ >= x.ndim())
+    throw ValueError(std::string("[") + name() + "] axis " + std::to_string(axis_) +
+                     " is out of range. Got " + x.str() + "; expected an axis in [0, " +
+                     std::to_string(x.ndim()) + ").");
+  if (x.shape[axis_] == 0)
+    throw ValueError(std::string("[") + name() + "] attempt to get " + name() +
+                     " of an empty sequence. Got " + x.str() + "; expected a non-empty axis " +
+                     std::to_string(axis_) + ".");
+  no_unreduced(name(), in);
+  return {make_type(drop_dims(x.shape, {axis_}), index_dtype_, false, rule_mesh(in),
+                    drop_axes(entries_of(x), {axis_}))};
+}
+
+Lowering ArgReduce::partition(const std::vector<ArrayType>& in,
+                              const std::vector<ArrayType>& out) const {
+  auto e = entries_of(in[0]);
+  e[axis_] = PartitionEntry();  // gather the reduced dim: indices need the whole axis
+  Lowering l;
+  l.in.push_back(spec_of(e));
+  l.out.push_back(out[0].sharding.spec());
+  return l;
+}
+
+std::string ArgReduce::params() const {
+  return "axes=(" + std::to_string(axis_) + ",) index_dtype=" + dtype_name(index_dtype_);
+}
+
+}  // namespace tsr::prim

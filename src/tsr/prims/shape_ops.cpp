@@ -1,0 +1,464 @@
+// Rules of the shape primitives (spec §12.6–§12.9).
+#include "tsr/prims/shape_ops.h"
+
+#include <algorithm>
+#include <set>
+
+#include "tsr/prims/common.h"
+#include "tsr/prims/reshape_rule.h"
+#include "tsr/sharding/format.h"
+
+namespace tsr::prim {
+using namespace tsr::detail;
+
+namespace {
+
+bool register_all() {
+  for (const char* n : {"reshape", "transpose", "squeeze", "broadcast_in_dim", "slice",
+                        "dynamic_slice", "dynamic_update_slice", "pad", "concatenate", "split", "rev"})
+    register_primitive(n);
+  return true;
+}
+const bool registered = register_all();
+
+std::string ints(const std::vector<int>& v) { return ints_tuple(v); }
+
+// Spec §12.8: the operand's sharding, or P() when every output dim is 1; a changed
+// sharded dim must stay divisible (E9).
+ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, const char* prim) {
+  bool ones = true;
+  for (int64_t n : out) ones = ones && n == 1;
+  const AbstractMesh& mesh = x.sharding.mesh().empty() ? get_abstract_mesh() : x.sharding.mesh();
+  if (out.empty() || ones) return make_type(out, x.dtype, x.weak, mesh, PartitionSpec());
+  auto e = entries_of(x);
+  for (int d = 0; d < x.ndim(); ++d) {
+    if (out[d] == x.shape[d] || e[d].is_none()) continue;
+    int64_t k = entry_size(e[d], x.sharding.mesh());
+    if (out[d] % k != 0)
+      throw ShardingTypeError(std::string("[") + prim + "] " + name +
+                              " on sharded dims where out dim (" + std::to_string(out[d]) +
+                              ") is not divisible by mesh axes (" + std::to_string(k) +
+                              ") with spec (" + e[d].repr() + ") is not implemented. Got input type=" +
+                              x.str() + " and output shape=" + shape_str(out) +
+                              ". Reshard the operand to unsharded on that dim first.");
+  }
+  return make_type(out, x.dtype, x.weak, mesh, with_sets_of(e, x.sharding.spec()));
+}
+
+// The operand's entries with `changed` dims unsharded: the layout the kernel needs.
+PartitionSpec unshard_dims(const ArrayType& x, const std::vector<bool>& changed) {
+  auto e = entries_of(x);
+  for (int d = 0; d < x.ndim(); ++d)
+    if (changed[d]) e[d] = PartitionEntry();
+  return with_sets_of(e, x.sharding.spec());
+}
+
+void check_scalar_index(const ArrayType& t, const char* op) {
+  if (t.ndim() != 0 || !is_integer(t.dtype))
+    throw TypeError(std::string("[") + op + "] start indices must be integer scalars. Got " +
+                    t.str() + "; expected an int32 or int64 array of shape ().");
+}
+
+}  // namespace
+
+// ---- reshape -------------------------------------------------------------------
+
+std::vector<ArrayType> Reshape::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  for (int64_t n : sizes_)
+    if (n < 0)
+      throw TypeError("[reshape] new sizes must be non-negative. Got " + shape_str(sizes_) +
+                      "; expected sizes >= 0 (use -1 only in tsr::reshape, which resolves it).");
+  if (numel(sizes_) != numel(x.shape))
+    throw TypeError("[reshape] reshape total size must be unchanged, got new_sizes " +
+                    shape_str(sizes_) + " (size " + std::to_string(numel(sizes_)) +
+                    ") for shape " + shape_str(x.shape) + " (size " +
+                    std::to_string(numel(x.shape)) + "). Pick sizes with the same product.");
+  if (out_sharding_) return {make_type(sizes_, x.dtype, x.weak, *out_sharding_)};
+  ReshapePlan p = plan_reshape(x, sizes_);
+  if (!p.ok)
+    throw ShardingTypeError(
+        "[reshape] This reshape is not supported. Please specify the sharding of the output via "
+        "the `out_sharding` argument of tsr::reshape. Got operand type: " + x.str() +
+        ", new sizes: " + ints_tuple(sizes_));
+  return {make_type(sizes_, x.dtype, x.weak, rule_mesh(in), p.out, x.sharding.spec())};
+}
+
+Lowering Reshape::partition(const std::vector<ArrayType>& in,
+                            const std::vector<ArrayType>& out) const {
+  const ArrayType& x = in[0];
+  ReshapePlan p = plan_reshape(x, sizes_);
+  Lowering l;
+  if (!p.ok) {
+    // No local form: gather, reshape, and let the lowering cut the result.
+    p.in_local.assign(static_cast<size_t>(x.ndim()), PartitionEntry());
+    p.out_local.assign(sizes_.size(), PartitionEntry());
+  }
+  l.in.push_back(with_sets_of(p.in_local, x.sharding.spec()));
+  l.out.push_back(with_sets_of(p.out_local, x.sharding.spec()));
+  return l;
+}
+
+std::string Reshape::params() const {
+  return "new_sizes=" + ints_tuple(sizes_) + " out_sharding=" + p_sharding(out_sharding_);
+}
+
+// ---- transpose -----------------------------------------------------------------
+
+std::vector<ArrayType> Transpose::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  std::vector<int> sorted = perm_;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = static_cast<int>(perm_.size()) == x.ndim();
+  for (int i = 0; ok && i < x.ndim(); ++i) ok = sorted[i] == i;
+  if (!ok)
+    throw TypeError("[transpose] transpose permutation isn't a permutation of operand dimensions, "
+                    "got permutation " + ints(perm_) + " for operand shape " + shape_str(x.shape) +
+                    ". Pass each axis in [0, " + std::to_string(x.ndim()) + ") once.");
+  auto e = entries_of(x);
+  Shape shape;
+  std::vector<PartitionEntry> oe;
+  for (int p : perm_) shape.push_back(x.shape[p]), oe.push_back(e[p]);
+  return {make_type(shape, x.dtype, x.weak, rule_mesh(in), oe, x.sharding.spec())};
+}
+
+Lowering Transpose::partition(const std::vector<ArrayType>& in,
+                              const std::vector<ArrayType>& out) const {
+  return {{in[0].sharding.spec()}, {out[0].sharding.spec()}};
+}
+
+std::string Transpose::params() const { return "permutation=" + ints(perm_); }
+
+// ---- squeeze -------------------------------------------------------------------
+
+std::vector<ArrayType> Squeeze::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  for (int d : dims_)
+    if (d < 0 || d >= x.ndim() || x.shape[d] != 1)
+      throw TypeError("[squeeze] cannot select an axis to squeeze out which has size not equal to "
+                      "one, got shape=" + shape_str(x.shape) + " and dimensions=" + ints(dims_) +
+                      ". Squeeze only size-1 dims.");
+  auto e = entries_of(x);
+  Shape shape;
+  std::vector<PartitionEntry> oe;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (std::find(dims_.begin(), dims_.end(), d) == dims_.end())
+      shape.push_back(x.shape[d]), oe.push_back(e[d]);
+  return {make_type(shape, x.dtype, x.weak, rule_mesh(in), oe, x.sharding.spec())};
+}
+
+Lowering Squeeze::partition(const std::vector<ArrayType>& in,
+                            const std::vector<ArrayType>& out) const {
+  auto e = entries_of(in[0]);
+  for (int d : dims_) e[d] = PartitionEntry();  // size 1: only size-1 axes could be there
+  std::vector<PartitionEntry> oe;
+  for (int d = 0; d < in[0].ndim(); ++d)
+    if (std::find(dims_.begin(), dims_.end(), d) == dims_.end()) oe.push_back(e[d]);
+  return {{with_sets_of(e, in[0].sharding.spec())}, {with_sets_of(oe, in[0].sharding.spec())}};
+}
+
+std::string Squeeze::params() const { return "dimensions=" + ints(dims_); }
+
+// ---- broadcast_in_dim ------------------------------------------------------------
+
+std::vector<ArrayType> BroadcastInDim::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  bool ok = static_cast<int>(bdims_.size()) == x.ndim();
+  for (size_t i = 0; ok && i < bdims_.size(); ++i) {
+    int d = bdims_[i];
+    ok = d >= 0 && d < static_cast<int>(shape_.size()) && (i == 0 || d > bdims_[i - 1]) &&
+         (x.shape[i] == 1 || x.shape[i] == shape_[d]);
+  }
+  if (!ok)
+    throw TypeError("[broadcast_in_dim] broadcast_in_dim operand shape " + shape_str(x.shape) +
+                    " does not fit shape " + shape_str(shape_) + " with broadcast_dimensions " +
+                    ints(bdims_) + ". Got those; expected increasing dims whose operand sizes "
+                    "are 1 or equal to the target's.");
+  if (out_sharding_) return {make_type(shape_, x.dtype, x.weak, *out_sharding_)};
+  auto e = entries_of(x);
+  std::vector<PartitionEntry> oe(shape_.size());
+  for (size_t i = 0; i < bdims_.size(); ++i)
+    if (x.shape[i] == shape_[bdims_[i]]) oe[bdims_[i]] = e[i];
+  return {make_type(shape_, x.dtype, x.weak, rule_mesh(in), oe, x.sharding.spec())};
+}
+
+Lowering BroadcastInDim::partition(const std::vector<ArrayType>& in,
+                                   const std::vector<ArrayType>& out) const {
+  const ArrayType& x = in[0];
+  auto e = entries_of(x);
+  std::vector<PartitionEntry> oe(shape_.size());
+  for (size_t i = 0; i < bdims_.size(); ++i) {
+    if (x.shape[i] == shape_[bdims_[i]])
+      oe[bdims_[i]] = e[i];
+    else
+      e[i] = PartitionEntry();
+  }
+  return {{with_sets_of(e, x.sharding.spec())}, {with_sets_of(oe, x.sharding.spec())}};
+}
+
+std::string BroadcastInDim::params() const {
+  return "shape=" + ints_tuple(shape_) + " broadcast_dimensions=" + ints(bdims_) +
+         " out_sharding=" + p_sharding(out_sharding_);
+}
+
+// ---- slice -----------------------------------------------------------------------
+
+std::vector<ArrayType> Slice::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  int r = x.ndim();
+  if (static_cast<int>(start_.size()) != r || static_cast<int>(limit_.size()) != r ||
+      static_cast<int>(strides_.size()) != r)
+    throw TypeError("[slice] slice start_indices, limit_indices and strides must have length " +
+                    std::to_string(r) + ". Got " + ints_tuple(start_) + ", " + ints_tuple(limit_) +
+                    ", " + ints_tuple(strides_) + " for " + x.str() + "; expected one per dim.");
+  Shape out;
+  for (int d = 0; d < r; ++d) {
+    if (start_[d] < 0 || start_[d] > limit_[d] || limit_[d] > x.shape[d] || strides_[d] < 1)
+      throw TypeError("[slice] slice bounds are out of range in dim " + std::to_string(d) +
+                      ". Got start=" + ints_tuple(start_) + " limit=" + ints_tuple(limit_) +
+                      " strides=" + ints_tuple(strides_) + " for shape " + shape_str(x.shape) +
+                      "; expected 0 <= start <= limit <= size and strides >= 1.");
+    out.push_back((limit_[d] - start_[d] + strides_[d] - 1) / strides_[d]);
+  }
+  return {varying_out(out, x, "slicing", "slice")};
+}
+
+Lowering Slice::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch;
+  for (int d = 0; d < in[0].ndim(); ++d)
+    ch.push_back(!(start_[d] == 0 && strides_[d] == 1 && limit_[d] == in[0].shape[d]));
+  PartitionSpec s = unshard_dims(in[0], ch);
+  return {{s}, {s}};
+}
+
+std::string Slice::params() const {
+  return "start_indices=" + ints_tuple(start_) + " limit_indices=" + ints_tuple(limit_) +
+         " strides=" + ints_tuple(strides_);
+}
+
+// ---- dynamic_slice / dynamic_update_slice --------------------------------------------
+
+std::vector<ArrayType> DynamicSlice::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  if (static_cast<int>(in.size()) != x.ndim() + 1 || static_cast<int>(sizes_.size()) != x.ndim())
+    throw TypeError("[dynamic_slice] dynamic_slice needs one start index and one size per "
+                    "dimension. Got " + std::to_string(in.size() - 1) + " indices and sizes " +
+                    ints_tuple(sizes_) + " for " + x.str() + "; expected " +
+                    std::to_string(x.ndim()) + " of each.");
+  for (size_t i = 1; i < in.size(); ++i) check_scalar_index(in[i], "dynamic_slice");
+  for (int d = 0; d < x.ndim(); ++d)
+    if (sizes_[d] < 0 || sizes_[d] > x.shape[d])
+      throw TypeError("[dynamic_slice] slice sizes must be within the operand. Got sizes " +
+                      ints_tuple(sizes_) + " for shape " + shape_str(x.shape) +
+                      "; expected 0 <= size <= dim.");
+  return {varying_out(sizes_, x, "dynamic_slice", "dynamic_slice")};
+}
+
+Lowering DynamicSlice::partition(const std::vector<ArrayType>& in,
+                                 const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch;
+  for (int d = 0; d < in[0].ndim(); ++d) ch.push_back(sizes_[d] != in[0].shape[d]);
+  PartitionSpec s = unshard_dims(in[0], ch);
+  Lowering l{{s}, {s}};
+  for (size_t i = 1; i < in.size(); ++i) l.in.push_back(PartitionSpec());
+  return l;
+}
+
+std::string DynamicSlice::params() const { return "slice_sizes=" + ints_tuple(sizes_); }
+
+std::vector<ArrayType> DynamicUpdateSlice::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType &x = in.at(0), &u = in.at(1);
+  if (u.ndim() != x.ndim() || static_cast<int>(in.size()) != x.ndim() + 2)
+    throw TypeError("[dynamic_update_slice] update and start indices must match the operand's "
+                    "rank. Got operand " + x.str() + ", update " + u.str() + " and " +
+                    std::to_string(in.size() - 2) + " indices; expected rank " +
+                    std::to_string(x.ndim()) + " and one index per dim.");
+  if (u.dtype != x.dtype)
+    throw TypeError(std::string("[dynamic_update_slice] update dtype ") + dtype_name(u.dtype) +
+                    " differs from operand dtype " + dtype_name(x.dtype) +
+                    ". Convert the update with astype.");
+  for (int d = 0; d < x.ndim(); ++d)
+    if (u.shape[d] > x.shape[d])
+      throw TypeError("[dynamic_update_slice] update shape " + shape_str(u.shape) +
+                      " must fit within operand shape " + shape_str(x.shape) +
+                      ". Got a larger update; expected each dim <= the operand's.");
+  for (size_t i = 2; i < in.size(); ++i) check_scalar_index(in[i], "dynamic_update_slice");
+  if (!x.sharding.mesh().empty() && !u.sharding.mesh().empty() &&
+      !(x.sharding.spec() == u.sharding.spec() && x.sharding.mesh() == u.sharding.mesh()))
+    throw ShardingTypeError(
+        "[dynamic_update_slice] dynamic_update_slice operand sharding must be equal to update "
+        "sharding, got operand sharding " + x.sharding.str() + " and update sharding " +
+        u.sharding.str() + ". Reshard the update to the operand's sharding.");
+  return {x};
+}
+
+Lowering DynamicUpdateSlice::partition(const std::vector<ArrayType>& in,
+                                       const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch;
+  for (int d = 0; d < in[0].ndim(); ++d) ch.push_back(in[1].shape[d] != in[0].shape[d]);
+  PartitionSpec s = unshard_dims(in[0], ch);
+  Lowering l{{s, unshard_dims(in[1], ch)}, {s}};
+  for (size_t i = 2; i < in.size(); ++i) l.in.push_back(PartitionSpec());
+  return l;
+}
+
+// ---- pad -------------------------------------------------------------------------
+
+std::vector<ArrayType> Pad::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType &x = in.at(0), &v = in.at(1);
+  if (v.ndim() != 0 || v.dtype != x.dtype)
+    throw TypeError("[pad] the padding value must be a scalar of the operand's dtype. Got " +
+                    v.str() + " for " + x.str() + "; expected " + dtype_short_name(x.dtype) +
+                    "[].");
+  int r = x.ndim();
+  if (static_cast<int>(lo_.size()) != r || static_cast<int>(hi_.size()) != r ||
+      static_cast<int>(interior_.size()) != r)
+    throw TypeError("[pad] padding_config must have one (lo, hi, interior) per dimension. Got " +
+                    std::to_string(lo_.size()) + " for " + x.str() + "; expected " +
+                    std::to_string(r) + ".");
+  Shape out;
+  for (int d = 0; d < r; ++d) {
+    if (interior_[d] < 0)
+      throw TypeError("[pad] interior padding must be non-negative. Got " + ints_tuple(interior_) +
+                      "; expected values >= 0.");
+    int64_t n = x.shape[d];
+    int64_t o = lo_[d] + hi_[d] + n + std::max<int64_t>(n - 1, 0) * interior_[d];
+    if (o < 0)
+      throw TypeError("[pad] padding gives a negative dimension size " + std::to_string(o) +
+                      " in dim " + std::to_string(d) + ". Got lo=" + ints_tuple(lo_) + " hi=" +
+                      ints_tuple(hi_) + " for shape " + shape_str(x.shape) +
+                      "; expected sizes >= 0.");
+    out.push_back(o);
+  }
+  return {varying_out(out, x, "padding", "pad")};
+}
+
+Lowering Pad::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch;
+  for (int d = 0; d < in[0].ndim(); ++d) ch.push_back(lo_[d] != 0 || hi_[d] != 0 || interior_[d] != 0);
+  PartitionSpec s = unshard_dims(in[0], ch);
+  return {{s, PartitionSpec()}, {s}};
+}
+
+std::string Pad::params() const {
+  std::string s = "padding_config=(";
+  for (size_t d = 0; d < lo_.size(); ++d)
+    s += (d ? ", (" : "(") + std::to_string(lo_[d]) + ", " + std::to_string(hi_[d]) + ", " +
+         std::to_string(interior_[d]) + ")";
+  return s + (lo_.size() == 1 ? ",)" : ")");
+}
+
+// ---- concatenate ----------------------------------------------------------------
+
+std::vector<ArrayType> Concatenate::infer(const std::vector<ArrayType>& in) const {
+  if (in.empty())
+    throw TypeError("[concatenate] concatenate needs at least one operand. Got none; expected 1 or more.");
+  const ArrayType& x = in[0];
+  if (dim_ < 0 || dim_ >= x.ndim())
+    throw TypeError("[concatenate] concatenate dimension out of bounds: dimension " +
+                    std::to_string(dim_) + " for shape " + shape_str(x.shape) +
+                    ". Got that; expected a dim in [0, rank).");
+  Shape shape = x.shape;
+  shape[dim_] = 0;
+  for (const auto& t : in) {
+    bool ok = t.ndim() == x.ndim() && t.dtype == x.dtype;
+    for (int d = 0; ok && d < x.ndim(); ++d) ok = d == dim_ || t.shape[d] == x.shape[d];
+    if (!ok)
+      throw TypeError("[concatenate] Cannot concatenate arrays with different dtypes or shapes "
+                      "other than along dimension " + std::to_string(dim_) + ". Got " + t.str() +
+                      " and " + x.str() + "; expected matching shapes and dtypes.");
+    shape[dim_] += t.shape[dim_];
+  }
+  const NamedSharding* s = nullptr;
+  for (const auto& t : in) {
+    if (t.sharding.mesh().empty()) continue;
+    if (s && !(t.sharding == *s)) {
+      std::string list;
+      bool first = true;
+      for (const auto& u : in) {
+        if (u.sharding.mesh().empty()) continue;
+        list += (first ? "" : ", ") + u.sharding.spec().repr();
+        first = false;
+      }
+      throw ShardingTypeError("[concatenate] All operands should have the same sharding. Got "
+                              "shardings " + list + ". Reshard them to one sharding first.");
+    }
+    if (!s) s = &t.sharding;
+  }
+  bool weak = true;
+  for (const auto& t : in) weak = weak && t.weak;
+  if (!s) return {make_type(shape, x.dtype, weak, rule_mesh(in), PartitionSpec())};
+  return {make_type(shape, x.dtype, weak, *s)};
+}
+
+Lowering Concatenate::partition(const std::vector<ArrayType>& in,
+                                const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch(static_cast<size_t>(out[0].ndim()), false);
+  ch[dim_] = true;
+  PartitionSpec s = unshard_dims(out[0], ch);
+  Lowering l;
+  for (size_t i = 0; i < in.size(); ++i) l.in.push_back(s);
+  l.out.push_back(s);
+  return l;
+}
+
+std::string Concatenate::params() const { return "dimension=" + std::to_string(dim_); }
+
+// ---- split ---------------------------------------------------------------------------
+
+std::vector<ArrayType> Split::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  if (axis_ < 0 || axis_ >= x.ndim())
+    throw TypeError("[split] split axis out of bounds. Got axis " + std::to_string(axis_) +
+                    " for " + x.str() + "; expected an axis in [0, rank).");
+  int64_t total = 0;
+  for (int64_t s : sizes_) total += s;
+  if (total != x.shape[axis_])
+    throw TypeError("[split] Sum of sizes " + ints_tuple(sizes_) + " must equal the size of axis " +
+                    std::to_string(axis_) + " (" + std::to_string(x.shape[axis_]) +
+                    "). Got total " + std::to_string(total) + ". Fix the sizes.");
+  std::vector<ArrayType> outs;
+  for (int64_t s : sizes_) {
+    Shape shape = x.shape;
+    shape[axis_] = s;
+    outs.push_back(varying_out(shape, x, "split", "split"));
+  }
+  return outs;
+}
+
+Lowering Split::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch(static_cast<size_t>(in[0].ndim()), false);
+  ch[axis_] = sizes_.size() > 1;
+  PartitionSpec s = unshard_dims(in[0], ch);
+  Lowering l{{s}, {}};
+  for (size_t i = 0; i < out.size(); ++i) l.out.push_back(s);
+  return l;
+}
+
+std::string Split::params() const {
+  return "sizes=" + ints_tuple(sizes_) + " axis=" + std::to_string(axis_);
+}
+
+// ---- rev -----------------------------------------------------------------------------
+
+std::vector<ArrayType> Rev::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  std::set<int> seen;
+  for (int d : dims_)
+    if (d < 0 || d >= x.ndim() || !seen.insert(d).second)
+      throw TypeError("[rev] rev dimensions must be unique and in range. Got " + ints(dims_) +
+                      " for " + x.str() + "; expected distinct dims in [0, rank).");
+  no_unreduced("rev", in);
+  return {x};
+}
+
+Lowering Rev::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
+  std::vector<bool> ch(static_cast<size_t>(in[0].ndim()), false);
+  for (int d : dims_) ch[d] = true;
+  PartitionSpec s = unshard_dims(in[0], ch);
+  return {{s}, {s}};
+}
+
+std::string Rev::params() const { return "dimensions=" + ints(dims_); }
+
+}  // namespace tsr::prim

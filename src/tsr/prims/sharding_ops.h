@@ -1,0 +1,45 @@
+#pragma once
+// reshard as a primitive (spec §13.2) and the nested-jit call primitive.
+#include <optional>
+
+#include "tsr/core/primitive.h"
+
+namespace tsr::prim {
+
+/** reshard(x, dst): the type becomes exactly dst; data moves by the planner. */
+class Reshard : public detail::Primitive {
+ public:
+  /** Destination: abstract sharding, plus concrete devices when given. */
+  Reshard(NamedSharding dst, std::optional<Mesh> mesh) : dst_(std::move(dst)), mesh_(std::move(mesh)) {}
+  /** The destination (abstract). */
+  const NamedSharding& dst() const { return dst_; }
+  const char* name() const override { return "reshard"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override;
+  const Mesh* placement_mesh() const override { return mesh_ ? &*mesh_ : nullptr; }
+
+ private:
+  NamedSharding dst_;
+  std::optional<Mesh> mesh_;
+};
+
+/** A call of a jitted function inside another trace (nested jit). */
+class JitCall : public detail::Primitive {
+ public:
+  /** The traced program, the function's name, and forced output shardings. */
+  JitCall(std::shared_ptr<const detail::Program> prog, std::string fn_name,
+          std::vector<std::optional<NamedSharding>> out_shardings)
+      : prog_(std::move(prog)), fn_name_(std::move(fn_name)), out_(std::move(out_shardings)) {}
+  const char* name() const override { return "jit"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override { return "name=" + fn_name_; }
+  const detail::Program* subprogram() const override { return prog_.get(); }
+  bool equals(const Primitive& o) const override { return this == &o; }
+
+ private:
+  std::shared_ptr<const detail::Program> prog_;
+  std::string fn_name_;
+  std::vector<std::optional<NamedSharding>> out_;
+};
+
+}  // namespace tsr::prim

@@ -1,0 +1,182 @@
+// jit: trace once per input signature (types + static arguments), lower once per
+// input layout, run the executable. Inside another trace a call records one
+// `jit` equation holding the sub-program (nested jit).
+#include <mutex>
+#include <unordered_map>
+
+#include "tsr/core/array_impl.h"
+#include "tsr/core/primitive.h"
+#include "tsr/core/trace.h"
+#include "tsr/error.h"
+#include "tsr/prims/sharding_ops.h"
+#include "tsr/runtime/executable.h"
+#include "tsr/transforms.h"
+
+namespace tsr::detail {
+
+namespace {
+
+struct SigKey {
+  std::string statics;
+  std::vector<ArrayType> types;
+  size_t hash = 0;
+  bool operator==(const SigKey& o) const {
+    if (hash != o.hash || statics != o.statics || types.size() != o.types.size()) return false;
+    for (size_t i = 0; i < types.size(); ++i) {
+      const ArrayType &a = types[i], &b = o.types[i];
+      if (a.shape != b.shape || a.dtype != b.dtype || a.weak != b.weak || a.vma != b.vma ||
+          !(a.sharding == b.sharding))
+        return false;
+    }
+    return true;
+  }
+};
+struct SigHash {
+  size_t operator()(const SigKey& k) const { return k.hash; }
+};
+
+struct Entry {
+  std::shared_ptr<const Program> prog;
+  std::vector<std::pair<std::vector<NamedSharding>, std::shared_ptr<const Executable>>> exes;
+};
+
+}  // namespace
+
+struct JitCore::Impl {
+  JitOptions opts;
+  std::mutex mu;
+  std::unordered_map<SigKey, std::shared_ptr<Entry>, SigHash> cache;
+  int traces = 0;
+
+  std::vector<Array> apply_in_shardings(const std::vector<Array>& args) {
+    std::vector<Array> out = args;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].valid())
+        throw ValueError("[jit] argument leaf " + std::to_string(i) +
+                         " is an empty Array handle. Got a default-constructed Array; expected "
+                         "an array made by an op.");
+      if (i < opts.in_shardings.size() && !std::holds_alternative<std::monostate>(opts.in_shardings[i])) {
+        if (const auto* ps = std::get_if<PartitionSpec>(&opts.in_shardings[i]))
+          for (const auto& e : ps->entries())
+            if (e.is_unconstrained())
+              throw ValueError("[jit] Unconstrained dims are not allowed when passed to "
+                               "in_shardings: " + ps->repr() + ". Name the axes or use None.");
+        out[i] = out[i].impl()->var ? reshard(out[i], opts.in_shardings[i])
+                                    : device_put(out[i], opts.in_shardings[i]);
+      }
+    }
+    return out;
+  }
+
+  std::shared_ptr<Entry> entry_for(const std::vector<Array>& args, const std::string& statics,
+                                   const Fn& fn) {
+    SigKey key;
+    key.statics = statics;
+    key.hash = std::hash<std::string>()(statics);
+    for (const auto& a : args) {
+      const ArrayType& t = a.type();
+      key.types.push_back(t);
+      size_t h = t.sharding.hash() * 131 + static_cast<size_t>(t.dtype) * 7 + (t.weak ? 1 : 0);
+      for (int64_t d : t.shape) h = h * 1000003 + static_cast<size_t>(d);
+      key.hash = key.hash * 1000003 + h;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = cache.find(key);
+      if (it != cache.end()) return it->second;
+    }
+    auto e = std::make_shared<Entry>();
+    {
+      Trace trace;
+      std::vector<Array> ins;
+      for (const auto& t : key.types) ins.push_back(trace.new_input(t));
+      std::vector<Array> outs = fn(ins);
+      for (size_t i = 0; i < outs.size() && i < opts.out_shardings.size(); ++i)
+        if (!std::holds_alternative<std::monostate>(opts.out_shardings[i])) {
+          if (const auto* ps = std::get_if<PartitionSpec>(&opts.out_shardings[i]))
+            for (const auto& en : ps->entries())
+              if (en.is_unconstrained())
+                throw ValueError("[jit] Unconstrained dims are not allowed when passed to "
+                                 "out_shardings: " + ps->repr() + ". Name the axes or use None.");
+          outs[i] = reshard(outs[i], opts.out_shardings[i]);
+        }
+      e->prog = std::make_shared<const Program>(dce(cse(trace.finish(outs))));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ++traces;
+    if (cache.size() > 1024) cache.clear();
+    cache.emplace(std::move(key), e);
+    return e;
+  }
+
+  std::shared_ptr<const Executable> exe_for(Entry& e, const std::vector<Array>& args) {
+    std::vector<NamedSharding> layouts;
+    for (const auto& c : e.prog->consts) {
+      check_concrete(c, "jit");
+      layouts.push_back(c.sharding());
+    }
+    for (const auto& a : args) layouts.push_back(a.sharding());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [l, ex] : e.exes)
+        if (l == layouts) return ex;
+    }
+    auto ex = detail::lower(*e.prog, layouts);
+    std::lock_guard<std::mutex> lock(mu);
+    if (e.exes.size() > 64) e.exes.clear();
+    e.exes.emplace_back(std::move(layouts), ex);
+    return ex;
+  }
+};
+
+JitCore::JitCore(JitOptions opts) : impl_(std::make_unique<Impl>()) { impl_->opts = std::move(opts); }
+JitCore::~JitCore() = default;
+
+int JitCore::trace_count() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->traces;
+}
+
+std::vector<Array> JitCore::call(const std::vector<Array>& args0, const std::string& key,
+                                 const Fn& fn) {
+  std::vector<Array> args = impl_->apply_in_shardings(args0);
+  if (current_trace()) {
+    // Nested: record one equation that holds the sub-program.
+    auto e = impl_->entry_for(args, key, fn);
+    std::vector<Array> in = e->prog->consts;
+    in.insert(in.end(), args.begin(), args.end());
+    return detail::bind(std::make_shared<prim::JitCall>(e->prog, impl_->opts.name,
+                                                std::vector<std::optional<NamedSharding>>{}),
+                in);
+  }
+  for (const auto& a : args) check_concrete(a, "jit");
+  auto e = impl_->entry_for(args, key, fn);
+  auto ex = impl_->exe_for(*e, args);
+  std::vector<Array> in = e->prog->consts;
+  in.insert(in.end(), args.begin(), args.end());
+  std::vector<Array> outs = ex->run(in);
+  for (int i : impl_->opts.donate_argnums) {
+    if (i < 0 || i >= static_cast<int>(args0.size()))
+      throw ValueError("[jit] donate_argnums names leaf " + std::to_string(i) + ". Got " +
+                       std::to_string(args0.size()) + " array leaves; expected indices in [0, " +
+                       std::to_string(args0.size()) + ").");
+    const auto& impl = args0[i].impl();
+    bool returned = false;
+    for (const auto& o : outs) returned = returned || o.impl() == impl;
+    if (returned) continue;
+    // The call's tasks hold their own references; the caller's handle is gone.
+    impl->deleted = true;
+    impl->buffers.clear();
+  }
+  return outs;
+}
+
+Lowered JitCore::lower(const std::vector<Array>& args0, const std::string& key, const Fn& fn) {
+  std::vector<Array> args = impl_->apply_in_shardings(args0);
+  for (const auto& a : args) check_concrete(a, "lower");
+  auto e = impl_->entry_for(args, key, fn);
+  auto ex = impl_->exe_for(*e, args);
+  return Lowered{e->prog->str(), ex->str()};
+}
+
+}  // namespace tsr::detail

@@ -1,0 +1,47 @@
+#pragma once
+// One table record per primitive (DESIGN §7): inputs, the op, and the specs to try.
+// The driver runs every record sharded on meshes (1), (2), (8) and (2,4) and checks
+// values against the unsharded single-device run, the result's layout against its
+// type, and jit against eager.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tsr/tsr.h"
+
+namespace rules {
+
+/** How an input's values are generated. */
+enum class Gen { Any, Pos, Small, Int, Bool, Index };
+
+/** One input: shape, dtype, values. */
+struct In {
+  tsr::Shape shape;
+  tsr::DType dtype = tsr::float32;
+  Gen gen = Gen::Any;
+};
+
+/** A record. `specs` lists spec combinations (one P per input); axis names are
+ *  "x" and "y"; combos naming an axis the mesh lacks, or not dividing, are skipped. */
+struct Record {
+  std::vector<std::string> prims;  // primitives this record covers
+  std::string name;
+  std::vector<In> inputs;
+  std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> fn;
+  std::vector<std::vector<tsr::PartitionSpec>> specs;
+  double rtol = 1e-5;
+};
+
+/** Helper: a single-output op. */
+inline std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> one(
+    std::function<tsr::Array(const std::vector<tsr::Array>&)> f) {
+  return [f](const std::vector<tsr::Array>& a) { return std::vector<tsr::Array>{f(a)}; };
+}
+
+std::vector<Record> elementwise_records();
+std::vector<Record> reduction_records();
+std::vector<Record> linalg_records();
+std::vector<Record> shape_records();
+std::vector<Record> creation_records();
+
+}  // namespace rules
