@@ -30,6 +30,8 @@ struct Record {
   std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> fn;
   std::vector<std::vector<tsr::PartitionSpec>> specs;
   double rtol = 1e-5;
+  /** The single-device oracle, when it differs from fn (e.g. fn keeps a value unreduced). */
+  std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> oracle = {};
 };
 
 /** Helper: a single-output op. */

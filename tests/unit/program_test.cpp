@@ -54,8 +54,8 @@ TEST_F(ProgramTest, ClosureCaptureBecomesConstInput) {
 }
 
 TEST_F(ProgramTest, CseMergesAndDceDrops) {
-  detail::Trace t;
   ArrayType ty = typeof(device_put(zeros({8}), P("X")));
+  detail::Trace t;
   Array a = t.new_input(ty);
   Array s1 = sin(a), s2 = sin(a), unused = cos(a);
   Array r = s1 + s2;
@@ -69,8 +69,8 @@ TEST_F(ProgramTest, CseMergesAndDceDrops) {
 }
 
 TEST_F(ProgramTest, TypecheckReportsFirstMismatch) {
-  detail::Trace t;
   ArrayType ty = typeof(device_put(zeros({8}), P("X")));
+  detail::Trace t;
   Array a = t.new_input(ty);
   Array s = sin(a);
   detail::Program p = t.finish({s});

@@ -106,7 +106,7 @@ NamedSharding type_sharding(const NamedSharding& s, const Shape& shape) {
       for (size_t i = 0; i < ax.size(); ++i) entry += (i ? ", '" : "'") + ax[i] + "'";
       entry += ax.size() == 1 ? ",)" : ")";
       std::string shp = shape_str(shape);
-      throw ValueError("[type] Sharding spec " + entry + " implies that array axis " +
+      throw IndivisibleError("[type] Sharding spec " + entry + " implies that array axis " +
                        std::to_string(d) + " is partitioned " + std::to_string(t) +
                        " times, but does not evenly divide the dimension size " +
                        std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +

@@ -227,11 +227,17 @@ Array reshard(const Array& x, const Placement& where) {
       throw ValueError("[reshard] Reshard should only be used with out_shardings which are "
                        "non-None and have a non-empty mesh. Got sharding " + ns->str() + ".");
     dst = *canonicalize_sharding(*ns, "reshard", false);
-  } else if (std::holds_alternative<PartitionSpec>(where) && traced) {
+  } else if (std::holds_alternative<PartitionSpec>(where)) {
+    // Eager and traced take one path, so they raise the same errors.
     dst = *canonicalize_sharding(std::get<PartitionSpec>(where), "reshard", false);
-  } else {
+    Mesh ctx = get_mesh();
+    if (!ctx.empty() && ctx.abstract_mesh() == dst.mesh()) mesh = ctx;
+  } else if (std::holds_alternative<Device>(where)) {
     NamedSharding c = resolve_placement(where, x.shape(), "reshard");
-    if (!traced && c == x.sharding()) return x;
+    mesh = *c.concrete_mesh();
+    dst = NamedSharding(mesh->abstract_mesh(), c.spec());
+  } else {
+    const NamedSharding& c = std::get<NamedSharding>(where);
     mesh = *c.concrete_mesh();
     dst = NamedSharding(mesh->abstract_mesh(), c.spec());
     canonicalize_sharding(dst, "reshard", false);
@@ -244,40 +250,43 @@ Array reshard(const Array& x, const Placement& where) {
 
 Array with_sharding_constraint(const Array& x, const ShardingArg& sharding) {
   if (std::holds_alternative<std::monostate>(sharding)) return x;
-  AbstractMesh ctx = get_abstract_mesh();
-  NamedSharding s;
+  AbstractMesh m;
+  PartitionSpec spec;
   if (const auto* ps = std::get_if<PartitionSpec>(&sharding)) {
-    if (ctx.empty())
+    m = get_abstract_mesh();
+    if (m.empty())
       throw ValueError("[with_sharding_constraint] with_sharding_constraint requires a non-empty "
                        "mesh in context if you are passing `PartitionSpec`s to shardings. Got " +
                        ps->repr() + " with no context mesh. Enter one with MeshScope.");
-    s = NamedSharding(ctx, *ps);
+    spec = *ps;  // may hold UNCONSTRAINED, which a NamedSharding on Explicit axes may not
   } else {
-    s = std::get<NamedSharding>(sharding);
+    m = std::get<NamedSharding>(sharding).mesh();
+    spec = std::get<NamedSharding>(sharding).spec();
   }
-  s.check_rank(x.ndim());
-  const AbstractMesh& m = s.mesh();
+  if (spec.size() > x.ndim())
+    throw ValueError("[with_sharding_constraint] Sharding " + spec.repr() +
+                     " is only valid for values of rank at least " + std::to_string(spec.size()) +
+                     ", but was applied to a value of rank " + std::to_string(x.ndim()) +
+                     ". Shorten the spec.");
   if (m.are_all_axes_explicit()) {
-    auto want = s.spec().normalized(x.ndim()).entries();
     auto have = entries_of(x.type());
-    auto raw = s.spec().entries();
+    const auto& raw = spec.entries();
     for (int d = 0; d < x.ndim(); ++d) {
-      bool unconstrained = d < static_cast<int>(raw.size()) && raw[d].is_unconstrained();
-      if (!unconstrained && !(want[d] == have[d]))
+      PartitionEntry want = d < static_cast<int>(raw.size()) ? raw[d] : PartitionEntry();
+      if (!want.is_unconstrained() && !(want == have[d]))
         throw AssertionError(
             "[with_sharding_constraint] `with_sharding_constraint` acts as an assert when all "
             "axes of mesh are of type `Explicit`. The array sharding: " +
             x.type().sharding.spec().repr() + " did not match the sharding provided: " +
-            s.spec().repr() +
-            ". Please use `reshard` to shard your input to the sharding you want.");
+            spec.repr() + ". Please use `reshard` to shard your input to the sharding you want.");
     }
     return x;
   }
-  for (const auto& a : s.spec().partition_axes())
+  for (const auto& a : spec.partition_axes())
     if (m.axis_type(a) != AxisType::Auto)
       throw ValueError("[with_sharding_constraint] The spec of NamedSharding passed to "
                        "with_sharding_constraint can only refer to Auto axes of the mesh. Got spec=" +
-                       s.spec().repr() + " and mesh=" + m.str() +
+                       spec.repr() + " and mesh=" + m.str() +
                        ". You probably meant to use `reshard` API?");
   // Auto axes: a hint for the Auto propagation pass (a later issue); the type is unchanged.
   return x;

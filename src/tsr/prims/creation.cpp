@@ -22,6 +22,8 @@ ArrayType placed_type(const Shape& shape, DType dtype, bool weak, const Placed& 
 // reshard the lowering adds after them.
 Lowering creation_lowering(const ArrayType& t) {
   const PartitionSpec& s = t.sharding.spec();
+  // max/min-unreduced copies of one value are that value: write it everywhere.
+  if (s.unreduced_kind() != UnreducedKind::Sum) return {{}, {s}};
   return {{}, {PartitionSpec(s.entries(), {}, s.reduced())}};
 }
 
