@@ -50,10 +50,12 @@ size_t impl_hash(const ArrayImpl& a) {
 }
 
 std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
-  EagerKey key;
+  // One key per thread, reused: the hit path allocates nothing for the key.
+  thread_local EagerKey key;
   key.prim = prim;
   key.ctx = get_abstract_mesh();
   key.hash = prim->hash() * 31 + key.ctx.hash();
+  key.in.clear();
   for (const auto& x : in) {
     check_concrete(x, prim->name());
     key.in.push_back(x.impl());
@@ -65,6 +67,9 @@ std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
     auto it = cache().find(key);
     if (it != cache().end()) ex = it->second.ex;
   }
+  struct Release {  // drop the key's references to the inputs once done
+    ~Release() { key.in.clear(); key.prim.reset(); }
+  } release;
   if (!ex) {
     std::vector<ArrayType> in_t;
     std::vector<NamedSharding> layouts;
@@ -88,16 +93,20 @@ std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
     }
     p.eqns.push_back(std::move(e));
     ex = lower(p, layouts);
-    // Keep only types in the key, not the input arrays' buffers.
-    for (auto& impl : key.in) {
+    // Keep only types in the stored key, not the input arrays' buffers.
+    EagerKey stored;
+    stored.prim = key.prim;
+    stored.ctx = key.ctx;
+    stored.hash = key.hash;
+    for (const auto& impl : key.in) {
       auto light = std::make_shared<ArrayImpl>();
       light->type = impl->type;
       light->sharding = impl->sharding;
-      impl = std::move(light);
+      stored.in.push_back(std::move(light));
     }
     std::lock_guard<std::mutex> lock(g_cache_mu);
     if (cache().size() > 8192) cache().clear();  // bound memory for shape-varying programs
-    cache().emplace(std::move(key), EagerEntry{ex});
+    cache().emplace(std::move(stored), EagerEntry{ex});
   }
   return ex->run(in);
 }

@@ -177,6 +177,20 @@ std::shared_ptr<const Executable> lower(const Program& p,
       for (int f = 0; f < st.mesh->size(); ++f) run_for(st.mesh->devices()[f].id).steps.emplace_back(s, f);
     }
   }
+  for (size_t o = 0; o < ex->outputs.size(); ++o) {
+    int v = ex->outputs[o];
+    auto it = std::find(ex->inputs.begin(), ex->inputs.end(), v);
+    ex->out_input.push_back(it == ex->inputs.end() ? -1 : static_cast<int>(it - ex->inputs.begin()));
+    ex->out_first.push_back(static_cast<int>(
+        std::find(ex->outputs.begin(), ex->outputs.end(), v) - ex->outputs.begin()));
+    const auto& val = ex->values[v];
+    ArrayType t;
+    t.shape = val.shape;
+    t.dtype = val.dtype;
+    t.weak = val.weak;
+    t.sharding = type_sharding(val.layout, val.shape);
+    ex->out_types.push_back(std::move(t));
+  }
   std::set<int> kept(ex->inputs.begin(), ex->inputs.end());
   kept.insert(ex->outputs.begin(), ex->outputs.end());
   for (auto& dr : ex->devs) {
@@ -203,22 +217,19 @@ std::shared_ptr<const Executable> lower(const Program& p,
 
 std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   auto& rt = Runtime::get();
-  auto self = std::shared_ptr<const Executable>(shared_from_this());
-  std::vector<std::vector<BufferPtr>> out_bufs(outputs.size());
-  std::map<int, size_t> first_output;
-  std::vector<int> input_of(values.size(), -1);
-  for (size_t i = 0; i < inputs.size(); ++i) input_of[inputs[i]] = static_cast<int>(i);
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    int v = outputs[o];
-    if (input_of[v] >= 0) continue;
-    auto [it, fresh] = first_output.emplace(v, o);
-    if (!fresh) {
-      out_bufs[o] = out_bufs[it->second];
+  auto self = shared_from_this();
+  size_t n_out = outputs.size();
+  std::vector<std::vector<BufferPtr>> out_bufs(n_out);
+  for (size_t o = 0; o < n_out; ++o) {
+    if (out_input[o] >= 0) continue;
+    if (out_first[o] != static_cast<int>(o)) {
+      out_bufs[o] = out_bufs[out_first[o]];
       continue;
     }
-    const Mesh& m = *values[v].layout.concrete_mesh();
-    for (int f = 0; f < m.size(); ++f)
-      out_bufs[o].push_back(rt.alloc(m.devices()[f].id, values[v].local_bytes));
+    const Value& val = values[outputs[o]];
+    const Mesh& m = *val.layout.concrete_mesh();
+    out_bufs[o].reserve(static_cast<size_t>(m.size()));
+    for (const auto& d : m.devices()) out_bufs[o].push_back(rt.alloc(d.id, val.local_bytes));
   }
   {
     std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
@@ -226,34 +237,38 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
       const DeviceRun& dr = devs[di];
       std::vector<void*> slots(values.size(), nullptr);
       std::vector<BufferPtr> ins, outs;
+      ins.reserve(inputs.size());
       for (size_t i = 0; i < inputs.size(); ++i)
         if (dr.input_pos[i] >= 0) {
           const BufferPtr& b = in[i].impl()->buffers[dr.input_pos[i]];
           slots[inputs[i]] = b->ptr;
           ins.push_back(b);
         }
-      for (size_t o = 0; o < outputs.size(); ++o)
-        if (dr.output_pos[o] >= 0 && input_of[outputs[o]] < 0 &&
-            first_output[outputs[o]] == o) {
+      outs.reserve(n_out);
+      for (size_t o = 0; o < n_out; ++o)
+        if (dr.output_pos[o] >= 0 && out_input[o] < 0 && out_first[o] == static_cast<int>(o)) {
           const BufferPtr& b = out_bufs[o][dr.output_pos[o]];
           slots[outputs[o]] = b->ptr;
           outs.push_back(b);
         }
       launch(
-          dr.dev, ins, outs,
+          dr.dev, std::move(ins), std::move(outs),
           [self, di, slots = std::move(slots)]() mutable { self->run_device(di, slots); },
           dr.groups, "jit");
     }
   }
   std::vector<Array> result;
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    int v = outputs[o];
-    if (input_of[v] >= 0) {
-      result.push_back(in[input_of[v]]);
+  result.reserve(n_out);
+  for (size_t o = 0; o < n_out; ++o) {
+    if (out_input[o] >= 0) {
+      result.push_back(in[out_input[o]]);
       continue;
     }
-    const Value& val = values[v];
-    result.push_back(make_array(val.shape, val.dtype, val.layout, out_bufs[o], val.weak));
+    auto impl = std::make_shared<ArrayImpl>();
+    impl->type = out_types[o];
+    impl->sharding = values[outputs[o]].layout;
+    impl->buffers = out_bufs[o];
+    result.emplace_back(std::move(impl));
   }
   return result;
 }

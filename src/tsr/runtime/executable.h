@@ -48,6 +48,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<int> inputs;   // value id per program input (consts, then explicit inputs)
   std::vector<int> outputs;  // value id per output
   std::vector<DeviceRun> devs;
+  std::vector<int> out_input;     // per output: the program input it is, or -1
+  std::vector<int> out_first;     // per output: first output with the same value
+  std::vector<ArrayType> out_types;  // per output: its type (derived once, at lowering)
 
   /** Runs on the given inputs (concrete, laid out as lowered); returns outputs. */
   std::vector<Array> run(const std::vector<Array>& in) const;

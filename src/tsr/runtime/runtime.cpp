@@ -112,9 +112,21 @@ void fail_groups(const std::vector<Group>& groups, const char* op,
   seq.fail_rest(op, what_of(err));
 }
 
-void launch(int dev, const std::vector<BufferPtr>& ins, const std::vector<BufferPtr>& outs,
+void launch(int dev, std::vector<BufferPtr> ins, std::vector<BufferPtr> outs,
             std::function<void()> fn, std::vector<Group> groups, const char* op) {
-  auto task = [ins, outs, fn = std::move(fn), groups = std::move(groups), op]() {
+  // Outputs get the ticket after the move below; keep raw pointers (no allocation
+  // for the common few-output case).
+  DeviceBuffer* small[8];
+  std::vector<DeviceBuffer*> many;
+  DeviceBuffer** out_ptrs = small;
+  if (outs.size() > 8) {
+    many.resize(outs.size());
+    out_ptrs = many.data();
+  }
+  size_t n_out = outs.size();
+  for (size_t i = 0; i < n_out; ++i) out_ptrs[i] = outs[i].get();
+  auto task = [ins = std::move(ins), outs = std::move(outs), fn = std::move(fn),
+               groups = std::move(groups), op]() {
     std::exception_ptr err;
     for (const auto& b : ins)
       if (b->error) {
@@ -134,7 +146,7 @@ void launch(int dev, const std::vector<BufferPtr>& ins, const std::vector<Buffer
       for (const auto& b : outs) b->error = err;
   };
   uint64_t ticket = Runtime::get().stream(dev).enqueue(std::move(task));
-  for (const auto& b : outs) b->ticket = ticket;
+  for (size_t i = 0; i < n_out; ++i) out_ptrs[i]->ticket = ticket;
 }
 
 }  // namespace tsr::detail

@@ -77,7 +77,7 @@ class Runtime {
  *  fn would call them) are told (fail) so peers raise instead of waiting. If fn
  *  itself throws, fn must have told the groups it did not reach (GroupSequence).
  *  Sets each output's ticket. Hold the dispatch mutex when an op spans devices. */
-void launch(int dev, const std::vector<BufferPtr>& ins, const std::vector<BufferPtr>& outs,
+void launch(int dev, std::vector<BufferPtr> ins, std::vector<BufferPtr> outs,
             std::function<void()> fn, std::vector<Group> groups = {}, const char* op = nullptr);
 
 /** The collectives one device task calls, in order. Call next() before each one;

@@ -15,21 +15,27 @@ Stream::~Stream() {
 
 uint64_t Stream::enqueue(std::function<void()> task) {
   uint64_t ticket;
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(task));
     ticket = ++enqueued_;
+    posted_.store(ticket, std::memory_order_release);
+    wake = sleeping_;
   }
-  work_cv_.notify_one();
+  if (wake) work_cv_.notify_one();  // a spinning worker sees posted_ without a syscall
   return ticket;
 }
 
 void Stream::wait(uint64_t ticket) {
   if (done(ticket)) return;
   std::unique_lock<std::mutex> lock(mu_);
-  ++waiters_;
-  done_cv_.wait(lock, [&] { return done(ticket); });
-  --waiters_;
+  // The worker wakes waiters only when the smallest awaited ticket completes, not
+  // after every task.
+  while (!done(ticket)) {
+    if (ticket < wake_at_) wake_at_ = ticket;
+    done_cv_.wait(lock);
+  }
 }
 
 void Stream::synchronize() {
@@ -44,9 +50,17 @@ void Stream::synchronize() {
 void Stream::run() {
   for (;;) {
     std::function<void()> task;
+    // Eager programs issue ops back to back: poll briefly before sleeping so the
+    // next op does not pay a futex wake-up (two context switches).
+    uint64_t done = completed_.load(std::memory_order_relaxed);
+    for (int spin = 0; spin < 2000 && posted_.load(std::memory_order_acquire) == done; ++spin) {
+      if (spin % 16 == 15) std::this_thread::yield();
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
+      sleeping_ = true;
       work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      sleeping_ = false;
       if (queue_.empty()) return;  // stop_ and drained
       task = std::move(queue_.front());
       queue_.pop_front();
@@ -56,8 +70,9 @@ void Stream::run() {
     bool notify;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      completed_.fetch_add(1, std::memory_order_release);
-      notify = waiters_ > 0;
+      uint64_t now = completed_.fetch_add(1, std::memory_order_release) + 1;
+      notify = now >= wake_at_;
+      if (notify) wake_at_ = UINT64_MAX;  // each waiter re-registers what it still needs
     }
     if (notify) done_cv_.notify_all();
   }

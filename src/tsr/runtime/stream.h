@@ -2,6 +2,7 @@
 // One in-order stream per device, served by one worker thread. Completion is a
 // monotonically increasing ticket so waiting on work needs no per-task event.
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,8 +38,10 @@ class Stream {
   std::condition_variable done_cv_;
   std::deque<std::function<void()>> queue_;
   uint64_t enqueued_ = 0;
+  std::atomic<uint64_t> posted_{0};  // enqueued_, readable without the lock (for spinning)
+  bool sleeping_ = false;            // the worker waits on work_cv_
   std::atomic<uint64_t> completed_{0};
-  int waiters_ = 0;
+  uint64_t wake_at_ = UINT64_MAX;  // smallest ticket a waiter sleeps on (guarded by mu_)
   bool stop_ = false;
   std::thread worker_;
 };

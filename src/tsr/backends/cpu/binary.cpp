@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
-#include "tsr/comm/reduce_kernels.h"  // branch-free float16/bfloat16 <-> float loops
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
 
@@ -140,17 +139,17 @@ void binary_inner(const T* a, const T* b, BinOut<Op, T>* out, int64_t n) {
 template <BinaryOp Op, typename H, bool AV, bool BV>
 void binary_inner_half(const H* a, const H* b, BinOut<Op, H>* out, int64_t n) {
   alignas(64) float fa[kBlock], fb[kBlock], fo[kBlock];
-  if (!AV) half_to_float(a, fa, 1);
-  if (!BV) half_to_float(b, fb, 1);
+  if (!AV) to_float(a, fa, 1);
+  if (!BV) to_float(b, fb, 1);
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
     int64_t m = std::min(kBlock, n - i0);
-    if (AV) half_to_float(a + i0, fa, m);
-    if (BV) half_to_float(b + i0, fb, m);
+    if (AV) to_float(a + i0, fa, m);
+    if (BV) to_float(b + i0, fb, m);
     if constexpr (is_cmp(Op)) {
       binary_inner<Op, float, AV, BV>(fa, fb, out + i0, m);
     } else {
       binary_inner<Op, float, AV, BV>(fa, fb, fo, m);
-      float_to_half(fo, out + i0, m);
+      from_float(fo, out + i0, m);
     }
   }
 }

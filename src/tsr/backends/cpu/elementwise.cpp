@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
-#include "tsr/comm/reduce_kernels.h"  // branch-free float16/bfloat16 <-> float loops
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
 
@@ -108,12 +107,12 @@ void unary_run(const KernelArgs& a) {
       alignas(64) float f[kBlock];
       for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
         int64_t m = std::min(kBlock, n - i0);
-        half_to_float(x + i0, f, m);
+        to_float(x + i0, f, m);
         if constexpr (Op == UnaryOp::IsFinite) {
           unary_loop<Op>(f, a.o<bool>(0) + i0, m);
         } else {
           unary_loop<Op>(f, f, m);
-          float_to_half(f, a.o<T>(0) + i0, m);
+          from_float(f, a.o<T>(0) + i0, m);
         }
       }
     }
@@ -178,7 +177,7 @@ void integer_pow_typed(const KernelArgs& a, int y) {
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
       int64_t m = std::min(kBlock, n - i0);
       if constexpr (kIsHalf<T>) {
-        half_to_float(x + i0, xf, m);
+        to_float(x + i0, xf, m);
       } else {
         std::memcpy(xf, x + i0, sizeof(F) * m);
       }
@@ -186,7 +185,7 @@ void integer_pow_typed(const KernelArgs& a, int y) {
       if (y < 0)
         for (int64_t j = 0; j < m; ++j) acc[j] = F(1) / acc[j];
       if constexpr (kIsHalf<T>) {
-        float_to_half(acc, out + i0, m);
+        from_float(acc, out + i0, m);
       } else {
         std::memcpy(out + i0, acc, sizeof(F) * m);
       }
@@ -252,10 +251,8 @@ void select_sized(const KernelArgs& a) {
 // The value compared: the half types compare as float, which is exact.
 template <typename T>
 inline auto key(T v) {
-  if constexpr (std::is_same_v<T, float16_t>) {
-    return half_bits_to_float(v.bits);
-  } else if constexpr (std::is_same_v<T, bfloat16_t>) {
-    return bf16_bits_to_float(v.bits);
+  if constexpr (kIsHalf<T>) {
+    return to_float(v);
   } else {
     return v;
   }
@@ -331,12 +328,12 @@ void convert_typed(const void* src, void* dst, int64_t n) {
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
       int64_t m = std::min(kBlock, n - i0);
       if constexpr (kIsHalf<From>) {
-        half_to_float(s + i0, f, m);
+        to_float(s + i0, f, m);
       } else {
         cast_loop(s + i0, f, m);
       }
       if constexpr (kIsHalf<To>) {
-        float_to_half(f, d + i0, m);
+        from_float(f, d + i0, m);
       } else {
         cast_loop(f, d + i0, m);
       }
@@ -400,6 +397,23 @@ void convert_n(const void* src, DType from, void* dst, DType to, int64_t n) {
 void convert_element_type(const KernelArgs& a) {
   convert_n(a.in_ptr[0], (*a.in)[0].dtype, a.out_ptr[0], (*a.out)[0].dtype,
             numel((*a.in)[0].shape));
+}
+
+void to_float(const float16_t* src, float* dst, int64_t n) {
+  const auto* h = reinterpret_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f16_bits_to_float(h[i]);
+}
+void to_float(const bfloat16_t* src, float* dst, int64_t n) {
+  const auto* h = reinterpret_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(h[i]);
+}
+void from_float(const float* src, float16_t* dst, int64_t n) {
+  auto* h = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) h[i] = float_to_f16_bits(src[i]);
+}
+void from_float(const float* src, bfloat16_t* dst, int64_t n) {
+  auto* h = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) h[i] = float_to_bf16_bits(src[i]);
 }
 
 int64_t read_index(const void* p, DType t) {

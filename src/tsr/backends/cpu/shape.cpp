@@ -59,19 +59,24 @@ void for_each_outer(const std::vector<Dim>& outer, F&& body) {
   }
 }
 
-// d[i * dq + j] = s[i + j * sj] for i < nq, j < nj, in tiles that keep the
-// strided side in cache.
+// d[i * dq + j] = s[i + j * sj] for i < nq, j < nj. Each tile is read a source
+// row at a time into an L1 buffer and written a destination row at a time, so
+// both sides use whole cache lines even for power-of-two strides.
 template <typename U>
 void transpose_tiles(U* d, const U* s, int64_t nq, int64_t dq, int64_t nj, int64_t sj) {
-  constexpr int64_t kTile = 32;
-  for (int64_t i0 = 0; i0 < nq; i0 += kTile) {
-    int64_t i1 = std::min(nq, i0 + kTile);
-    for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
-      int64_t j1 = std::min(nj, j0 + kTile);
-      for (int64_t i = i0; i < i1; ++i) {
-        U* dr = d + i * dq;
-        const U* sr = s + i;
-        for (int64_t j = j0; j < j1; ++j) dr[j] = sr[j * sj];
+  constexpr int64_t kTile = sizeof(U) <= 4 ? 64 : 32;  // buffer <= 16 KiB
+  alignas(64) U buf[kTile][kTile];
+  for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
+    int64_t jn = std::min(kTile, nj - j0);
+    for (int64_t i0 = 0; i0 < nq; i0 += kTile) {
+      int64_t in = std::min(kTile, nq - i0);
+      for (int64_t j = 0; j < jn; ++j) {
+        const U* sr = s + (j0 + j) * sj + i0;
+        for (int64_t i = 0; i < in; ++i) buf[i][j] = sr[i];
+      }
+      for (int64_t i = 0; i < in; ++i) {
+        U* dr = d + (i0 + i) * dq + j0;
+        for (int64_t j = 0; j < jn; ++j) dr[j] = buf[i][j];
       }
     }
   }
