@@ -102,22 +102,32 @@ void copy_typed(U* dst, const U* src, std::vector<Dim> dims) {
       return;
     }
   }
+  // The odometer walks all but the last two dims; the dim before the inner
+  // run is a plain loop, so short runs (a broadcast of a few trailing
+  // elements) do not pay the odometer per run.
+  Dim mid{1, 0, 0};
+  if (!dims.empty()) {
+    mid = dims.back();
+    dims.pop_back();
+  }
   for_each_outer(dims, [&](int64_t od, int64_t os) {
-    U* d = dst + od;
-    const U* s = src + os;
-    if (in.ds == 1 && in.ss == 1) {
-      std::memcpy(d, s, sizeof(U) * in.n);
-    } else if (in.ss == 0) {
-      const U v = *s;
-      if (in.ds == 1) {
-        for (int64_t j = 0; j < in.n; ++j) d[j] = v;
+    for (int64_t k = 0; k < mid.n; ++k) {
+      U* d = dst + od + k * mid.ds;
+      const U* s = src + os + k * mid.ss;
+      if (in.ds == 1 && in.ss == 1) {
+        std::memcpy(d, s, sizeof(U) * in.n);
+      } else if (in.ss == 0) {
+        const U v = *s;
+        if (in.ds == 1) {
+          for (int64_t j = 0; j < in.n; ++j) d[j] = v;
+        } else {
+          for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = v;
+        }
+      } else if (in.ds == 1) {
+        for (int64_t j = 0; j < in.n; ++j) d[j] = s[j * in.ss];
       } else {
-        for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = v;
+        for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = s[j * in.ss];
       }
-    } else if (in.ds == 1) {
-      for (int64_t j = 0; j < in.n; ++j) d[j] = s[j * in.ss];
-    } else {
-      for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = s[j * in.ss];
     }
   });
 }
