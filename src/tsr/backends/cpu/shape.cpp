@@ -110,26 +110,25 @@ void copy_typed(U* dst, const U* src, std::vector<Dim> dims) {
     mid = dims.back();
     dims.pop_back();
   }
-  for_each_outer(dims, [&](int64_t od, int64_t os) {
-    for (int64_t k = 0; k < mid.n; ++k) {
-      U* d = dst + od + k * mid.ds;
-      const U* s = src + os + k * mid.ss;
-      if (in.ds == 1 && in.ss == 1) {
-        std::memcpy(d, s, sizeof(U) * in.n);
-      } else if (in.ss == 0) {
-        const U v = *s;
-        if (in.ds == 1) {
-          for (int64_t j = 0; j < in.n; ++j) d[j] = v;
-        } else {
-          for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = v;
-        }
-      } else if (in.ds == 1) {
-        for (int64_t j = 0; j < in.n; ++j) d[j] = s[j * in.ss];
-      } else {
-        for (int64_t j = 0; j < in.n; ++j) d[j * in.ds] = s[j * in.ss];
-      }
-    }
-  });
+  auto each = [&](auto&& run) {
+    for_each_outer(dims, [&](int64_t od, int64_t os) {
+      for (int64_t k = 0; k < mid.n; ++k) run(dst + od + k * mid.ds, src + os + k * mid.ss);
+    });
+  };
+  const int64_t n = in.n, ds = in.ds, ss = in.ss;
+  if (ds == 1 && ss == 1) {
+    each([&](U* d, const U* s) { std::memcpy(d, s, sizeof(U) * n); });
+  } else if (ds == 1 && ss == 0) {
+    each([&](U* d, const U* s) { std::fill_n(d, n, *s); });
+  } else if (ds == 1) {
+    each([&](U* d, const U* s) {
+      for (int64_t j = 0; j < n; ++j) d[j] = s[j * ss];
+    });
+  } else {
+    each([&](U* d, const U* s) {
+      for (int64_t j = 0; j < n; ++j) d[j * ds] = s[j * ss];
+    });
+  }
 }
 
 const Shape& in_shape(const KernelArgs& a, int k) { return (*a.in)[k].shape; }
