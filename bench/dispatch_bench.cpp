@@ -34,7 +34,9 @@ void BM_EagerAdd(benchmark::State& st) {
     for (int i = 0; i < kBatch; ++i) y = add(y, x);
     y.block_until_ready();
   }
-  st.SetItemsProcessed(st.iterations() * kBatch);
+  st.SetItemsProcessed(st.iterations() * kBatch);  // 1 / items_per_second = time per op
+}
+BENCHMARK(BM_EagerAdd)->Arg(1)->Arg(8)->UseRealTime();
 
 void BM_JitTrivial(benchmark::State& st) {
   int n = static_cast<int>(st.range(0));
@@ -50,6 +52,8 @@ void BM_JitTrivial(benchmark::State& st) {
     y.block_until_ready();
   }
   st.SetItemsProcessed(st.iterations() * kBatch);
+}
+BENCHMARK(BM_JitTrivial)->Arg(1)->Arg(8)->UseRealTime();
 
 void BM_PlainLoopAdd(benchmark::State& st) {
   std::vector<float> x(8, 1.f), y(8, 0.f);

@@ -32,9 +32,9 @@ void BM_OpenBLAS_2threads(benchmark::State& st) {
     cblas_sgemm(101, 111, 111, kN, kN, kN, 1.f, a.data(), kN, b.data(), kN, 0.f, c.data(), kN);
     benchmark::DoNotOptimize(c.data());
   }
-  st.counters["GFLOPS"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate,
-                                             benchmark::Counter::kIs1000) ;
-
+  st.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_OpenBLAS_2threads)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -46,8 +46,9 @@ void BM_TsrMatmul(benchmark::State& st) {
   Array w = device_put(full({kN, kN}, 0.25), P());
   matmul(x, w).block_until_ready();  // warm the executable cache and the allocator
   for (auto _ : st) matmul(x, w).block_until_ready();
-  st.counters["GFLOPS"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate,
-                                             benchmark::Counter::kIs1000);
+  st.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_TsrMatmul)->Arg(1)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -60,8 +61,9 @@ void BM_TsrMatmulJit(benchmark::State& st) {
   auto f = jit([](const Array& a, const Array& b) { return matmul(a, b); });
   f(x, w).block_until_ready();
   for (auto _ : st) f(x, w).block_until_ready();
-  st.counters["GFLOPS"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate,
-                                             benchmark::Counter::kIs1000);
+  st.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_TsrMatmulJit)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -70,8 +70,8 @@ int main() {
   Array s = sin(a) * 2.0 + 1.0;
   std::cout << "\n== eager: sin(a) * 2 + 1 : " << typeof(a) << " -> " << typeof(s) << "\n";
   Array m = matmul(a, w, {.out_sharding = P("X", nullptr)});
-  std::cout << "matmul(a, w, out_sharding=P('X', None)) : " << typeof(m) << " sum = "
-            << sum(m).item<float>() << "\n";
+  std::cout << "matmul(a, w, out_sharding=P('X', None)) : " << typeof(m)
+            << " sum = " << sum(m).item<float>() << "\n";
 
   // ...or traced once by jit into a typed program, partitioned and run on every device.
   auto step = jit([](const Array& a, const Array& w) {
@@ -82,7 +82,8 @@ int main() {
   std::cout << "\n== jit: " << typeof(loss) << " values:";
   for (float v : loss.to_vector<float>()) std::cout << " " << v;
   auto lowered = step.lower(a, w);
-  std::cout << "\n-- traced program --\n" << lowered.as_text() << "\n-- per-device program --\n"
+  std::cout << "\n-- traced program --\n"
+            << lowered.as_text() << "\n-- per-device program --\n"
             << lowered.local;
 
   // Mistakes are typed errors that say how to fix them.

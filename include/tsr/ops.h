@@ -64,7 +64,8 @@ class AxisArg {
 
 // ---- creation ------------------------------------------------------------------
 /** n x m ones on diagonal k (m defaults to n). */
-Array eye(int64_t n, int64_t m = -1, int64_t k = 0, DType dtype = float32, const Placement& where = {});
+Array eye(int64_t n, int64_t m = -1, int64_t k = 0, DType dtype = float32,
+          const Placement& where = {});
 /** num evenly spaced values from start to stop (inclusive when endpoint). */
 Array linspace(double start, double stop, int64_t num = 50, bool endpoint = true,
                DType dtype = float32, const Placement& where = {});
@@ -211,9 +212,9 @@ Array operator!(const Array& x);
 // ---- reductions ------------------------------------------------------------------
 /** Options of reductions. */
 struct ReduceOptions {
-  bool keepdims = false;          /**< keep reduced dims as size 1 (unsharded) */
-  ShardingArg out_sharding = {};  /**< sum/max/min: e.g. keep a sharded axis unreduced */
-  std::optional<DType> dtype = {};/**< accumulate/output dtype */
+  bool keepdims = false;           /**< keep reduced dims as size 1 (unsharded) */
+  ShardingArg out_sharding = {};   /**< sum/max/min: e.g. keep a sharded axis unreduced */
+  std::optional<DType> dtype = {}; /**< accumulate/output dtype */
 };
 /** Sum over axes (all by default). Bool and small ints sum as int32 / uint32. */
 Array sum(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
@@ -245,8 +246,8 @@ Array log_softmax(const Array& x, int axis = -1);
 // ---- linear algebra --------------------------------------------------------------
 /** Options of contractions. */
 struct DotOptions {
-  ShardingArg out_sharding = {};                   /**< the result's sharding (may be unreduced) */
-  std::optional<DType> preferred_element_type = {};/**< output dtype */
+  ShardingArg out_sharding = {};                    /**< the result's sharding (may be unreduced) */
+  std::optional<DType> preferred_element_type = {}; /**< output dtype */
 };
 /** Dimension numbers of dot_general. */
 struct DotDimensionNumbers {
@@ -284,7 +285,8 @@ Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape&
 /** lax.dynamic_slice with start indices (scalars arrays or ints) and static sizes. */
 Array dynamic_slice(const Array& x, const std::vector<ArrayLike>& start, const Shape& sizes);
 /** lax.dynamic_update_slice. */
-Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<ArrayLike>& start);
+Array dynamic_update_slice(const Array& x, const Array& update,
+                           const std::vector<ArrayLike>& start);
 /** lax.pad with (lo, hi, interior) per dim. */
 Array pad(const Array& x, const ArrayLike& value,
           const std::vector<std::tuple<int64_t, int64_t, int64_t>>& config);

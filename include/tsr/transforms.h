@@ -42,9 +42,12 @@ class JitCore {
     /** Refers to c, which must outlive the call. */
     template <typename C>
     explicit Fn(C& c)
-        : obj_(&c), call_([](void* o, const std::vector<Array>& l) { return (*static_cast<C*>(o))(l); }) {}
+        : obj_(&c),
+          call_([](void* o, const std::vector<Array>& l) { return (*static_cast<C*>(o))(l); }) {}
     /** Invokes it. */
-    std::vector<Array> operator()(const std::vector<Array>& leaves) const { return call_(obj_, leaves); }
+    std::vector<Array> operator()(const std::vector<Array>& leaves) const {
+      return call_(obj_, leaves);
+    }
 
    private:
     void* obj_;
@@ -156,7 +159,9 @@ class Jitted {
     std::vector<Array> flat;
     std::string key;
     (detail::flatten_arg(args, flat, key), ...);
-    auto body = [&](const std::vector<Array>& leaves) { return this->trace_body<R>(leaves, args...); };
+    auto body = [&](const std::vector<Array>& leaves) {
+      return this->trace_body<R>(leaves, args...);
+    };
     return detail::Unflatten<R>::get(core_->call(flat, key, detail::JitCore::Fn(body)));
   }
 
@@ -167,7 +172,9 @@ class Jitted {
     std::vector<Array> flat;
     std::string key;
     (detail::flatten_arg(args, flat, key), ...);
-    auto body = [&](const std::vector<Array>& leaves) { return this->trace_body<R>(leaves, args...); };
+    auto body = [&](const std::vector<Array>& leaves) {
+      return this->trace_body<R>(leaves, args...);
+    };
     return core_->lower(flat, key, detail::JitCore::Fn(body));
   }
 

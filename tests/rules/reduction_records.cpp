@@ -12,8 +12,12 @@ std::vector<std::vector<PartitionSpec>> specs() {
 using F = std::function<Array(const Array&)>;
 Record red(std::vector<std::string> prims, std::string name, F f, Gen gen = Gen::Any,
            DType dt = float32) {
-  return {std::move(prims), std::move(name), {{{8, 4}, dt, gen}},
-          one([f](const std::vector<Array>& a) { return f(a[0]); }), specs(), 1e-5};
+  return {std::move(prims),
+          std::move(name),
+          {{{8, 4}, dt, gen}},
+          one([f](const std::vector<Array>& a) { return f(a[0]); }),
+          specs(),
+          1e-5};
 }
 
 }  // namespace
@@ -24,13 +28,21 @@ std::vector<Record> reduction_records() {
       red({"reduce_sum"}, "sum_axis0", [](const Array& x) { return sum(x, 0); }),
       red({"reduce_sum"}, "sum_axis1_keepdims",
           [](const Array& x) { return sum(x, 1, {.keepdims = true}); }),
-      red({"reduce_sum"}, "sum_int", [](const Array& x) { return sum(x, {0, 1}); }, Gen::Int, int32),
-      red({"reduce_prod"}, "prod_axis0", [](const Array& x) { return prod(x, 0); }, Gen::Small),
+      red(
+          {"reduce_sum"}, "sum_int",
+          [](const Array& x) {
+            return sum(x, {0, 1});
+          },
+          Gen::Int, int32),
+      red(
+          {"reduce_prod"}, "prod_axis0", [](const Array& x) { return prod(x, 0); }, Gen::Small),
       red({"reduce_max"}, "max_axis1", [](const Array& x) { return max(x, 1); }),
       red({"reduce_max"}, "max_all", [](const Array& x) { return max(x); }),
       red({"reduce_min"}, "min_axis0", [](const Array& x) { return min(x, 0); }),
-      red({"reduce_and"}, "all_axis0", [](const Array& x) { return all(x, 0); }, Gen::Bool, bool_),
-      red({"reduce_or"}, "any_axis1", [](const Array& x) { return any(x, 1); }, Gen::Bool, bool_),
+      red(
+          {"reduce_and"}, "all_axis0", [](const Array& x) { return all(x, 0); }, Gen::Bool, bool_),
+      red(
+          {"reduce_or"}, "any_axis1", [](const Array& x) { return any(x, 1); }, Gen::Bool, bool_),
       red({"reduce_sum"}, "mean_axis0", [](const Array& x) { return mean(x, 0); }),
       red({"reduce_sum"}, "var_all", [](const Array& x) { return var(x); }),
       red({"argmax"}, "argmax_axis0", [](const Array& x) { return argmax(x, 0); }),
@@ -40,8 +52,8 @@ std::vector<Record> reduction_records() {
       red({"reduce_sum"}, "softmax", [](const Array& x) { return softmax(x); }),
       red({"reduce_sum"}, "log_softmax_axis0", [](const Array& x) { return log_softmax(x, 0); }),
   };
-  Record b = red({"reduce_sum"}, "sum_bf16", [](const Array& x) { return sum(x, 0); }, Gen::Small,
-                 bfloat16);
+  Record b = red(
+      {"reduce_sum"}, "sum_bf16", [](const Array& x) { return sum(x, 0); }, Gen::Small, bfloat16);
   b.rtol = 1e-2;  // bf16 partial sums round differently per layout
   v.push_back(b);
   return v;

@@ -16,8 +16,8 @@ namespace {
 
 std::vector<Record> all_records() {
   std::vector<Record> r;
-  for (auto f : {elementwise_records, reduction_records, linalg_records, shape_records,
-                 creation_records}) {
+  for (auto f :
+       {elementwise_records, reduction_records, linalg_records, shape_records, creation_records}) {
     auto v = f();
     r.insert(r.end(), v.begin(), v.end());
   }
@@ -30,12 +30,24 @@ std::vector<double> values(const In& in, int salt) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t k = (i * 7 + salt * 13 + 3) % 17;
     switch (in.gen) {
-      case Gen::Any: v[i] = (k - 8) * 0.25; break;
-      case Gen::Pos: v[i] = 0.25 + k * 0.2; break;
-      case Gen::Small: v[i] = (k - 8) * 0.05; break;
-      case Gen::Int: v[i] = static_cast<double>(k - 8); break;
-      case Gen::Bool: v[i] = k % 3 == 0 ? 1 : 0; break;
-      case Gen::Index: v[i] = static_cast<double>(k % 3); break;
+      case Gen::Any:
+        v[i] = (k - 8) * 0.25;
+        break;
+      case Gen::Pos:
+        v[i] = 0.25 + k * 0.2;
+        break;
+      case Gen::Small:
+        v[i] = (k - 8) * 0.05;
+        break;
+      case Gen::Int:
+        v[i] = static_cast<double>(k - 8);
+        break;
+      case Gen::Bool:
+        v[i] = k % 3 == 0 ? 1 : 0;
+        break;
+      case Gen::Index:
+        v[i] = static_cast<double>(k % 3);
+        break;
     }
   }
   return v;
@@ -159,7 +171,8 @@ TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
       } catch (const Error& e) {
         // The rule refuses this layout (a sharding rule, or divisibility): jit must
         // refuse it with the same words.
-        if (!dynamic_cast<const ShardingTypeError*>(&e) && !dynamic_cast<const IndivisibleError*>(&e))
+        if (!dynamic_cast<const ShardingTypeError*>(&e) &&
+            !dynamic_cast<const IndivisibleError*>(&e))
           throw;
         std::string msg = e.what();
         try {

@@ -40,13 +40,15 @@ TEST_F(OpErrors, E2IllegallyShardedResult) {
   Array a = device_put(zeros({4, 4}, int32), P("x", nullptr));
   Array b = device_put(zeros({4, 4}, int32), P(nullptr, "x"));
   auto m = error_of<ShardingTypeError>([&] { add(a, b); });
-  EXPECT_HAS(m, "add operation with inputs: i32[4@x,4], i32[4,4@x] produces an illegally sharded "
-                "result: i32[4@x,4@x]");
+  EXPECT_HAS(m,
+             "add operation with inputs: i32[4@x,4], i32[4,4@x] produces an illegally sharded "
+             "result: i32[4@x,4@x]");
   Array l = device_put(zeros({8, 2}), P("x", nullptr));
   Array r = device_put(zeros({2, 8}), P(nullptr, "x"));
   auto d = error_of<ShardingTypeError>([&] { matmul(l, r); });
-  EXPECT_HAS(d, "dot_general operation with inputs: f32[8@x,2], f32[2,8@x] produces an illegally "
-                "sharded result: f32[8@x,8@x]");
+  EXPECT_HAS(d,
+             "dot_general operation with inputs: f32[8@x,2], f32[2,8@x] produces an illegally "
+             "sharded result: f32[8@x,8@x]");
 }
 
 TEST_F(OpErrors, E3MeshesDiffer) {
@@ -76,17 +78,19 @@ TEST_F(OpErrors, E6BatchShardingsDiffer) {
   Array a = device_put(zeros({4, 8, 2}), P("x"));
   Array b = device_put(zeros({4, 2, 8}), P());
   auto m = error_of<ShardingTypeError>([&] { matmul(a, b); });
-  EXPECT_HAS(m, "dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
-                "same sharding, got ('x',) and (None,).");
+  EXPECT_HAS(m,
+             "dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
+             "same sharding, got ('x',) and (None,).");
 }
 
 TEST_F(OpErrors, E7ContractingAmbiguous) {
   Array a = device_put(zeros({8, 4}), P(nullptr, "x"));
   Array b = device_put(zeros({4, 8}), P("x"));
   auto m = error_of<ShardingTypeError>([&] { matmul(a, b); });
-  EXPECT_HAS(m, "Contracting dimensions are sharded and it is ambiguous how the output should be "
-                "sharded. Please specify the output sharding via the `out_sharding` parameter. "
-                "Got lhs_contracting_spec=('x',) and rhs_contracting_spec=('x',)");
+  EXPECT_HAS(m,
+             "Contracting dimensions are sharded and it is ambiguous how the output should be "
+             "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+             "Got lhs_contracting_spec=('x',) and rhs_contracting_spec=('x',)");
   // The escape hatch works.
   EXPECT_EQ(typeof(matmul(a, b, {.out_sharding = P("x")})).str(), "f32[8@x,8]");
   EXPECT_EQ(typeof(matmul(a, b, {.out_sharding = P(nullptr, nullptr, Unreduced{{"x"}})})).str(),
@@ -96,9 +100,10 @@ TEST_F(OpErrors, E7ContractingAmbiguous) {
 TEST_F(OpErrors, E8UnsupportedReshape) {
   Array a = device_put(zeros({4, 2, 8, 8}), P(nullptr, nullptr, "y", "x"));
   auto m = error_of<ShardingTypeError>([&] { reshape(a, {4, 16, 8}); });
-  EXPECT_HAS(m, "This reshape is not supported. Please specify the sharding of the output via the "
-                "`out_sharding` argument of tsr::reshape. Got operand type: f32[4,2,8@y,8@x], new "
-                "sizes: (4, 16, 8)");
+  EXPECT_HAS(m,
+             "This reshape is not supported. Please specify the sharding of the output via the "
+             "`out_sharding` argument of tsr::reshape. Got operand type: f32[4,2,8@y,8@x], new "
+             "sizes: (4, 16, 8)");
   Array b = reshape(a, {4, 16, 8}, P(nullptr, "y", "x"));
   EXPECT_EQ(typeof(b).str(), "f32[4,16@y,8@x]");
   EXPECT_EQ(sum(b).item<float>(), 0.f);
@@ -107,8 +112,9 @@ TEST_F(OpErrors, E8UnsupportedReshape) {
 TEST_F(OpErrors, E9SliceNotDivisible) {
   Array a = device_put(zeros({4, 4}), P("x", "y"));
   auto m = error_of<ShardingTypeError>([&] { slice(a, {0, 0}, {4, 3}); });
-  EXPECT_HAS(m, "slicing on sharded dims where out dim (3) is not divisible by mesh axes (4) with "
-                "spec ('y') is not implemented. Got input type=f32[4@x,4@y] and output shape=(4, 3)");
+  EXPECT_HAS(m,
+             "slicing on sharded dims where out dim (3) is not divisible by mesh axes (4) with "
+             "spec ('y') is not implemented. Got input type=f32[4@x,4@y] and output shape=(4, 3)");
   Array p = device_put(zeros({8}), P("x"));
   EXPECT_EQ(typeof(pad(p, 0.0, {{2, 2, 0}})).str(), "f32[12@x]");
   auto pm = error_of<ShardingTypeError>([&] { pad(p, 0.0, {{2, 3, 0}}); });
@@ -119,7 +125,8 @@ TEST_F(OpErrors, E10ConcatenateShardingsDiffer) {
   Array a = device_put(zeros({8, 4}), P("x"));
   Array b = device_put(zeros({8, 4}), P());
   auto m = error_of<ShardingTypeError>([&] { concatenate({a, b}, 1); });
-  EXPECT_HAS(m, "All operands should have the same sharding. Got shardings P('x', None), P(None, None)");
+  EXPECT_HAS(
+      m, "All operands should have the same sharding. Got shardings P('x', None), P(None, None)");
 }
 
 TEST_F(OpErrors, E11SelectShardings) {
@@ -130,8 +137,9 @@ TEST_F(OpErrors, E11SelectShardings) {
   EXPECT_HAS(m, "select cases must have the same shardings, got [P('x', None), P(None, None)].");
   Array w = device_put(zeros({8, 4}, bool_), P());
   auto m2 = error_of<ShardingTypeError>([&] { select_n(w, {a, a}); });
-  EXPECT_HAS(m2, "select `which` must be scalar or have the same sharding as cases, got `which` "
-                 "sharding P(None, None) but case sharding P('x', None).");
+  EXPECT_HAS(m2,
+             "select `which` must be scalar or have the same sharding as cases, got `which` "
+             "sharding P(None, None) but case sharding P('x', None).");
 }
 
 TEST_F(OpErrors, E25E26E27OutShardingCanonicalization) {
@@ -139,8 +147,9 @@ TEST_F(OpErrors, E25E26E27OutShardingCanonicalization) {
   {
     MeshScope s(am);
     auto m = error_of<ValueError>([&] { zeros({8, 4}, float32, P(nullptr, "y")); });
-    EXPECT_HAS(m, "PartitionSpec passed to zeros cannot contain axis names that are of type Auto "
-                  "or Manual. Got PartitionSpec: P(None, 'y') with axis name: y of type: Auto");
+    EXPECT_HAS(m,
+               "PartitionSpec passed to zeros cannot contain axis names that are of type Auto "
+               "or Manual. Got PartitionSpec: P(None, 'y') with axis name: y of type: Auto");
   }
   set_mesh(std::nullopt);
   Array a = zeros({8, 4});
@@ -149,8 +158,9 @@ TEST_F(OpErrors, E25E26E27OutShardingCanonicalization) {
   EXPECT_HAS(m, "Using PartitionSpec when you are not under a mesh context is not allowed.");
   set_mesh(mesh);
   Mesh other = make_mesh({8}, {"z"});
-  auto m3 = error_of<ValueError>(
-      [&] { reshape(zeros({8, 4}), {32}, NamedSharding(other.abstract_mesh(), P("z"))); });
+  auto m3 = error_of<ValueError>([&] {
+    reshape(zeros({8, 4}), {32}, NamedSharding(other.abstract_mesh(), P("z")));
+  });
   EXPECT_HAS(m3, "Context mesh ");
   EXPECT_HAS(m3, "should match the mesh of sharding");
 }
@@ -160,9 +170,10 @@ TEST_F(OpErrors, E28ConstraintIsAnAssertion) {
   EXPECT_NO_THROW(with_sharding_constraint(a, P("x", nullptr)));
   EXPECT_NO_THROW(with_sharding_constraint(a, P("x", UNCONSTRAINED)));
   auto m = error_of<AssertionError>([&] { with_sharding_constraint(a, P(nullptr, "y")); });
-  EXPECT_HAS(m, "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
-                "`Explicit`. The array sharding: P('x', None) did not match the sharding "
-                "provided: P(None, 'y').");
+  EXPECT_HAS(m,
+             "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+             "`Explicit`. The array sharding: P('x', None) did not match the sharding "
+             "provided: P(None, 'y').");
 }
 
 TEST_F(OpErrors, UnreducedRules) {
@@ -173,9 +184,10 @@ TEST_F(OpErrors, UnreducedRules) {
   EXPECT_HAS(m, "unreduced rule for sin is not implemented");
   Array r = device_put(zeros({8, 8}), P());
   auto m2 = error_of<ShardingTypeError>([&] { add(u, r); });
-  EXPECT_HAS(m2, "lhs is unreduced while rhs is not. `add` operation does not allow this because "
-                 "there will be implicit communication. Please reduce lhs via `reshard` before "
-                 "calling `add`.");
+  EXPECT_HAS(m2,
+             "lhs is unreduced while rhs is not. `add` operation does not allow this because "
+             "there will be implicit communication. Please reduce lhs via `reshard` before "
+             "calling `add`.");
   EXPECT_EQ(typeof(add(u, u)).str(), "f32[8,8]{U:x}");
   auto m3 = error_of<ShardingTypeError>([&] { matmul(u, r); });
   EXPECT_HAS(m3, "lhs or rhs passed to dot_general cannot be unreduced.");
@@ -221,8 +233,11 @@ TEST_F(OpErrors, ShapeRuleTypes) {
   auto parts = split(sp, 2, 0);
   EXPECT_EQ(typeof(parts[0]).str(), "f32[4@x,4@y]");
   EXPECT_EQ(typeof(broadcast_to(device_put(zeros({4}), P("y")), {8, 4})).str(), "f32[8,4@y]");
-  auto m = error_of<ValueError>([&] { broadcast_to(device_put(zeros({8, 1}), P("x")), {8, 4}, P()); });
-  EXPECT_HAS(m, "Incompatible types for broadcasting: input type=f32[8@x,1] and requested type=f32[8,4]");
+  auto m = error_of<ValueError>([&] {
+    broadcast_to(device_put(zeros({8, 1}), P("x")), {8, 4}, P());
+  });
+  EXPECT_HAS(
+      m, "Incompatible types for broadcasting: input type=f32[8@x,1] and requested type=f32[8,4]");
 }
 
 }  // namespace

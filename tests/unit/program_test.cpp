@@ -37,10 +37,11 @@ TEST_F(ProgramTest, PrintsTypedProgram) {
 TEST_F(ProgramTest, PrintsReductionAndDot) {
   Array x = device_put(zeros({8, 4}), P("X", nullptr));
   Array w = device_put(zeros({4, 2}), P());
-  std::string text = make_jaxpr(
-      [](const Array& x, const Array& w) { return sum(matmul(x, w), 0); }, x, w);
-  EXPECT_HAS(text, "c:f32[8@X,2] = dot_general[dimension_numbers=(((1,), (0,)), ((), ())) "
-                   "out_sharding=None preferred_element_type=float32] a b");
+  std::string text =
+      make_jaxpr([](const Array& x, const Array& w) { return sum(matmul(x, w), 0); }, x, w);
+  EXPECT_HAS(text,
+             "c:f32[8@X,2] = dot_general[dimension_numbers=(((1,), (0,)), ((), ())) "
+             "out_sharding=None preferred_element_type=float32] a b");
   EXPECT_HAS(text, "d:f32[2] = reduce_sum[axes=(0,)] c");
 }
 
@@ -63,7 +64,9 @@ TEST_F(ProgramTest, CseMergesAndDceDrops) {
   EXPECT_EQ(p.eqns.size(), 4u);
   detail::Program q = detail::dce(detail::cse(p));
   EXPECT_EQ(q.eqns.size(), 2u) << q.str();
-  EXPECT_EQ(q.str(), "{ lambda ; a:f32[8@X]. let\n    b:f32[8@X] = sin a\n    c:f32[8@X] = add b b\n  in (c,) }");
+  EXPECT_EQ(
+      q.str(),
+      "{ lambda ; a:f32[8@X]. let\n    b:f32[8@X] = sin a\n    c:f32[8@X] = add b b\n  in (c,) }");
   (void)unused;
   detail::typecheck(q);
 }
@@ -79,7 +82,9 @@ TEST_F(ProgramTest, TypecheckReportsFirstMismatch) {
     detail::typecheck(p);
     FAIL() << "no error";
   } catch (const TypeError& e) {
-    EXPECT_HAS(std::string(e.what()), "equation 0 (sin) output 0 has the wrong type. Got recorded f32[4@X]; expected f32[8@X]");
+    EXPECT_HAS(
+        std::string(e.what()),
+        "equation 0 (sin) output 0 has the wrong type. Got recorded f32[4@X]; expected f32[8@X]");
   }
 }
 
@@ -108,9 +113,8 @@ TEST_F(ProgramTest, StaticArgumentsAreCacheKeys) {
 }
 
 TEST_F(ProgramTest, TupleAndVectorResults) {
-  auto f = jit([](const std::vector<Array>& xs) {
-    return std::make_tuple(xs[0] + xs[1], xs[0] - xs[1]);
-  });
+  auto f = jit(
+      [](const std::vector<Array>& xs) { return std::make_tuple(xs[0] + xs[1], xs[0] - xs[1]); });
   Array a = device_put(full({8}, 3), P("X")), b = device_put(ones({8}), P("X"));
   auto [s, d] = f(std::vector<Array>{a, b});
   EXPECT_EQ(s.to_vector<float>()[7], 4.f);

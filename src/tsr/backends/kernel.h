@@ -16,13 +16,13 @@ struct LocalType {
 
 /** Everything one kernel invocation on one device sees. */
 struct KernelArgs {
-  const Primitive* prim = nullptr;          /**< parameters (downcast by the kernel) */
-  const std::vector<LocalType>* in = nullptr;   /**< input local types */
-  const std::vector<LocalType>* out = nullptr;  /**< output local types */
-  const void* const* in_ptr = nullptr;      /**< input blocks */
-  void* const* out_ptr = nullptr;           /**< output blocks (preallocated) */
-  const Shape* out_origin = nullptr;        /**< global position of output 0's block */
-  int busy_devices = 1;                     /**< devices running this step at once */
+  const Primitive* prim = nullptr;             /**< parameters (downcast by the kernel) */
+  const std::vector<LocalType>* in = nullptr;  /**< input local types */
+  const std::vector<LocalType>* out = nullptr; /**< output local types */
+  const void* const* in_ptr = nullptr;         /**< input blocks */
+  void* const* out_ptr = nullptr;              /**< output blocks (preallocated) */
+  const Shape* out_origin = nullptr;           /**< global position of output 0's block */
+  int busy_devices = 1;                        /**< devices running this step at once */
 
   /** Typed input pointer. */
   template <typename T>

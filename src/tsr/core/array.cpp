@@ -47,7 +47,8 @@ void check_concrete(const Array& x, const char* api) {
                      "function and read it outside, or use cond / while_loop for data-dependent "
                      "control flow.");
   if (x.impl()->deleted)
-    throw ValueError(std::string("[") + api + "] the array was deleted: it was donated to a jit "
+    throw ValueError(std::string("[") + api +
+                     "] the array was deleted: it was donated to a jit "
                      "call. Got a donated array; expected a live one. Use the jit's result, or "
                      "do not donate this argument.");
 }

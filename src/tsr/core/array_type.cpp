@@ -107,11 +107,11 @@ NamedSharding type_sharding(const NamedSharding& s, const Shape& shape) {
       entry += ax.size() == 1 ? ",)" : ")";
       std::string shp = shape_str(shape);
       throw IndivisibleError("[type] Sharding spec " + entry + " implies that array axis " +
-                       std::to_string(d) + " is partitioned " + std::to_string(t) +
-                       " times, but does not evenly divide the dimension size " +
-                       std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +
-                       out.str() + ". Make the dimension a multiple of " + std::to_string(t) +
-                       " or shard it over fewer devices.");
+                             std::to_string(d) + " is partitioned " + std::to_string(t) +
+                             " times, but does not evenly divide the dimension size " +
+                             std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +
+                             out.str() + ". Make the dimension a multiple of " + std::to_string(t) +
+                             " or shard it over fewer devices.");
     }
   }
   return out;

@@ -44,7 +44,8 @@ std::unordered_map<EagerKey, EagerEntry, EagerHash>& cache() {
 }
 
 size_t impl_hash(const ArrayImpl& a) {
-  size_t h = a.sharding.hash() * 131 + static_cast<size_t>(a.type.dtype) * 7 + (a.type.weak ? 1 : 0);
+  size_t h =
+      a.sharding.hash() * 131 + static_cast<size_t>(a.type.dtype) * 7 + (a.type.weak ? 1 : 0);
   for (int64_t d : a.type.shape) h = h * 1000003 + static_cast<size_t>(d);
   return h;
 }
@@ -68,7 +69,10 @@ std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
     if (it != cache().end()) ex = it->second.ex;
   }
   struct Release {  // drop the key's references to the inputs once done
-    ~Release() { key.in.clear(); key.prim.reset(); }
+    ~Release() {
+      key.in.clear();
+      key.prim.reset();
+    }
   } release;
   if (!ex) {
     std::vector<ArrayType> in_t;

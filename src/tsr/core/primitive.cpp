@@ -105,10 +105,10 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
     if (!first) {
       first = &m;
     } else if (!(m == *first) && (has_explicit(m) || has_explicit(*first))) {
-      throw ShardingTypeError(std::string("[") + name +
-                              "] Mesh for all inputs should be equal. Got one mesh: " +
-                              first->str() + " and another mesh: " + m.str() +
-                              ". Reshard the inputs onto one mesh first.");
+      throw ShardingTypeError(
+          std::string("[") + name +
+          "] Mesh for all inputs should be equal. Got one mesh: " + first->str() +
+          " and another mesh: " + m.str() + ". Reshard the inputs onto one mesh first.");
     }
   }
   try {

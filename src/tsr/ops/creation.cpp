@@ -17,13 +17,16 @@ void check_shape(const Shape& shape, const char* api) {
       throw ValueError(std::string("[") + api + "] negative dimension. Got shape " +
                        shape_str(shape) + "; expected sizes >= 0.");
 }
-Array make_full(const Shape& shape, double v, DType dtype, const Placement& where, const char* api) {
+Array make_full(const Shape& shape, double v, DType dtype, const Placement& where,
+                const char* api) {
   check_shape(shape, api);
-  return bind1(std::make_shared<prim::Full>(shape, dtype, v, false, resolve_placed(where, shape, api)), {});
+  return bind1(
+      std::make_shared<prim::Full>(shape, dtype, v, false, resolve_placed(where, shape, api)), {});
 }
 Array make_iota(DType dtype, const Shape& shape, int dim, const Placement& where, const char* api) {
   check_shape(shape, api);
-  return bind1(std::make_shared<prim::Iota>(dtype, shape, dim, resolve_placed(where, shape, api)), {});
+  return bind1(std::make_shared<prim::Iota>(dtype, shape, dim, resolve_placed(where, shape, api)),
+               {});
 }
 }  // namespace
 
@@ -49,7 +52,8 @@ Array arange(double start, double stop, double step, DType dtype, const Placemen
   int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
   if (start == 0 && step == 1) return make_iota(dtype, {n}, 0, where, "arange");
   // start + step * i, computed in the output dtype's precision class like jnp.arange.
-  DType work = is_floating(dtype) ? (dtype == DType::Float64 ? DType::Float64 : DType::Float32) : dtype;
+  DType work =
+      is_floating(dtype) ? (dtype == DType::Float64 ? DType::Float64 : DType::Float32) : dtype;
   Array i = make_iota(work, {n}, 0, where, "arange");
   return astype(add(multiply(i, step), start), dtype);
 }
@@ -75,7 +79,8 @@ Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtyp
   Array r = add(multiply(i, step), start);
   if (endpoint && num > 1) {
     // The last sample is exactly `stop`, as NumPy guarantees.
-    Array last = equal(broadcasted_iota(DType::Int32, {num}, 0, where), static_cast<int64_t>(num - 1));
+    Array last =
+        equal(broadcasted_iota(DType::Int32, {num}, 0, where), static_cast<int64_t>(num - 1));
     r = tsr::where(last, stop, r);
   }
   return astype(r, dtype);

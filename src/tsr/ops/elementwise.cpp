@@ -1,9 +1,9 @@
 // Elementwise front-ends: promote dtypes (JAX lattice, weak scalars), promote
 // ranks (NumPy), then bind the primitive; lax size-1 broadcasting does the rest.
+#include "tsr/prims/elementwise.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/error.h"
 #include "tsr/ops/ops_common.h"
-#include "tsr/prims/elementwise.h"
 #include "tsr/prims/shape_ops.h"
 
 namespace tsr {
@@ -27,8 +27,9 @@ Array binary(BinaryOp op, const ArrayLike& a, const ArrayLike& b, const char* na
 Array to_bool(const ArrayLike& a) {
   if (const auto* x = std::get_if<Array>(&a.value()))
     return x->dtype() == DType::Bool ? *x : not_equal(*x, 0);
-  return promote({a}, "logical")[0].dtype() == DType::Bool ? promote({a}, "logical")[0]
-                                                           : not_equal(promote({a}, "logical")[0], 0);
+  return promote({a}, "logical")[0].dtype() == DType::Bool
+             ? promote({a}, "logical")[0]
+             : not_equal(promote({a}, "logical")[0], 0);
 }
 
 }  // namespace
@@ -64,8 +65,12 @@ Array integer_pow(const Array& x, int y) {
 }
 
 Array add(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Add, a, b, "add"); }
-Array subtract(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Sub, a, b, "sub"); }
-Array multiply(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Mul, a, b, "mul"); }
+Array subtract(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Sub, a, b, "sub");
+}
+Array multiply(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Mul, a, b, "mul");
+}
 Array divide(const ArrayLike& a, const ArrayLike& b) {
   std::vector<Array> v = promote({a, b}, "div");
   if (!is_floating(v[0].dtype()))  // true division, as jnp.divide
@@ -92,13 +97,21 @@ Array logical_or(const ArrayLike& a, const ArrayLike& b) {
 Array logical_xor(const ArrayLike& a, const ArrayLike& b) {
   return binary(BinaryOp::Xor, to_bool(a), to_bool(b), "xor");
 }
-Array bitwise_and(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::And, a, b, "and"); }
-Array bitwise_or(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Or, a, b, "or"); }
-Array bitwise_xor(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Xor, a, b, "xor"); }
+Array bitwise_and(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::And, a, b, "and");
+}
+Array bitwise_or(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Or, a, b, "or");
+}
+Array bitwise_xor(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Xor, a, b, "xor");
+}
 Array equal(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Eq, a, b, "eq"); }
 Array not_equal(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Ne, a, b, "ne"); }
 Array less(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Lt, a, b, "lt"); }
-Array less_equal(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Le, a, b, "le"); }
+Array less_equal(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Le, a, b, "le");
+}
 Array greater(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Gt, a, b, "gt"); }
 Array greater_equal(const ArrayLike& a, const ArrayLike& b) {
   return binary(BinaryOp::Ge, a, b, "ge");
@@ -134,7 +147,8 @@ Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y) {
         if (!t.sharding.mesh().empty()) m = t.sharding.mesh();
       std::optional<NamedSharding> s;
       if (!m.empty()) s = NamedSharding(m, PartitionSpec(e));
-      all[k] = bind1(std::make_shared<prim::BroadcastInDim>(shape, std::vector<int>{}, s), {all[k]});
+      all[k] =
+          bind1(std::make_shared<prim::BroadcastInDim>(shape, std::vector<int>{}, s), {all[k]});
     }
   return bind1(std::make_shared<prim::SelectN>(), {all[0], all[2], all[1]});
 }
@@ -148,7 +162,7 @@ Array select_n(const Array& which, const std::vector<Array>& cases) {
 Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi) {
   std::vector<Array> v = promote({lo, x, hi}, "clamp");
   return bind1(std::make_shared<prim::Clamp>(), {convert(v[0], x.dtype(), x.type().weak), x,
-                                                  convert(v[2], x.dtype(), x.type().weak)});
+                                                 convert(v[2], x.dtype(), x.type().weak)});
 }
 
 Array astype(const Array& x, DType dtype) { return convert(x, dtype, false); }

@@ -83,8 +83,10 @@ Operand sum_unique(Operand op, const std::string& keep) {
   std::string rest;
   for (int i = 0; i < static_cast<int>(op.labels.size()); ++i) {
     char c = op.labels[i];
-    if (keep.find(c) == std::string::npos) axes.push_back(i);
-    else rest += c;
+    if (keep.find(c) == std::string::npos)
+      axes.push_back(i);
+    else
+      rest += c;
   }
   if (!axes.empty()) op.x = sum(op.x, axes);
   op.labels = rest;
@@ -93,7 +95,8 @@ Operand sum_unique(Operand op, const std::string& keep) {
 
 }  // namespace
 
-Array einsum(const std::string& subscripts, const std::vector<Array>& operands, const DotOptions& o) {
+Array einsum(const std::string& subscripts, const std::vector<Array>& operands,
+             const DotOptions& o) {
   std::string spec;
   for (char c : subscripts)
     if (c != ' ') spec += c;
@@ -136,7 +139,8 @@ Array einsum(const std::string& subscripts, const std::vector<Array>& operands, 
         if (l[a] == l[b])
           throw NotImplementedError("[einsum] repeated subscript '" + std::string(1, l[a]) +
                                     "' within one operand (a trace/diagonal) is not supported "
-                                    "yet. Got '" + l + "'; expected distinct labels per operand.");
+                                    "yet. Got '" +
+                                    l + "'; expected distinct labels per operand.");
     ops.push_back({operands[i], l});
   }
   bool two = ops.size() == 2;
@@ -181,8 +185,8 @@ Array einsum(const std::string& subscripts, const std::vector<Array>& operands, 
         auto p = out.find(c);
         nat.push_back(p == std::string::npos ? PartitionEntry() : e[p]);
       }
-      step.out_sharding = NamedSharding(s->mesh(), PartitionSpec(nat, s->spec().unreduced(),
-                                                                  s->spec().reduced()));
+      step.out_sharding =
+          NamedSharding(s->mesh(), PartitionSpec(nat, s->spec().unreduced(), s->spec().reduced()));
     }
     acc = {dot_general(acc.x, rhs.x, d, step), res};
   }

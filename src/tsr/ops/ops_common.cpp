@@ -14,7 +14,8 @@ void check_explicit(const NamedSharding& s, const char* api) {
     if (m.axis_type(a) != AxisType::Explicit)
       throw ValueError(std::string("[") + api + "] PartitionSpec passed to " + api +
                        " cannot contain axis names that are of type Auto or Manual. Got "
-                       "PartitionSpec: " + s.spec().repr() + " with axis name: " + a +
+                       "PartitionSpec: " +
+                       s.spec().repr() + " with axis name: " + a +
                        " of type: " + axis_type_name(m.axis_type(a)) +
                        ". Use only Explicit axes here (or auto_axes for Auto ones).");
   };
@@ -34,7 +35,8 @@ std::optional<NamedSharding> canonicalize_sharding(const ShardingArg& s, const c
       throw ValueError(std::string("[") + api +
                        "] Using PartitionSpec when you are not under a mesh context is not "
                        "allowed. Please pass a NamedSharding instance or enter into a mesh "
-                       "context via `set_mesh` (MeshScope). Got " + ps->repr());
+                       "context via `set_mesh` (MeshScope). Got " +
+                       ps->repr());
     out = NamedSharding(ctx, *ps);
   } else {
     const NamedSharding& ns = std::get<NamedSharding>(s);
@@ -118,7 +120,8 @@ std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op) {
     const auto& v = a.value();
     if (const auto* x = std::get_if<Array>(&v)) {
       if (!x->valid())
-        throw ValueError(std::string("[") + op + "] an operand is an empty Array handle. Got a "
+        throw ValueError(std::string("[") + op +
+                         "] an operand is an empty Array handle. Got a "
                          "default-constructed Array; expected an array made by an op.");
       out.push_back(convert(*x, t.dtype, t.weak && x->type().weak ? true : t.weak));
     } else {

@@ -42,7 +42,8 @@ Array keep(const Array& r, const Array& x, const std::vector<int>& axes, bool ke
 Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOptions& o,
              const char* op) {
   Array x = x0;
-  if (o.dtype) x = astype(x, *o.dtype);
+  if (o.dtype)
+    x = astype(x, *o.dtype);
   else if (k == ReduceKind::Sum || k == ReduceKind::Prod) {
     if (x.dtype() == DType::Bool || x.dtype() == DType::Int8) x = astype(x, DType::Int32);
     if (x.dtype() == DType::UInt8) x = astype(x, DType::UInt32);
@@ -111,8 +112,10 @@ Array arg(bool is_max, const Array& x, std::optional<int> axis, bool keepdims) {
   Array r = bind1(std::make_shared<prim::ArgReduce>(is_max, ax, DType::Int32), {v});
   if (keepdims) {
     Shape shape = x.shape();
-    if (axis) shape[ax] = 1;
-    else std::fill(shape.begin(), shape.end(), 1);
+    if (axis)
+      shape[ax] = 1;
+    else
+      std::fill(shape.begin(), shape.end(), 1);
     r = reshape(r, shape);
   }
   return r;

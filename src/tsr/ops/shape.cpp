@@ -127,7 +127,8 @@ Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape&
 }
 
 namespace {
-std::vector<Array> index_arrays(const std::vector<ArrayLike>& start, const Array& x, const char* op) {
+std::vector<Array> index_arrays(const std::vector<ArrayLike>& start, const Array& x,
+                                const char* op) {
   std::vector<Array> out;
   for (const auto& s : start) {
     if (const auto* a = std::get_if<Array>(&s.value())) {
@@ -150,7 +151,8 @@ Array dynamic_slice(const Array& x, const std::vector<ArrayLike>& start, const S
   return bind1(std::make_shared<prim::DynamicSlice>(sizes), in);
 }
 
-Array dynamic_update_slice(const Array& x, const Array& update, const std::vector<ArrayLike>& start) {
+Array dynamic_update_slice(const Array& x, const Array& update,
+                           const std::vector<ArrayLike>& start) {
   std::vector<Array> in{x, update};
   for (auto& a : index_arrays(start, x, "dynamic_update_slice")) in.push_back(a);
   return bind1(std::make_shared<prim::DynamicUpdateSlice>(), in);
@@ -224,8 +226,10 @@ Array reshard(const Array& x, const Placement& where) {
   NamedSharding dst;
   if (const auto* ns = std::get_if<NamedSharding>(&where); ns && !ns->concrete_mesh()) {
     if (ns->mesh().empty())
-      throw ValueError("[reshard] Reshard should only be used with out_shardings which are "
-                       "non-None and have a non-empty mesh. Got sharding " + ns->str() + ".");
+      throw ValueError(
+          "[reshard] Reshard should only be used with out_shardings which are "
+          "non-None and have a non-empty mesh. Got sharding " +
+          ns->str() + ".");
     dst = *canonicalize_sharding(*ns, "reshard", false);
   } else if (std::holds_alternative<PartitionSpec>(where)) {
     // Eager and traced take one path, so they raise the same errors.
@@ -255,9 +259,10 @@ Array with_sharding_constraint(const Array& x, const ShardingArg& sharding) {
   if (const auto* ps = std::get_if<PartitionSpec>(&sharding)) {
     m = get_abstract_mesh();
     if (m.empty())
-      throw ValueError("[with_sharding_constraint] with_sharding_constraint requires a non-empty "
-                       "mesh in context if you are passing `PartitionSpec`s to shardings. Got " +
-                       ps->repr() + " with no context mesh. Enter one with MeshScope.");
+      throw ValueError(
+          "[with_sharding_constraint] with_sharding_constraint requires a non-empty "
+          "mesh in context if you are passing `PartitionSpec`s to shardings. Got " +
+          ps->repr() + " with no context mesh. Enter one with MeshScope.");
     spec = *ps;  // may hold UNCONSTRAINED, which a NamedSharding on Explicit axes may not
   } else {
     m = std::get<NamedSharding>(sharding).mesh();
@@ -284,10 +289,10 @@ Array with_sharding_constraint(const Array& x, const ShardingArg& sharding) {
   }
   for (const auto& a : spec.partition_axes())
     if (m.axis_type(a) != AxisType::Auto)
-      throw ValueError("[with_sharding_constraint] The spec of NamedSharding passed to "
-                       "with_sharding_constraint can only refer to Auto axes of the mesh. Got spec=" +
-                       spec.repr() + " and mesh=" + m.str() +
-                       ". You probably meant to use `reshard` API?");
+      throw ValueError(
+          "[with_sharding_constraint] The spec of NamedSharding passed to "
+          "with_sharding_constraint can only refer to Auto axes of the mesh. Got spec=" +
+          spec.repr() + " and mesh=" + m.str() + ". You probably meant to use `reshard` API?");
   // Auto axes: a hint for the Auto propagation pass (a later issue); the type is unchanged.
   return x;
 }

@@ -44,7 +44,11 @@ class Full : public detail::Primitive {
  public:
   /** shape, dtype, value, weak flag, placement. */
   Full(Shape shape, DType dtype, double value, bool weak, Placed where)
-      : shape_(std::move(shape)), dtype_(dtype), value_(value), weak_(weak), where_(std::move(where)) {}
+      : shape_(std::move(shape)),
+        dtype_(dtype),
+        value_(value),
+        weak_(weak),
+        where_(std::move(where)) {}
   /** The value. */
   double value() const { return value_; }
   const char* name() const override { return "full"; }

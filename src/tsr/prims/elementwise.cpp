@@ -10,11 +10,12 @@ using namespace tsr::detail;
 namespace {
 
 const char* const kUnaryNames[kNumUnaryOps] = {
-    "neg", "abs",   "sign", "floor", "ceil", "round", "exp",      "exp2", "log",       "log1p", "expm1",
-    "sqrt", "rsqrt", "square", "sin", "cos", "tan",  "tanh", "logistic", "erf", "is_finite", "not"};
-const char* const kBinaryNames[kNumBinaryOps] = {"add", "sub", "mul", "div", "rem", "pow",
-                                                 "max", "min", "atan2", "and", "or", "xor",
-                                                 "eq",  "ne",  "lt",  "le",  "gt", "ge"};
+    "neg", "abs",   "sign",     "floor", "ceil",      "round",  "exp", "exp2",
+    "log", "log1p", "expm1",    "sqrt",  "rsqrt",     "square", "sin", "cos",
+    "tan", "tanh",  "logistic", "erf",   "is_finite", "not"};
+const char* const kBinaryNames[kNumBinaryOps] = {"add", "sub", "mul",   "div", "rem", "pow",
+                                                 "max", "min", "atan2", "and", "or",  "xor",
+                                                 "eq",  "ne",  "lt",    "le",  "gt",  "ge"};
 
 bool register_all() {
   for (const char* n : kUnaryNames) register_primitive(n);
@@ -83,10 +84,9 @@ std::vector<PartitionEntry> broadcast_entries(const char* name, const std::vecto
         std::string shapes;
         for (size_t i = 0; i < in.size(); ++i) shapes += (i ? ", " : "") + shape_str(in[i].shape);
         throw TypeError(std::string("[") + name + "] " + name +
-                        " got incompatible shapes for broadcasting: " + shapes +
-                        ". Got sizes " + std::to_string(out_shape[d]) + " and " +
-                        std::to_string(n) + " in dimension " + std::to_string(d) +
-                        "; expected equal sizes or 1.");
+                        " got incompatible shapes for broadcasting: " + shapes + ". Got sizes " +
+                        std::to_string(out_shape[d]) + " and " + std::to_string(n) +
+                        " in dimension " + std::to_string(d) + "; expected equal sizes or 1.");
       }
       out_shape[d] = n;
     }
@@ -151,20 +151,21 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
   const auto& rr = reduced_of(in[1]);
   std::set<std::string> red;
   if (!rl.empty() && !rr.empty() && rl != rr)
-    throw ShardingTypeError(std::string("[") + name +
-                            "] All inputs should be reduced across the same mesh axes. Got specs: " +
-                            in[0].sharding.spec().repr() + ", " + in[1].sharding.spec().repr() +
-                            ". Reshard one operand first.");
+    throw ShardingTypeError(
+        std::string("[") + name +
+        "] All inputs should be reduced across the same mesh axes. Got specs: " +
+        in[0].sharding.spec().repr() + ", " + in[1].sharding.spec().repr() +
+        ". Reshard one operand first.");
   red = !rl.empty() ? rl : rr;
   if (ul.empty() && ur.empty()) return PartitionSpec({}, {}, red);
   bool addlike = op == BinaryOp::Add || op == BinaryOp::Sub;
   if (addlike) {
     if (!ul.empty() && !ur.empty()) {
       if (ul != ur)
-        throw ShardingTypeError(std::string("[") + name + "] lhs and rhs to `" + name +
-                                "` must be unreduced along the same mesh axes. Got lhs=" +
-                                quoted_set(ul) + ", rhs=" + quoted_set(ur) +
-                                ". Reshard one operand first.");
+        throw ShardingTypeError(
+            std::string("[") + name + "] lhs and rhs to `" + name +
+            "` must be unreduced along the same mesh axes. Got lhs=" + quoted_set(ul) +
+            ", rhs=" + quoted_set(ur) + ". Reshard one operand first.");
       return PartitionSpec({}, ul, {}, in[0].sharding.spec().unreduced_kind());
     }
     const char* u = ul.empty() ? "rhs" : "lhs";
@@ -172,23 +173,23 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
     throw ShardingTypeError(std::string("[") + name + "] " + u + " is unreduced while " + o +
                             " is not. `" + name +
                             "` operation does not allow this because there will be implicit "
-                            "communication. Please reduce " + u + " via `reshard` before calling `" +
-                            name + "`.");
+                            "communication. Please reduce " +
+                            u + " via `reshard` before calling `" + name + "`.");
   }
   if (op == BinaryOp::Mul) {
     if (!ul.empty() && !ur.empty())
-      throw ShardingTypeError(std::string("[") + name +
-                              "] lhs and rhs cannot be unreduced since mul is bilinear. Got lhs=" +
-                              quoted_set(ul) + ", rhs=" + quoted_set(ur) +
-                              ". Reduce one operand with reshard first.");
+      throw ShardingTypeError(
+          std::string("[") + name +
+          "] lhs and rhs cannot be unreduced since mul is bilinear. Got lhs=" + quoted_set(ul) +
+          ", rhs=" + quoted_set(ur) + ". Reduce one operand with reshard first.");
     const auto& u = ul.empty() ? ur : ul;
     const auto& r = ul.empty() ? rl : rr;
     if (r != u)
       throw ShardingTypeError(std::string("[") + name + "] " + (ul.empty() ? "LHS" : "RHS") +
                               " should be reduced along the same axes " +
-                              (ul.empty() ? "RHS" : "LHS") + " is unreduced on. Got lhs=" +
-                              in[0].sharding.spec().repr() + " and rhs=" +
-                              in[1].sharding.spec().repr() +
+                              (ul.empty() ? "RHS" : "LHS") +
+                              " is unreduced on. Got lhs=" + in[0].sharding.spec().repr() +
+                              " and rhs=" + in[1].sharding.spec().repr() +
                               ". Reshard the other operand with Reduced{...} on those axes.");
     return PartitionSpec({}, u, {}, UnreducedKind::Sum);
   }
@@ -205,8 +206,8 @@ bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 std::vector<ArrayType> Unary::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& x = in.at(0);
   if (float_only(op_) && !is_floating(x.dtype))
-    throw TypeError(std::string("[") + name() + "] " + name() +
-                    " does not accept dtype " + dtype_name(x.dtype) + ". Got " + x.str() +
+    throw TypeError(std::string("[") + name() + "] " + name() + " does not accept dtype " +
+                    dtype_name(x.dtype) + ". Got " + x.str() +
                     "; expected a floating-point array. Convert with astype(float32).");
   if (op_ == UnaryOp::Not && is_floating(x.dtype))
     throw TypeError(std::string("[not] logical_not/bitwise not does not accept dtype ") +
@@ -245,10 +246,11 @@ std::vector<ArrayType> Binary::infer(const std::vector<ArrayType>& in) const {
   if (op_ == BinaryOp::Atan2 && !is_floating(a.dtype))
     throw TypeError(std::string("[atan2] atan2 does not accept dtype ") + dtype_name(a.dtype) +
                     ". Got " + a.str() + "; expected floating-point operands.");
-  if (!logical && !is_comparison(op_) && a.dtype == DType::Bool &&
-      op_ != BinaryOp::Max && op_ != BinaryOp::Min)
-    throw TypeError(std::string("[") + name() + "] " + name() + " does not accept dtype bool. Got " +
-                    a.str() + "; expected numeric operands. Convert with astype first.");
+  if (!logical && !is_comparison(op_) && a.dtype == DType::Bool && op_ != BinaryOp::Max &&
+      op_ != BinaryOp::Min)
+    throw TypeError(std::string("[") + name() + "] " + name() +
+                    " does not accept dtype bool. Got " + a.str() +
+                    "; expected numeric operands. Convert with astype first.");
   Shape shape;
   std::vector<PartitionEntry> e = broadcast_entries(name(), in, shape);
   PartitionSpec sets = ur_sets(name(), op_, in);
@@ -274,9 +276,10 @@ std::vector<ArrayType> SelectN::infer(const std::vector<ArrayType>& in) const {
       throw TypeError("[select_n] select cases must have the same shapes and dtypes, got " +
                       in[i].str() + " and " + c0.str() + ". Broadcast and convert them first.");
   if (w.ndim() != 0 && w.shape != c0.shape)
-    throw TypeError("[select_n] select `which` must be scalar or have the same shape as cases, got "
-                    "`which` shape " + shape_str(w.shape) + " but case shape " +
-                    shape_str(c0.shape) + ". Broadcast it first.");
+    throw TypeError(
+        "[select_n] select `which` must be scalar or have the same shape as cases, got "
+        "`which` shape " +
+        shape_str(w.shape) + " but case shape " + shape_str(c0.shape) + ". Broadcast it first.");
   const NamedSharding* cs = nullptr;
   for (size_t i = 1; i < in.size(); ++i) {
     if (in[i].sharding.mesh().empty()) continue;
@@ -290,12 +293,12 @@ std::vector<ArrayType> SelectN::infer(const std::vector<ArrayType>& in) const {
     if (!cs) cs = &in[i].sharding;
   }
   if (w.ndim() != 0 && cs && !w.sharding.mesh().empty() &&
-      (!(w.sharding.mesh() == cs->mesh()) ||
-       w.sharding.spec().entries() != cs->spec().entries()))
-    throw ShardingTypeError("[select_n] select `which` must be scalar or have the same sharding as "
-                            "cases, got `which` sharding " + w.sharding.spec().repr() +
-                            " but case sharding " + cs->spec().repr() +
-                            ". Reshard `which` to the cases' sharding.");
+      (!(w.sharding.mesh() == cs->mesh()) || w.sharding.spec().entries() != cs->spec().entries()))
+    throw ShardingTypeError(
+        "[select_n] select `which` must be scalar or have the same sharding as "
+        "cases, got `which` sharding " +
+        w.sharding.spec().repr() + " but case sharding " + cs->spec().repr() +
+        ". Reshard `which` to the cases' sharding.");
   std::vector<ArrayType> cases(in.begin() + 1, in.end());
   for (size_t i = 0; i < cases.size(); ++i) no_unreduced("select_n", {cases[i]});
   bool weak = true;
@@ -318,12 +321,15 @@ std::vector<ArrayType> Clamp::infer(const std::vector<ArrayType>& in) const {
   for (const ArrayType* b : {&lo, &hi}) {
     if (b->dtype != x.dtype)
       throw TypeError(std::string("[clamp] clamp requires min, operand and max to have the same "
-                                  "dtype. Got ") + dtype_name(b->dtype) + " and " +
-                      dtype_name(x.dtype) + "; expected equal dtypes. Convert with astype.");
+                                  "dtype. Got ") +
+                      dtype_name(b->dtype) + " and " + dtype_name(x.dtype) +
+                      "; expected equal dtypes. Convert with astype.");
     if (b->ndim() != 0 && b->shape != x.shape)
-      throw TypeError("[clamp] clamp requires min and max to be scalars or shaped like the "
-                      "operand. Got " + shape_str(b->shape) + " and " + shape_str(x.shape) +
-                      "; expected () or " + shape_str(x.shape) + ". Broadcast them first.");
+      throw TypeError(
+          "[clamp] clamp requires min and max to be scalars or shaped like the "
+          "operand. Got " +
+          shape_str(b->shape) + " and " + shape_str(x.shape) + "; expected () or " +
+          shape_str(x.shape) + ". Broadcast them first.");
   }
   no_unreduced("clamp", in);
   return {x};

@@ -9,8 +9,28 @@ namespace tsr::prim {
 
 /** Unary elementwise operations (one primitive name each). */
 enum class UnaryOp : uint8_t {
-  Neg, Abs, Sign, Floor, Ceil, Round, Exp, Exp2, Log, Log1p, Expm1, Sqrt, Rsqrt, Square,
-  Sin, Cos, Tan, Tanh, Logistic, Erf, IsFinite, Not,
+  Neg,
+  Abs,
+  Sign,
+  Floor,
+  Ceil,
+  Round,
+  Exp,
+  Exp2,
+  Log,
+  Log1p,
+  Expm1,
+  Sqrt,
+  Rsqrt,
+  Square,
+  Sin,
+  Cos,
+  Tan,
+  Tanh,
+  Logistic,
+  Erf,
+  IsFinite,
+  Not,
 };
 /** Number of UnaryOp values. */
 inline constexpr int kNumUnaryOps = 22;
@@ -49,7 +69,24 @@ class IntegerPow : public detail::Primitive {
 
 /** Binary elementwise operations. */
 enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Rem, Pow, Max, Min, Atan2, And, Or, Xor, Eq, Ne, Lt, Le, Gt, Ge,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Rem,
+  Pow,
+  Max,
+  Min,
+  Atan2,
+  And,
+  Or,
+  Xor,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
 };
 /** Number of BinaryOp values. */
 inline constexpr int kNumBinaryOps = 18;

@@ -16,7 +16,8 @@ using namespace tsr::detail;
 namespace {
 const bool registered = register_primitive("dot_general");
 
-std::vector<int> free_dims(int rank, const std::vector<int>& contract, const std::vector<int>& batch) {
+std::vector<int> free_dims(int rank, const std::vector<int>& contract,
+                           const std::vector<int>& batch) {
   std::vector<int> f;
   for (int d = 0; d < rank; ++d)
     if (std::find(contract.begin(), contract.end(), d) == contract.end() &&
@@ -51,29 +52,35 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
   check_dims(d.lhs_batch, l.ndim(), "lhs batch");
   check_dims(d.rhs_batch, r.ndim(), "rhs batch");
   if (d.lhs_contract.size() != d.rhs_contract.size() || d.lhs_batch.size() != d.rhs_batch.size())
-    throw TypeError("[dot_general] dot_general requires equal numbers of lhs and rhs contracting "
-                    "and batch dimensions. Got contracting " + ints(d.lhs_contract) + " and " +
-                    ints(d.rhs_contract) + ", batch " + ints(d.lhs_batch) + " and " +
-                    ints(d.rhs_batch) + "; expected pairs.");
+    throw TypeError(
+        "[dot_general] dot_general requires equal numbers of lhs and rhs contracting "
+        "and batch dimensions. Got contracting " +
+        ints(d.lhs_contract) + " and " + ints(d.rhs_contract) + ", batch " + ints(d.lhs_batch) +
+        " and " + ints(d.rhs_batch) + "; expected pairs.");
   for (size_t i = 0; i < d.lhs_contract.size(); ++i)
     if (l.shape[d.lhs_contract[i]] != r.shape[d.rhs_contract[i]])
-      throw TypeError("[dot_general] dot_general requires contracting dimensions to have the same "
-                      "shape, got " + shape_str(l.shape) + " and " + shape_str(r.shape) +
-                      " contracting " + ints(d.lhs_contract) + " with " + ints(d.rhs_contract) +
-                      ". Transpose or reshape an operand so the contracted sizes agree.");
+      throw TypeError(
+          "[dot_general] dot_general requires contracting dimensions to have the same "
+          "shape, got " +
+          shape_str(l.shape) + " and " + shape_str(r.shape) + " contracting " +
+          ints(d.lhs_contract) + " with " + ints(d.rhs_contract) +
+          ". Transpose or reshape an operand so the contracted sizes agree.");
   for (size_t i = 0; i < d.lhs_batch.size(); ++i)
     if (l.shape[d.lhs_batch[i]] != r.shape[d.rhs_batch[i]])
-      throw TypeError("[dot_general] dot_general requires lhs batch dimensions and rhs batch "
-                      "dimensions to have the same shape, got " + shape_str(l.shape) + " and " +
-                      shape_str(r.shape) + ". Make the batch sizes agree.");
+      throw TypeError(
+          "[dot_general] dot_general requires lhs batch dimensions and rhs batch "
+          "dimensions to have the same shape, got " +
+          shape_str(l.shape) + " and " + shape_str(r.shape) + ". Make the batch sizes agree.");
   if (l.dtype != r.dtype)
     throw TypeError(std::string("[dot_general] dot_general requires operands of the same dtype. "
-                                "Got ") + dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
+                                "Got ") +
+                    dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                     "; expected equal dtypes. The tsr::matmul front-end promotes for you.");
   if (!unreduced_of(l).empty() || !unreduced_of(r).empty())
-    throw ShardingTypeError("[dot_general] lhs or rhs passed to dot_general cannot be unreduced. "
-                            "Got lhs=" + l.str() + " and rhs=" + r.str() +
-                            ". Reduce them with reshard first.");
+    throw ShardingTypeError(
+        "[dot_general] lhs or rhs passed to dot_general cannot be unreduced. "
+        "Got lhs=" +
+        l.str() + " and rhs=" + r.str() + ". Reduce them with reshard first.");
   std::vector<int> lf = free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
   std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
   Shape shape;
@@ -86,37 +93,42 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
     const auto& U = out_sharding_->spec().unreduced();
     if (!U.empty()) {
       if (out_sharding_->spec().unreduced_kind() != UnreducedKind::Sum)
-        throw ValueError("[dot_general] `out_sharding` passed to `dot_general` can only contain "
-                         "unreduced of kind `sum`. Got " + out_sharding_->spec().repr() +
-                         "; expected unreduced_kind=sum.");
+        throw ValueError(
+            "[dot_general] `out_sharding` passed to `dot_general` can only contain "
+            "unreduced of kind `sum`. Got " +
+            out_sharding_->spec().repr() + "; expected unreduced_kind=sum.");
       std::string ls = entries_at(le, d.lhs_contract), rs = entries_at(re, d.rhs_contract);
       if (ls != rs)
-        throw ShardingTypeError("[dot_general] lhs and rhs contracting dims should be sharded "
-                                "identically when out_sharding provided to dot_general mentions "
-                                "unreduced_axes. Got lhs_contracting_spec=" + ls +
-                                ", rhs_contracting_spec=" + rs + ". Reshard one operand.");
+        throw ShardingTypeError(
+            "[dot_general] lhs and rhs contracting dims should be sharded "
+            "identically when out_sharding provided to dot_general mentions "
+            "unreduced_axes. Got lhs_contracting_spec=" +
+            ls + ", rhs_contracting_spec=" + rs + ". Reshard one operand.");
       std::set<std::string> caxes;
       for (int x : d.lhs_contract)
         for (const auto& a : le[x].axes()) caxes.insert(a);
       if (caxes != U)
-        throw ShardingTypeError("[dot_general] out_sharding's unreduced axes should be equal to "
-                                "the contracting specs. Got unreduced axes=" + quoted_set(U) +
-                                " and contracting spec=" + ls + ". Name exactly those axes.");
+        throw ShardingTypeError(
+            "[dot_general] out_sharding's unreduced axes should be equal to "
+            "the contracting specs. Got unreduced axes=" +
+            quoted_set(U) + " and contracting spec=" + ls + ". Name exactly those axes.");
     }
     return {make_type(shape, out_dtype_, weak, *out_sharding_)};
   }
   for (size_t i = 0; i < d.lhs_batch.size(); ++i)
     if (!(le[d.lhs_batch[i]] == re[d.rhs_batch[i]]))
-      throw ShardingTypeError("[dot_general] dot_general requires lhs batch dimensions and rhs "
-                              "batch dimensions to have the same sharding, got " +
-                              entries_at(le, d.lhs_batch) + " and " + entries_at(re, d.rhs_batch) +
-                              ". Reshard one operand so the batch dims match.");
+      throw ShardingTypeError(
+          "[dot_general] dot_general requires lhs batch dimensions and rhs "
+          "batch dimensions to have the same sharding, got " +
+          entries_at(le, d.lhs_batch) + " and " + entries_at(re, d.rhs_batch) +
+          ". Reshard one operand so the batch dims match.");
   for (size_t i = 0; i < d.lhs_contract.size(); ++i)
     if (!le[d.lhs_contract[i]].is_none() && !re[d.rhs_contract[i]].is_none())
       throw ShardingTypeError(
           "[dot_general] Contracting dimensions are sharded and it is ambiguous how the output "
           "should be sharded. Please specify the output sharding via the `out_sharding` "
-          "parameter. Got lhs_contracting_spec=" + entries_at(le, d.lhs_contract) +
+          "parameter. Got lhs_contracting_spec=" +
+          entries_at(le, d.lhs_contract) +
           " and rhs_contracting_spec=" + entries_at(re, d.rhs_contract));
   std::vector<PartitionEntry> oe;
   for (int x : d.lhs_batch) oe.push_back(le[x]);
@@ -141,7 +153,8 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
     for (const auto& a : e.axes()) used.insert(a);
   std::vector<PartitionEntry> li(static_cast<size_t>(l.ndim())), ri(static_cast<size_t>(r.ndim()));
   size_t k = 0;
-  for (size_t i = 0; i < d.lhs_batch.size(); ++i, ++k) li[d.lhs_batch[i]] = ri[d.rhs_batch[i]] = oe[k];
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i, ++k)
+    li[d.lhs_batch[i]] = ri[d.rhs_batch[i]] = oe[k];
   for (int x : lf) li[x] = oe[k++];
   for (int x : rf) ri[x] = oe[k++];
   std::set<std::string> partial;
@@ -163,8 +176,9 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
 std::string DotGeneral::params() const {
   auto t = [](const std::vector<int>& v) { return ints_tuple(v); };
   return "dimension_numbers=((" + t(dims_.lhs_contract) + ", " + t(dims_.rhs_contract) + "), (" +
-         t(dims_.lhs_batch) + ", " + t(dims_.rhs_batch) + ")) out_sharding=" +
-         p_sharding(out_sharding_) + " preferred_element_type=" + dtype_name(out_dtype_);
+         t(dims_.lhs_batch) + ", " + t(dims_.rhs_batch) +
+         ")) out_sharding=" + p_sharding(out_sharding_) +
+         " preferred_element_type=" + dtype_name(out_dtype_);
 }
 
 }  // namespace tsr::prim

@@ -80,15 +80,16 @@ std::vector<ArrayType> Reduce::infer(const std::vector<ArrayType>& in) const {
       for (const auto& n : e[a].axes()) allowed.insert(n);
     for (const auto& u : out_sharding_->spec().unreduced())
       if (!allowed.count(u))
-        throw ShardingTypeError(std::string("[") + name() + "] out_sharding's unreduced axis '" + u +
-                                "' is not among the sharded reduced dims. Got out_sharding " +
+        throw ShardingTypeError(std::string("[") + name() + "] out_sharding's unreduced axis '" +
+                                u + "' is not among the sharded reduced dims. Got out_sharding " +
                                 out_sharding_->spec().repr() + " for operand " + x.str() +
                                 "; expected unreduced axes from " + quoted_set(allowed) + ".");
     if (!out_sharding_->spec().unreduced().empty() &&
         (!partial_kind(kind_) || kind_ == ReduceKind::And || kind_ == ReduceKind::Or))
       throw ValueError(std::string("[") + name() +
                        "] out_sharding with unreduced axes needs reduce_sum, reduce_max or "
-                       "reduce_min. Got " + name() + "; expected one of those.");
+                       "reduce_min. Got " +
+                       name() + "; expected one of those.");
     return {make_type(shape, x.dtype, x.weak, *out_sharding_)};
   }
   no_unreduced(name(), in);

@@ -12,7 +12,7 @@ namespace {
 
 struct OneAxis {
   bool ok = false;
-  size_t i = 0;       // the dim of `a` that splits
+  size_t i = 0;           // the dim of `a` that splits
   size_t j0 = 0, j1 = 0;  // into b[j0:j1)
 };
 

@@ -14,8 +14,9 @@ using namespace tsr::detail;
 namespace {
 
 bool register_all() {
-  for (const char* n : {"reshape", "transpose", "squeeze", "broadcast_in_dim", "slice",
-                        "dynamic_slice", "dynamic_update_slice", "pad", "concatenate", "split", "rev"})
+  for (const char* n :
+       {"reshape", "transpose", "squeeze", "broadcast_in_dim", "slice", "dynamic_slice",
+        "dynamic_update_slice", "pad", "concatenate", "split", "rev"})
     register_primitive(n);
   return true;
 }
@@ -35,12 +36,12 @@ ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, co
     if (out[d] == x.shape[d] || e[d].is_none()) continue;
     int64_t k = entry_size(e[d], x.sharding.mesh());
     if (out[d] % k != 0)
-      throw ShardingTypeError(std::string("[") + prim + "] " + name +
-                              " on sharded dims where out dim (" + std::to_string(out[d]) +
-                              ") is not divisible by mesh axes (" + std::to_string(k) +
-                              ") with spec (" + e[d].repr() + ") is not implemented. Got input type=" +
-                              x.str() + " and output shape=" + shape_str(out) +
-                              ". Reshard the operand to unsharded on that dim first.");
+      throw ShardingTypeError(
+          std::string("[") + prim + "] " + name + " on sharded dims where out dim (" +
+          std::to_string(out[d]) + ") is not divisible by mesh axes (" + std::to_string(k) +
+          ") with spec (" + e[d].repr() + ") is not implemented. Got input type=" + x.str() +
+          " and output shape=" + shape_str(out) +
+          ". Reshard the operand to unsharded on that dim first.");
   }
   return make_type(out, x.dtype, x.weak, mesh, with_sets_of(e, x.sharding.spec()));
 }
@@ -71,16 +72,16 @@ std::vector<ArrayType> Reshape::infer(const std::vector<ArrayType>& in) const {
                       "; expected sizes >= 0 (use -1 only in tsr::reshape, which resolves it).");
   if (numel(sizes_) != numel(x.shape))
     throw TypeError("[reshape] reshape total size must be unchanged, got new_sizes " +
-                    shape_str(sizes_) + " (size " + std::to_string(numel(sizes_)) +
-                    ") for shape " + shape_str(x.shape) + " (size " +
-                    std::to_string(numel(x.shape)) + "). Pick sizes with the same product.");
+                    shape_str(sizes_) + " (size " + std::to_string(numel(sizes_)) + ") for shape " +
+                    shape_str(x.shape) + " (size " + std::to_string(numel(x.shape)) +
+                    "). Pick sizes with the same product.");
   if (out_sharding_) return {make_type(sizes_, x.dtype, x.weak, *out_sharding_)};
   ReshapePlan p = plan_reshape(x, sizes_);
   if (!p.ok)
     throw ShardingTypeError(
         "[reshape] This reshape is not supported. Please specify the sharding of the output via "
-        "the `out_sharding` argument of tsr::reshape. Got operand type: " + x.str() +
-        ", new sizes: " + ints_tuple(sizes_));
+        "the `out_sharding` argument of tsr::reshape. Got operand type: " +
+        x.str() + ", new sizes: " + ints_tuple(sizes_));
   return {make_type(sizes_, x.dtype, x.weak, rule_mesh(in), p.out, x.sharding.spec())};
 }
 
@@ -112,9 +113,11 @@ std::vector<ArrayType> Transpose::infer(const std::vector<ArrayType>& in) const 
   bool ok = static_cast<int>(perm_.size()) == x.ndim();
   for (int i = 0; ok && i < x.ndim(); ++i) ok = sorted[i] == i;
   if (!ok)
-    throw TypeError("[transpose] transpose permutation isn't a permutation of operand dimensions, "
-                    "got permutation " + ints(perm_) + " for operand shape " + shape_str(x.shape) +
-                    ". Pass each axis in [0, " + std::to_string(x.ndim()) + ") once.");
+    throw TypeError(
+        "[transpose] transpose permutation isn't a permutation of operand dimensions, "
+        "got permutation " +
+        ints(perm_) + " for operand shape " + shape_str(x.shape) + ". Pass each axis in [0, " +
+        std::to_string(x.ndim()) + ") once.");
   auto e = entries_of(x);
   Shape shape;
   std::vector<PartitionEntry> oe;
@@ -135,9 +138,10 @@ std::vector<ArrayType> Squeeze::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& x = in.at(0);
   for (int d : dims_)
     if (d < 0 || d >= x.ndim() || x.shape[d] != 1)
-      throw TypeError("[squeeze] cannot select an axis to squeeze out which has size not equal to "
-                      "one, got shape=" + shape_str(x.shape) + " and dimensions=" + ints(dims_) +
-                      ". Squeeze only size-1 dims.");
+      throw TypeError(
+          "[squeeze] cannot select an axis to squeeze out which has size not equal to "
+          "one, got shape=" +
+          shape_str(x.shape) + " and dimensions=" + ints(dims_) + ". Squeeze only size-1 dims.");
   auto e = entries_of(x);
   Shape shape;
   std::vector<PartitionEntry> oe;
@@ -172,7 +176,8 @@ std::vector<ArrayType> BroadcastInDim::infer(const std::vector<ArrayType>& in) c
   if (!ok)
     throw TypeError("[broadcast_in_dim] broadcast_in_dim operand shape " + shape_str(x.shape) +
                     " does not fit shape " + shape_str(shape_) + " with broadcast_dimensions " +
-                    ints(bdims_) + ". Got those; expected increasing dims whose operand sizes "
+                    ints(bdims_) +
+                    ". Got those; expected increasing dims whose operand sizes "
                     "are 1 or equal to the target's.");
   if (out_sharding_) return {make_type(shape_, x.dtype, x.weak, *out_sharding_)};
   auto e = entries_of(x);
@@ -223,7 +228,8 @@ std::vector<ArrayType> Slice::infer(const std::vector<ArrayType>& in) const {
   return {varying_out(out, x, "slicing", "slice")};
 }
 
-Lowering Slice::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
+Lowering Slice::partition(const std::vector<ArrayType>& in,
+                          const std::vector<ArrayType>& out) const {
   std::vector<bool> ch;
   for (int d = 0; d < in[0].ndim(); ++d)
     ch.push_back(!(start_[d] == 0 && strides_[d] == 1 && limit_[d] == in[0].shape[d]));
@@ -241,10 +247,11 @@ std::string Slice::params() const {
 std::vector<ArrayType> DynamicSlice::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& x = in.at(0);
   if (static_cast<int>(in.size()) != x.ndim() + 1 || static_cast<int>(sizes_.size()) != x.ndim())
-    throw TypeError("[dynamic_slice] dynamic_slice needs one start index and one size per "
-                    "dimension. Got " + std::to_string(in.size() - 1) + " indices and sizes " +
-                    ints_tuple(sizes_) + " for " + x.str() + "; expected " +
-                    std::to_string(x.ndim()) + " of each.");
+    throw TypeError(
+        "[dynamic_slice] dynamic_slice needs one start index and one size per "
+        "dimension. Got " +
+        std::to_string(in.size() - 1) + " indices and sizes " + ints_tuple(sizes_) + " for " +
+        x.str() + "; expected " + std::to_string(x.ndim()) + " of each.");
   for (size_t i = 1; i < in.size(); ++i) check_scalar_index(in[i], "dynamic_slice");
   for (int d = 0; d < x.ndim(); ++d)
     if (sizes_[d] < 0 || sizes_[d] > x.shape[d])
@@ -269,10 +276,11 @@ std::string DynamicSlice::params() const { return "slice_sizes=" + ints_tuple(si
 std::vector<ArrayType> DynamicUpdateSlice::infer(const std::vector<ArrayType>& in) const {
   const ArrayType &x = in.at(0), &u = in.at(1);
   if (u.ndim() != x.ndim() || static_cast<int>(in.size()) != x.ndim() + 2)
-    throw TypeError("[dynamic_update_slice] update and start indices must match the operand's "
-                    "rank. Got operand " + x.str() + ", update " + u.str() + " and " +
-                    std::to_string(in.size() - 2) + " indices; expected rank " +
-                    std::to_string(x.ndim()) + " and one index per dim.");
+    throw TypeError(
+        "[dynamic_update_slice] update and start indices must match the operand's "
+        "rank. Got operand " +
+        x.str() + ", update " + u.str() + " and " + std::to_string(in.size() - 2) +
+        " indices; expected rank " + std::to_string(x.ndim()) + " and one index per dim.");
   if (u.dtype != x.dtype)
     throw TypeError(std::string("[dynamic_update_slice] update dtype ") + dtype_name(u.dtype) +
                     " differs from operand dtype " + dtype_name(x.dtype) +
@@ -287,8 +295,9 @@ std::vector<ArrayType> DynamicUpdateSlice::infer(const std::vector<ArrayType>& i
       !(x.sharding.spec() == u.sharding.spec() && x.sharding.mesh() == u.sharding.mesh()))
     throw ShardingTypeError(
         "[dynamic_update_slice] dynamic_update_slice operand sharding must be equal to update "
-        "sharding, got operand sharding " + x.sharding.str() + " and update sharding " +
-        u.sharding.str() + ". Reshard the update to the operand's sharding.");
+        "sharding, got operand sharding " +
+        x.sharding.str() + " and update sharding " + u.sharding.str() +
+        ". Reshard the update to the operand's sharding.");
   return {x};
 }
 
@@ -325,8 +334,8 @@ std::vector<ArrayType> Pad::infer(const std::vector<ArrayType>& in) const {
     int64_t o = lo_[d] + hi_[d] + n + std::max<int64_t>(n - 1, 0) * interior_[d];
     if (o < 0)
       throw TypeError("[pad] padding gives a negative dimension size " + std::to_string(o) +
-                      " in dim " + std::to_string(d) + ". Got lo=" + ints_tuple(lo_) + " hi=" +
-                      ints_tuple(hi_) + " for shape " + shape_str(x.shape) +
+                      " in dim " + std::to_string(d) + ". Got lo=" + ints_tuple(lo_) +
+                      " hi=" + ints_tuple(hi_) + " for shape " + shape_str(x.shape) +
                       "; expected sizes >= 0.");
     out.push_back(o);
   }
@@ -335,7 +344,8 @@ std::vector<ArrayType> Pad::infer(const std::vector<ArrayType>& in) const {
 
 Lowering Pad::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
   std::vector<bool> ch;
-  for (int d = 0; d < in[0].ndim(); ++d) ch.push_back(lo_[d] != 0 || hi_[d] != 0 || interior_[d] != 0);
+  for (int d = 0; d < in[0].ndim(); ++d)
+    ch.push_back(lo_[d] != 0 || hi_[d] != 0 || interior_[d] != 0);
   PartitionSpec s = unshard_dims(in[0], ch);
   return {{s, PartitionSpec()}, {s}};
 }
@@ -352,7 +362,8 @@ std::string Pad::params() const {
 
 std::vector<ArrayType> Concatenate::infer(const std::vector<ArrayType>& in) const {
   if (in.empty())
-    throw TypeError("[concatenate] concatenate needs at least one operand. Got none; expected 1 or more.");
+    throw TypeError(
+        "[concatenate] concatenate needs at least one operand. Got none; expected 1 or more.");
   const ArrayType& x = in[0];
   if (dim_ < 0 || dim_ >= x.ndim())
     throw TypeError("[concatenate] concatenate dimension out of bounds: dimension " +
@@ -364,9 +375,11 @@ std::vector<ArrayType> Concatenate::infer(const std::vector<ArrayType>& in) cons
     bool ok = t.ndim() == x.ndim() && t.dtype == x.dtype;
     for (int d = 0; ok && d < x.ndim(); ++d) ok = d == dim_ || t.shape[d] == x.shape[d];
     if (!ok)
-      throw TypeError("[concatenate] Cannot concatenate arrays with different dtypes or shapes "
-                      "other than along dimension " + std::to_string(dim_) + ". Got " + t.str() +
-                      " and " + x.str() + "; expected matching shapes and dtypes.");
+      throw TypeError(
+          "[concatenate] Cannot concatenate arrays with different dtypes or shapes "
+          "other than along dimension " +
+          std::to_string(dim_) + ". Got " + t.str() + " and " + x.str() +
+          "; expected matching shapes and dtypes.");
     shape[dim_] += t.shape[dim_];
   }
   const NamedSharding* s = nullptr;
@@ -380,8 +393,10 @@ std::vector<ArrayType> Concatenate::infer(const std::vector<ArrayType>& in) cons
         list += (first ? "" : ", ") + u.sharding.spec().repr();
         first = false;
       }
-      throw ShardingTypeError("[concatenate] All operands should have the same sharding. Got "
-                              "shardings " + list + ". Reshard them to one sharding first.");
+      throw ShardingTypeError(
+          "[concatenate] All operands should have the same sharding. Got "
+          "shardings " +
+          list + ". Reshard them to one sharding first.");
     }
     if (!s) s = &t.sharding;
   }
@@ -426,7 +441,8 @@ std::vector<ArrayType> Split::infer(const std::vector<ArrayType>& in) const {
   return outs;
 }
 
-Lowering Split::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
+Lowering Split::partition(const std::vector<ArrayType>& in,
+                          const std::vector<ArrayType>& out) const {
   std::vector<bool> ch(static_cast<size_t>(in[0].ndim()), false);
   ch[axis_] = sizes_.size() > 1;
   PartitionSpec s = unshard_dims(in[0], ch);

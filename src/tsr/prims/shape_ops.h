@@ -66,7 +66,9 @@ class BroadcastInDim : public detail::Primitive {
  public:
   /** Target shape, dimension map, optional out_sharding (abstract). */
   BroadcastInDim(Shape shape, std::vector<int> bdims, std::optional<NamedSharding> out_sharding)
-      : shape_(std::move(shape)), bdims_(std::move(bdims)), out_sharding_(std::move(out_sharding)) {}
+      : shape_(std::move(shape)),
+        bdims_(std::move(bdims)),
+        out_sharding_(std::move(out_sharding)) {}
   /** Target shape. */
   const Shape& shape() const { return shape_; }
   /** Operand dim -> output dim. */

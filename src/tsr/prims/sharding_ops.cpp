@@ -16,11 +16,14 @@ std::vector<ArrayType> Reshard::infer(const std::vector<ArrayType>& in) const {
   if (!ut.empty() && dst_.spec().unreduced_kind() != UnreducedKind::Sum) {
     for (const auto& a : ut)
       if (!us.count(a))
-        throw ValueError("[reshard] out_sharding passed to `reshard` cannot be more unreduced than "
-                         "the input. Got input " + x.sharding.spec().repr() + " and out_sharding " +
-                         dst_.spec().repr() + "; expected no new unreduced axes of a max/min kind.");
+        throw ValueError(
+            "[reshard] out_sharding passed to `reshard` cannot be more unreduced than "
+            "the input. Got input " +
+            x.sharding.spec().repr() + " and out_sharding " + dst_.spec().repr() +
+            "; expected no new unreduced axes of a max/min kind.");
   }
-  if (!us.empty() && !ut.empty() && x.sharding.spec().unreduced_kind() != dst_.spec().unreduced_kind())
+  if (!us.empty() && !ut.empty() &&
+      x.sharding.spec().unreduced_kind() != dst_.spec().unreduced_kind())
     throw ValueError("[reshard] the unreduced kinds differ. Got input " + x.sharding.spec().repr() +
                      " and out_sharding " + dst_.spec().repr() +
                      "; expected the same unreduced_kind. Reduce first.");
@@ -34,9 +37,8 @@ std::string Reshard::params() const { return "dst_sharding=" + dst_.spec().repr(
 std::vector<ArrayType> JitCall::infer(const std::vector<ArrayType>& in) const {
   std::vector<ArrayType> want = prog_->in_types();
   if (want.size() != in.size())
-    throw TypeError("[jit] the nested call has " + std::to_string(in.size()) +
-                    " inputs. Got " + std::to_string(in.size()) + "; expected " +
-                    std::to_string(want.size()) + ".");
+    throw TypeError("[jit] the nested call has " + std::to_string(in.size()) + " inputs. Got " +
+                    std::to_string(in.size()) + "; expected " + std::to_string(want.size()) + ".");
   std::vector<ArrayType> out = prog_->out_types();
   for (size_t i = 0; i < out.size() && i < out_.size(); ++i)
     if (out_[i]) out[i] = make_type(out[i].shape, out[i].dtype, out[i].weak, *out_[i]);

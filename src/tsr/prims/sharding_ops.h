@@ -10,7 +10,8 @@ namespace tsr::prim {
 class Reshard : public detail::Primitive {
  public:
   /** Destination: abstract sharding, plus concrete devices when given. */
-  Reshard(NamedSharding dst, std::optional<Mesh> mesh) : dst_(std::move(dst)), mesh_(std::move(mesh)) {}
+  Reshard(NamedSharding dst, std::optional<Mesh> mesh)
+      : dst_(std::move(dst)), mesh_(std::move(mesh)) {}
   /** The destination (abstract). */
   const NamedSharding& dst() const { return dst_; }
   const char* name() const override { return "reshard"; }

@@ -134,9 +134,9 @@ Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts)
 
 }  // namespace
 
-std::shared_ptr<const Executable> lower(const Program& p,
-                                        const std::vector<NamedSharding>& in_layouts,
-                                        const std::vector<std::optional<NamedSharding>>& out_layouts) {
+std::shared_ptr<const Executable> lower(
+    const Program& p, const std::vector<NamedSharding>& in_layouts,
+    const std::vector<std::optional<NamedSharding>>& out_layouts) {
   auto ex = std::make_shared<Executable>();
   Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}};
   std::vector<ArrayType> in_t = p.in_types();
@@ -174,15 +174,17 @@ std::shared_ptr<const Executable> lower(const Program& p,
         for (auto& g : plan_groups(*st.plan, u)) dr.groups.push_back(std::move(g));
       }
     } else {
-      for (int f = 0; f < st.mesh->size(); ++f) run_for(st.mesh->devices()[f].id).steps.emplace_back(s, f);
+      for (int f = 0; f < st.mesh->size(); ++f)
+        run_for(st.mesh->devices()[f].id).steps.emplace_back(s, f);
     }
   }
   for (size_t o = 0; o < ex->outputs.size(); ++o) {
     int v = ex->outputs[o];
     auto it = std::find(ex->inputs.begin(), ex->inputs.end(), v);
-    ex->out_input.push_back(it == ex->inputs.end() ? -1 : static_cast<int>(it - ex->inputs.begin()));
-    ex->out_first.push_back(static_cast<int>(
-        std::find(ex->outputs.begin(), ex->outputs.end(), v) - ex->outputs.begin()));
+    ex->out_input.push_back(it == ex->inputs.end() ? -1
+                                                   : static_cast<int>(it - ex->inputs.begin()));
+    ex->out_first.push_back(static_cast<int>(std::find(ex->outputs.begin(), ex->outputs.end(), v) -
+                                             ex->outputs.begin()));
     const auto& val = ex->values[v];
     ArrayType t;
     t.shape = val.shape;
@@ -337,7 +339,8 @@ std::string Executable::str() const {
     return std::string(dtype_short_name(x.dtype)) + shape_str(x.layout.shard_shape(x.shape));
   };
   os << "inputs:";
-  for (int v : inputs) os << " " << name(v) << ":" << local_type(v) << " " << values[v].layout.spec();
+  for (int v : inputs)
+    os << " " << name(v) << ":" << local_type(v) << " " << values[v].layout.spec();
   os << "\n";
   for (const Step& st : steps) {
     os << "  ";

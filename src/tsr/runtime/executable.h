@@ -36,11 +36,11 @@ class Executable : public std::enable_shared_from_this<Executable> {
   /** What one device does. */
   struct DeviceRun {
     int dev = 0;
-    std::vector<std::pair<int, int>> steps;  // (step, position: flat mesh index or plan rank)
-    std::vector<Group> groups;               // collectives in call order
+    std::vector<std::pair<int, int>> steps;    // (step, position: flat mesh index or plan rank)
+    std::vector<Group> groups;                 // collectives in call order
     std::vector<std::vector<int>> free_after;  // per entry of steps: values to release
-    std::vector<int> input_pos;              // per program input: flat position, or -1
-    std::vector<int> output_pos;             // per program output: flat position, or -1
+    std::vector<int> input_pos;                // per program input: flat position, or -1
+    std::vector<int> output_pos;               // per program output: flat position, or -1
   };
 
   std::vector<Value> values;
@@ -48,8 +48,8 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<int> inputs;   // value id per program input (consts, then explicit inputs)
   std::vector<int> outputs;  // value id per output
   std::vector<DeviceRun> devs;
-  std::vector<int> out_input;     // per output: the program input it is, or -1
-  std::vector<int> out_first;     // per output: first output with the same value
+  std::vector<int> out_input;        // per output: the program input it is, or -1
+  std::vector<int> out_first;        // per output: first output with the same value
   std::vector<ArrayType> out_types;  // per output: its type (derived once, at lowering)
 
   /** Runs on the given inputs (concrete, laid out as lowered); returns outputs. */
@@ -62,8 +62,8 @@ class Executable : public std::enable_shared_from_this<Executable> {
 
 /** Lowers a program for inputs laid out as `in_layouts` (concrete). Optional
  *  `out_layouts` force output placements (jit out_shardings). */
-std::shared_ptr<const Executable> lower(const Program& p,
-                                        const std::vector<NamedSharding>& in_layouts,
-                                        const std::vector<std::optional<NamedSharding>>& out_layouts = {});
+std::shared_ptr<const Executable> lower(
+    const Program& p, const std::vector<NamedSharding>& in_layouts,
+    const std::vector<std::optional<NamedSharding>>& out_layouts = {});
 
 }  // namespace tsr::detail

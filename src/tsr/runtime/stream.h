@@ -2,7 +2,6 @@
 // One in-order stream per device, served by one worker thread. Completion is a
 // monotonically increasing ticket so waiting on work needs no per-task event.
 #include <atomic>
-#include <cstdint>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>

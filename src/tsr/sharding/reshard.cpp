@@ -10,10 +10,10 @@
 #include <unordered_map>
 
 #include "tsr/core/array_impl.h"
-#include "tsr/sharding/reshard_plan.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/error.h"
 #include "tsr/sharding/format.h"
+#include "tsr/sharding/reshard_plan.h"
 
 namespace tsr::detail {
 namespace {
@@ -240,8 +240,8 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
   size_t off = 0;
   for (const auto& boxes : dp.send)
     for (const Box& b : boxes) {
-      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf.data() + off,
-               b.extent, Shape(b.extent.size(), 0), b.extent, isz);
+      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf.data() + off, b.extent,
+               Shape(b.extent.size(), 0), b.extent, isz);
       off += static_cast<size_t>(b.numel()) * isz;
     }
   seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs, recvbuf.data(),

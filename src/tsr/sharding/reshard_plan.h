@@ -13,24 +13,24 @@ namespace tsr::detail {
 
 /** One device's part of a reshard. */
 struct DevicePlan {
-  int src_slot = -1;                         /**< flat position in the source mesh, or -1 */
-  int dst_slot = -1;                         /**< flat position in the destination mesh, or -1 */
-  bool zero = false;                         /**< holds zeros (added unreduced axis) */
-  Shape src_origin, dst_origin;              /**< global positions of the local blocks */
-  std::vector<Box> local;                    /**< global boxes copied src -> dst here */
-  std::vector<std::vector<Box>> send, recv;  /**< per peer rank in `ids` */
+  int src_slot = -1;                        /**< flat position in the source mesh, or -1 */
+  int dst_slot = -1;                        /**< flat position in the destination mesh, or -1 */
+  bool zero = false;                        /**< holds zeros (added unreduced axis) */
+  Shape src_origin, dst_origin;             /**< global positions of the local blocks */
+  std::vector<Box> local;                   /**< global boxes copied src -> dst here */
+  std::vector<std::vector<Box>> send, recv; /**< per peer rank in `ids` */
   std::vector<int64_t> send_counts, send_displs, recv_counts, recv_displs; /**< bytes */
-  int64_t send_bytes = 0, recv_bytes = 0;    /**< totals */
-  std::vector<int> reduce_ids;               /**< all_reduce group over reduced axes */
-  int reduce_rank = 0;                       /**< this device's rank in it */
+  int64_t send_bytes = 0, recv_bytes = 0;                                  /**< totals */
+  std::vector<int> reduce_ids; /**< all_reduce group over reduced axes */
+  int reduce_rank = 0;         /**< this device's rank in it */
 };
 
 /** A whole reshard: rank u of the exchange group is device ids[u]. */
 struct Plan {
-  std::vector<int> ids;         /**< union of devices */
-  std::vector<DevicePlan> dev;  /**< per rank */
-  bool comm = false;            /**< some bytes cross devices */
-  bool reduce = false;          /**< unreduced axes are reduced first */
+  std::vector<int> ids;        /**< union of devices */
+  std::vector<DevicePlan> dev; /**< per rank */
+  bool comm = false;           /**< some bytes cross devices */
+  bool reduce = false;         /**< unreduced axes are reduced first */
   ReduceOp reduce_op = ReduceOp::Sum;
   Shape src_local, dst_local;   /**< local block shapes */
   DType dtype = DType::Float32; /**< element type */

@@ -55,12 +55,15 @@ struct JitCore::Impl {
         throw ValueError("[jit] argument leaf " + std::to_string(i) +
                          " is an empty Array handle. Got a default-constructed Array; expected "
                          "an array made by an op.");
-      if (i < opts.in_shardings.size() && !std::holds_alternative<std::monostate>(opts.in_shardings[i])) {
+      if (i < opts.in_shardings.size() &&
+          !std::holds_alternative<std::monostate>(opts.in_shardings[i])) {
         if (const auto* ps = std::get_if<PartitionSpec>(&opts.in_shardings[i]))
           for (const auto& e : ps->entries())
             if (e.is_unconstrained())
-              throw ValueError("[jit] Unconstrained dims are not allowed when passed to "
-                               "in_shardings: " + ps->repr() + ". Name the axes or use None.");
+              throw ValueError(
+                  "[jit] Unconstrained dims are not allowed when passed to "
+                  "in_shardings: " +
+                  ps->repr() + ". Name the axes or use None.");
         out[i] = out[i].impl()->var ? reshard(out[i], opts.in_shardings[i])
                                     : device_put(out[i], opts.in_shardings[i]);
       }
@@ -96,8 +99,10 @@ struct JitCore::Impl {
           if (const auto* ps = std::get_if<PartitionSpec>(&opts.out_shardings[i]))
             for (const auto& en : ps->entries())
               if (en.is_unconstrained())
-                throw ValueError("[jit] Unconstrained dims are not allowed when passed to "
-                                 "out_shardings: " + ps->repr() + ". Name the axes or use None.");
+                throw ValueError(
+                    "[jit] Unconstrained dims are not allowed when passed to "
+                    "out_shardings: " +
+                    ps->repr() + ". Name the axes or use None.");
           outs[i] = reshard(outs[i], opts.out_shardings[i]);
         }
       e->prog = std::make_shared<const Program>(dce(cse(trace.finish(outs))));
@@ -129,7 +134,9 @@ struct JitCore::Impl {
   }
 };
 
-JitCore::JitCore(JitOptions opts) : impl_(std::make_unique<Impl>()) { impl_->opts = std::move(opts); }
+JitCore::JitCore(JitOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = std::move(opts);
+}
 JitCore::~JitCore() = default;
 
 int JitCore::trace_count() const {
@@ -145,9 +152,9 @@ std::vector<Array> JitCore::call(const std::vector<Array>& args0, const std::str
     auto e = impl_->entry_for(args, key, fn);
     std::vector<Array> in = e->prog->consts;
     in.insert(in.end(), args.begin(), args.end());
-    return detail::bind(std::make_shared<prim::JitCall>(e->prog, impl_->opts.name,
-                                                std::vector<std::optional<NamedSharding>>{}),
-                in);
+    return detail::bind(std::make_shared<prim::JitCall>(
+                            e->prog, impl_->opts.name, std::vector<std::optional<NamedSharding>>{}),
+                        in);
   }
   for (const auto& a : args) check_concrete(a, "jit");
   auto e = impl_->entry_for(args, key, fn);

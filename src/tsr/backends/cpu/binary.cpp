@@ -211,12 +211,14 @@ void binary_run(const KernelArgs& a) {
     Plan p = make_plan((*a.in)[0].shape, (*a.in)[1].shape, os);
     Inner inner;
     if constexpr (kIsHalf<T>) {
-      constexpr Inner k[2][2] = {{binary_inner_half<Op, T, false, false>, binary_inner_half<Op, T, false, true>},
-                                 {binary_inner_half<Op, T, true, false>, binary_inner_half<Op, T, true, true>}};
+      constexpr Inner k[2][2] = {
+          {binary_inner_half<Op, T, false, false>, binary_inner_half<Op, T, false, true>},
+          {binary_inner_half<Op, T, true, false>, binary_inner_half<Op, T, true, true>}};
       inner = k[p.av][p.bv];
     } else {
-      constexpr Inner k[2][2] = {{binary_inner<Op, T, false, false>, binary_inner<Op, T, false, true>},
-                                 {binary_inner<Op, T, true, false>, binary_inner<Op, T, true, true>}};
+      constexpr Inner k[2][2] = {
+          {binary_inner<Op, T, false, false>, binary_inner<Op, T, false, true>},
+          {binary_inner<Op, T, true, false>, binary_inner<Op, T, true, true>}};
       inner = k[p.av][p.bv];
     }
     const T* x = a.i<T>(0);
@@ -255,8 +257,7 @@ void binary(const KernelArgs& a) {
   auto op = static_cast<const prim::Binary&>(*a.prim).op();
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
     using T = decltype(tag);
-    static constexpr auto table =
-        binary_table<T>(std::make_index_sequence<prim::kNumBinaryOps>{});
+    static constexpr auto table = binary_table<T>(std::make_index_sequence<prim::kNumBinaryOps>{});
     table[static_cast<size_t>(op)](a);
   });
 }

@@ -15,19 +15,19 @@ namespace tsr::detail::cpu {
 
 // ---- kernels (one per primitive family; the primitive's parameters pick the op)
 
-void unary(const KernelArgs& a);           /**< every UnaryOp */
-void integer_pow(const KernelArgs& a);     /**< x ** y, static integer y */
-void binary(const KernelArgs& a);          /**< every BinaryOp, with broadcasting */
-void select_n(const KernelArgs& a);        /**< select_n(which, case0, ...) */
-void clamp(const KernelArgs& a);           /**< clamp(lo, x, hi) */
-void convert_element_type(const KernelArgs& a);  /**< dtype conversion */
+void unary(const KernelArgs& a);                /**< every UnaryOp */
+void integer_pow(const KernelArgs& a);          /**< x ** y, static integer y */
+void binary(const KernelArgs& a);               /**< every BinaryOp, with broadcasting */
+void select_n(const KernelArgs& a);             /**< select_n(which, case0, ...) */
+void clamp(const KernelArgs& a);                /**< clamp(lo, x, hi) */
+void convert_element_type(const KernelArgs& a); /**< dtype conversion */
 
-void reduce(const KernelArgs& a);      /**< reduce_sum/prod/max/min/and/or */
-void arg_reduce(const KernelArgs& a);  /**< argmax / argmin */
+void reduce(const KernelArgs& a);     /**< reduce_sum/prod/max/min/and/or */
+void arg_reduce(const KernelArgs& a); /**< argmax / argmin */
 
-void dot_general(const KernelArgs& a);  /**< batched contraction (GEMM) */
+void dot_general(const KernelArgs& a); /**< batched contraction (GEMM) */
 
-void copy_input(const KernelArgs& a);  /**< reshape, squeeze, reshard: the bytes unchanged */
+void copy_input(const KernelArgs& a); /**< reshape, squeeze, reshard: the bytes unchanged */
 void transpose(const KernelArgs& a);
 void broadcast_in_dim(const KernelArgs& a);
 void slice(const KernelArgs& a);

@@ -349,8 +349,7 @@ void unary(const KernelArgs& a) {
   auto op = static_cast<const prim::Unary&>(*a.prim).op();
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
     using T = decltype(tag);
-    static constexpr auto table =
-        unary_table<T>(std::make_index_sequence<prim::kNumUnaryOps>{});
+    static constexpr auto table = unary_table<T>(std::make_index_sequence<prim::kNumUnaryOps>{});
     table[static_cast<size_t>(op)](a);
   });
 }

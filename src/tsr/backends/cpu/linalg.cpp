@@ -15,8 +15,7 @@
 // Declared here rather than through cblas.h (CMake links libopenblas only).
 extern "C" {
 void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c,
-                 int ldc);
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
                  const double* a, int lda, const double* b, int ldb, double beta, double* c,
                  int ldc);
@@ -144,15 +143,17 @@ void dot_general(const KernelArgs& a) {
   int64_t nout = numel(ot.shape);
   if (nout == 0) return;
 
-  std::vector<int> lf = free_dims(static_cast<int>(lt.shape.size()), dims.lhs_batch, dims.lhs_contract);
-  std::vector<int> rf = free_dims(static_cast<int>(rt.shape.size()), dims.rhs_batch, dims.rhs_contract);
+  std::vector<int> lf =
+      free_dims(static_cast<int>(lt.shape.size()), dims.lhs_batch, dims.lhs_contract);
+  std::vector<int> rf =
+      free_dims(static_cast<int>(rt.shape.size()), dims.rhs_batch, dims.rhs_contract);
   int64_t nb = prod(lt.shape, dims.lhs_batch), m = prod(lt.shape, lf), n = prod(rt.shape, rf),
           k = prod(lt.shape, dims.lhs_contract);
 
   // Compute dtype: integers stay integers (int64, wrapping); otherwise float32
   // unless float64 is involved.
   DType in = lt.dtype, out = ot.dtype;
-  DType ct = is_int_like(in) && is_int_like(out) ? DType::Int64
+  DType ct = is_int_like(in) && is_int_like(out)               ? DType::Int64
              : (in == DType::Float64 || out == DType::Float64) ? DType::Float64
                                                                : DType::Float32;
   std::vector<unsigned char> result;
@@ -169,8 +170,10 @@ void dot_general(const KernelArgs& a) {
     const auto& lc = dims.lhs_contract;
     const auto& rb = dims.rhs_batch;
     const auto& rc = dims.rhs_contract;
-    Operand l = prepare(a.in_ptr[0], lt, ct, concat({&lb, &lf, &lc}), concat({&lb, &lc, &lf}), blas);
-    Operand r = prepare(a.in_ptr[1], rt, ct, concat({&rb, &rc, &rf}), concat({&rb, &rf, &rc}), blas);
+    Operand l =
+        prepare(a.in_ptr[0], lt, ct, concat({&lb, &lf, &lc}), concat({&lb, &lc, &lf}), blas);
+    Operand r =
+        prepare(a.in_ptr[1], rt, ct, concat({&rb, &rc, &rf}), concat({&rb, &rf, &rc}), blas);
     int lda = static_cast<int>(l.trans ? m : k), ldb = static_cast<int>(r.trans ? k : n);
     int ta = l.trans ? kTrans : kNoTrans, tb = r.trans ? kTrans : kNoTrans;
     if (blas) set_blas_threads(a.busy_devices);
@@ -179,13 +182,13 @@ void dot_general(const KernelArgs& a) {
       if (ct == DType::Float32) {
         cblas_sgemm(kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
                     static_cast<int>(k), 1.0f, static_cast<const float*>(l.data) + lo, lda,
-                    static_cast<const float*>(r.data) + ro, ldb, 0.0f,
-                    static_cast<float*>(c) + co, static_cast<int>(n));
+                    static_cast<const float*>(r.data) + ro, ldb, 0.0f, static_cast<float*>(c) + co,
+                    static_cast<int>(n));
       } else if (ct == DType::Float64) {
         cblas_dgemm(kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
                     static_cast<int>(k), 1.0, static_cast<const double*>(l.data) + lo, lda,
-                    static_cast<const double*>(r.data) + ro, ldb, 0.0,
-                    static_cast<double*>(c) + co, static_cast<int>(n));
+                    static_cast<const double*>(r.data) + ro, ldb, 0.0, static_cast<double*>(c) + co,
+                    static_cast<int>(n));
       } else {
         gemm_int(static_cast<const int64_t*>(l.data) + lo, static_cast<const int64_t*>(r.data) + ro,
                  static_cast<int64_t*>(c) + co, m, n, k);

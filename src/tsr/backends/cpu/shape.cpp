@@ -311,8 +311,7 @@ void split(const KernelArgs& a) {
   for (size_t k = 0; k < a.out->size(); ++k) {
     const Shape& os = out_shape(a, k);
     std::vector<int64_t> ds = row_major_strides(os);
-    copy_strided(a.out_ptr[k], ds.data(), at(a.in_ptr[0], pos * ss[axis], isz), ss.data(), os,
-                 isz);
+    copy_strided(a.out_ptr[k], ds.data(), at(a.in_ptr[0], pos * ss[axis], isz), ss.data(), os, isz);
     pos += os[axis];
   }
 }
