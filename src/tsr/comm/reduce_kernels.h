@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "tsr/comm/group.h"
+#include "tsr/core/half_bits.h"
 #include "tsr/dtype.h"
 
 namespace tsr::detail {
@@ -62,50 +63,6 @@ inline T combine_scalar(ReduceOp op, T a, T b) {
     }
     return a;
   }
-}
-
-// Branch-free conversions (bit-identical to float16_t / bfloat16_t in dtype.h)
-// so that the block loops below vectorise.
-
-/** IEEE binary16 bits to float, exactly. */
-inline float half_bits_to_float(uint16_t h) {
-  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t man = h & 0x3ffu;
-  uint32_t normal = ((exp + 112u) << 23) | (man << 13);
-  uint32_t infnan = 0x7f800000u | (man << 13);
-  // Subnormals (and zero) are man * 2^-24, exact in float.
-  uint32_t sub = std::bit_cast<uint32_t>(static_cast<float>(static_cast<int32_t>(man)) *
-                                         5.9604644775390625e-8f);
-  uint32_t out = exp == 0x1fu ? infnan : (exp == 0 ? sub : normal);
-  return std::bit_cast<float>(sign | out);
-}
-
-/** Float to IEEE binary16 bits, round to nearest even; NaN becomes 0x7e00. */
-inline uint16_t float_to_half_bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mag = x & 0x7fffffffu;
-  uint32_t normal = (mag + 0xc8000fffu + ((mag >> 13) & 1u)) >> 13;  // rebias and round
-  // Adding 0.5 makes the FPU round the subnormal mantissa to nearest even.
-  uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(mag) + 0.5f) - 0x3f000000u;
-  uint32_t out = mag < 0x38800000u ? sub : normal;
-  out = mag >= 0x477ff000u ? 0x7c00u : out;
-  out = mag > 0x7f800000u ? 0x7e00u : out;
-  return static_cast<uint16_t>(sign | out);
-}
-
-/** bfloat16 bits to float, exactly. */
-inline float bf16_bits_to_float(uint16_t h) {
-  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
-}
-
-/** Float to bfloat16 bits, round to nearest even; NaN stays a quiet NaN. */
-inline uint16_t float_to_bf16_bits(float f) {
-  uint32_t u = std::bit_cast<uint32_t>(f);
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  uint32_t nan = (u >> 16) | 0x40u;
-  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 /** Widens n half values to float. */

@@ -27,9 +27,8 @@ Array binary(BinaryOp op, const ArrayLike& a, const ArrayLike& b, const char* na
 Array to_bool(const ArrayLike& a) {
   if (const auto* x = std::get_if<Array>(&a.value()))
     return x->dtype() == DType::Bool ? *x : not_equal(*x, 0);
-  return promote({a}, "logical")[0].dtype() == DType::Bool
-             ? promote({a}, "logical")[0]
-             : not_equal(promote({a}, "logical")[0], 0);
+  Array v = promote({a}, "logical")[0];
+  return v.dtype() == DType::Bool ? v : not_equal(v, 0);
 }
 
 }  // namespace
@@ -126,30 +125,18 @@ Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y) {
   for (const auto& a : all) types.push_back(a.type());
   Shape shape;
   std::vector<PartitionEntry> e = broadcast_entries("where", types, shape);
-  for (auto& a : all) {
-    if (a.shape() == shape || a.ndim() == 0) continue;
-    std::vector<int> bd;
-    for (int d = 0; d < a.ndim(); ++d) bd.push_back(d);
-    AbstractMesh m;
-    for (const auto& t : types)
-      if (!t.sharding.mesh().empty()) m = t.sharding.mesh();
-    std::optional<NamedSharding> s;
-    if (!m.empty()) s = NamedSharding(m, PartitionSpec(e));
-    a = bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, s), {a});
+  std::optional<NamedSharding> target;  // the result sharding every operand is broadcast to
+  for (const auto& t : types)
+    if (!t.sharding.mesh().empty()) target = NamedSharding(t.sharding.mesh(), PartitionSpec(e));
+  for (size_t k = 0; k < all.size(); ++k) {
+    Array& a = all[k];
+    // A rank-0 predicate is fine for select_n; rank-0 cases are broadcast too.
+    bool scalar_case = a.ndim() == 0 && k > 0 && !shape.empty();
+    if (a.shape() == shape || (a.ndim() == 0 && !scalar_case)) continue;
+    std::vector<int> bd(static_cast<size_t>(a.ndim()));
+    for (int d = 0; d < a.ndim(); ++d) bd[d] = d;
+    a = bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, target), {a});
   }
-  if (all[0].ndim() == 0 && shape.size() > 0) {
-    // A scalar predicate is fine for select_n; scalar cases are broadcast.
-  }
-  for (int k = 1; k < 3; ++k)
-    if (all[k].ndim() == 0 && !shape.empty()) {
-      AbstractMesh m;
-      for (const auto& t : types)
-        if (!t.sharding.mesh().empty()) m = t.sharding.mesh();
-      std::optional<NamedSharding> s;
-      if (!m.empty()) s = NamedSharding(m, PartitionSpec(e));
-      all[k] =
-          bind1(std::make_shared<prim::BroadcastInDim>(shape, std::vector<int>{}, s), {all[k]});
-    }
   return bind1(std::make_shared<prim::SelectN>(), {all[0], all[2], all[1]});
 }
 

@@ -55,11 +55,10 @@ std::optional<NamedSharding> canonicalize_sharding(const ShardingArg& s, const c
 prim::Placed resolve_placed(const Placement& where, const Shape& shape, const char* api) {
   prim::Placed p;
   if (std::holds_alternative<std::monostate>(where)) return p;
-  if (const auto* d = std::get_if<Device>(&where)) {
+  if (std::holds_alternative<Device>(where)) {
     NamedSharding s = resolve_placement(where, shape, api);
     p.mesh = *s.concrete_mesh();
     p.sharding = NamedSharding(p.mesh->abstract_mesh(), P());
-    (void)d;
     return p;
   }
   if (const auto* ns = std::get_if<NamedSharding>(&where)) {
@@ -123,7 +122,7 @@ std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op) {
         throw ValueError(std::string("[") + op +
                          "] an operand is an empty Array handle. Got a "
                          "default-constructed Array; expected an array made by an op.");
-      out.push_back(convert(*x, t.dtype, t.weak && x->type().weak ? true : t.weak));
+      out.push_back(convert(*x, t.dtype, t.weak));
     } else {
       double val = std::holds_alternative<double>(v)    ? std::get<double>(v)
                    : std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v))

@@ -199,6 +199,17 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
 
 }  // namespace
 
+namespace {
+// Operands shaped like the output take its layout; rank-0 ones stay whole.
+Lowering like_output(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) {
+  Lowering l;
+  const PartitionSpec& s = out[0].sharding.spec();
+  for (const auto& t : in) l.in.push_back(t.ndim() == 0 ? PartitionSpec() : s);
+  l.out.push_back(s);
+  return l;
+}
+}  // namespace
+
 const char* unary_name(UnaryOp op) { return kUnaryNames[static_cast<int>(op)]; }
 const char* binary_name(BinaryOp op) { return kBinaryNames[static_cast<int>(op)]; }
 bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
@@ -309,11 +320,7 @@ std::vector<ArrayType> SelectN::infer(const std::vector<ArrayType>& in) const {
 
 Lowering SelectN::partition(const std::vector<ArrayType>& in,
                             const std::vector<ArrayType>& out) const {
-  Lowering l;
-  const PartitionSpec& s = out[0].sharding.spec();
-  for (const auto& t : in) l.in.push_back(t.ndim() == 0 ? PartitionSpec() : s);
-  l.out.push_back(s);
-  return l;
+  return like_output(in, out);
 }
 
 std::vector<ArrayType> Clamp::infer(const std::vector<ArrayType>& in) const {
@@ -337,11 +344,7 @@ std::vector<ArrayType> Clamp::infer(const std::vector<ArrayType>& in) const {
 
 Lowering Clamp::partition(const std::vector<ArrayType>& in,
                           const std::vector<ArrayType>& out) const {
-  Lowering l;
-  const PartitionSpec& s = out[0].sharding.spec();
-  for (const auto& t : in) l.in.push_back(t.ndim() == 0 ? PartitionSpec() : s);
-  l.out.push_back(s);
-  return l;
+  return like_output(in, out);
 }
 
 std::vector<ArrayType> Convert::infer(const std::vector<ArrayType>& in) const {

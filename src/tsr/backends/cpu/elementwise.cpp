@@ -400,7 +400,7 @@ void convert_element_type(const KernelArgs& a) {
 
 void to_float(const float16_t* src, float* dst, int64_t n) {
   const auto* h = reinterpret_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = f16_bits_to_float(h[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(h[i]);
 }
 void to_float(const bfloat16_t* src, float* dst, int64_t n) {
   const auto* h = reinterpret_cast<const uint16_t*>(src);
@@ -408,7 +408,7 @@ void to_float(const bfloat16_t* src, float* dst, int64_t n) {
 }
 void from_float(const float* src, float16_t* dst, int64_t n) {
   auto* h = reinterpret_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) h[i] = float_to_f16_bits(src[i]);
+  for (int64_t i = 0; i < n; ++i) h[i] = float_to_half_bits(src[i]);
 }
 void from_float(const float* src, bfloat16_t* dst, int64_t n) {
   auto* h = reinterpret_cast<uint16_t*>(dst);

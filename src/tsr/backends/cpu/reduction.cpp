@@ -61,7 +61,7 @@ template <typename T, typename A>
 inline T store(A v) {
   if constexpr (kIsHalf<T>) {
     T t;
-    t.bits = std::is_same_v<T, float16_t> ? float_to_f16_bits(v) : float_to_bf16_bits(v);
+    t.bits = std::is_same_v<T, float16_t> ? float_to_half_bits(v) : float_to_bf16_bits(v);
     return t;
   } else {
     return static_cast<T>(v);
