@@ -36,4 +36,6 @@ std::vector<Record> creation_records() {
   return r;
 }
 
+static const RecordSet kSet(creation_records);
+
 }  // namespace rules

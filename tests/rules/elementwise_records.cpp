@@ -148,4 +148,6 @@ std::vector<Record> elementwise_records() {
   return r;
 }
 
+static const RecordSet kSet(elementwise_records);
+
 }  // namespace rules

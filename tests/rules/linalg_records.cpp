@@ -65,4 +65,6 @@ std::vector<Record> linalg_records() {
   return r;
 }
 
+static const RecordSet kSet(linalg_records);
+
 }  // namespace rules

@@ -59,4 +59,6 @@ std::vector<Record> reduction_records() {
   return v;
 }
 
+static const RecordSet kSet(reduction_records);
+
 }  // namespace rules

@@ -128,4 +128,6 @@ std::vector<Record> shape_records() {
   return r;
 }
 
+static const RecordSet kSet(shape_records);
+
 }  // namespace rules

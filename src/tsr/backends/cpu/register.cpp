@@ -67,6 +67,8 @@ void register_cpu_kernels() {
   reg("argmax", cpu::arg_reduce);
   reg("argmin", cpu::arg_reduce);
 
+  // Cumulative ops, sort, top_k and friends.
+
   reg("dot_general", cpu::dot_general);
 
   // Shape.
@@ -82,9 +84,13 @@ void register_cpu_kernels() {
   reg("split", cpu::split);
   reg("rev", cpu::rev);
 
+  // Indexing: gather and scatter.
+
   // Creation.
   reg("iota", cpu::iota);
   reg("full", cpu::full);
+
+  // Random bits.
 
   // A reshard whose local blocks already match is a copy.
   reg("reshard", cpu::copy_input);

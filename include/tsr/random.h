@@ -1,0 +1,3 @@
+#pragma once
+/** Counter-based random numbers (threefry2x32), independent of sharding. */
+#include "tsr/array.h"
