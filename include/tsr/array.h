@@ -51,7 +51,7 @@ class Array;
 /** One device's piece of an array. */
 struct Shard {
   Device device;      /**< where it lives */
-  Index index;        /**< which part of the global array it holds */
+  ShardIndex index;   /**< which part of the global array it holds */
   int replica_id = 0; /**< 0 for the first copy of this index */
   /** The piece itself, as an array on `device` (shares the buffer). */
   std::shared_ptr<Array> data;
@@ -60,6 +60,8 @@ struct Shard {
 namespace detail {
 struct ArrayImpl;
 }
+class Index;
+class At;
 
 /** A sharded, immutable n-d array: a cheap handle. Operations are dispatched
  *  asynchronously; reading data waits for them. */
@@ -115,6 +117,13 @@ class Array {
   Array reshape(const Shape& new_shape) const;
   /** The same values converted to dtype; see tsr::astype. */
   Array astype(DType dtype) const;
+  /** x[i] with NumPy semantics (tsr/indexing.h). */
+  Array operator[](const Index& i) const;
+  /** x[i, j, ...]: `x[{all, 1}]`. */
+  Array operator[](std::initializer_list<Index> idx) const;
+  /** x.at[i, j, ...]: functional updates and reads with options (tsr/indexing.h). */
+  template <typename... I>
+  At at(const I&... idx) const;
 
   /** Internal implementation. */
   const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }

@@ -70,6 +70,13 @@ class DuplicateSpecError : public ValueError {
   using ValueError::ValueError;
 };
 
+/** An index is out of range, or an index expression is malformed (Python's IndexError). */
+class IndexError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
 /** A sharded dimension is not divisible by its tiling factor (spec E22). */
 class IndivisibleError : public ValueError {
  public:

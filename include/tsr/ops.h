@@ -230,8 +230,14 @@ Array mean(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {}
 Array var(const Array& x, const AxisArg& axis = {}, int ddof = 0, const ReduceOptions& o = {});
 /** True if any element is non-zero. */
 Array any(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
-/** True if every element is non-zero. */
-Array all(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {});
+/** jnp.all as a function object, so that the same name also reads as NumPy's `:`
+ *  in an index: `x[{all, 0}]` (see tsr/indexing.h). */
+struct AllFn {
+  /** True if every element is non-zero. */
+  Array operator()(const Array& x, const AxisArg& axis = {}, const ReduceOptions& o = {}) const;
+};
+/** True if every element is non-zero; inside an index, the whole dimension. */
+inline constexpr AllFn all{};
 /** Index of the max along axis (flattened when axis is not given), int32. */
 Array argmax(const Array& x, std::optional<int> axis = {}, bool keepdims = false);
 /** Index of the min along axis, int32. */

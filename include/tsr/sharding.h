@@ -142,17 +142,17 @@ class PartitionSpec {
 using P = PartitionSpec;
 
 /** One dimension of a shard's index: [start, stop), or the whole dimension. */
-struct Slice {
+struct ShardSlice {
   int64_t start = 0; /**< first index */
   int64_t stop = 0;  /**< one past the last index */
   bool full = true;  /**< the dimension is not split (printed ":") */
   /** Equality. */
-  bool operator==(const Slice&) const = default;
+  bool operator==(const ShardSlice&) const = default;
 };
-/** A shard's position in the global array: one Slice per dimension. */
-using Index = std::vector<Slice>;
+/** A shard's position in the global array: one ShardSlice per dimension. */
+using ShardIndex = std::vector<ShardSlice>;
 /** "(2:4, :)". */
-std::string index_str(const Index& index);
+std::string index_str(const ShardIndex& index);
 
 /** A mesh plus a spec: how an array is laid out. Validated on construction
  *  (spec §7.1: duplicate axes, unknown axes, UNCONSTRAINED, unreduced axes). */
@@ -183,9 +183,9 @@ class NamedSharding {
   /** Where device at flat mesh position i sits along each spec entry: chunk index per dim. */
   std::vector<int64_t> chunk_of(int flat_index, int rank) const;
   /** The index each device holds, in mesh row-major order (needs a concrete mesh). */
-  std::vector<std::pair<Device, Index>> devices_indices_map(const Shape& global_shape) const;
-  /** Index held by the device at flat position i. */
-  Index index_of(int flat_index, const Shape& global_shape) const;
+  std::vector<std::pair<Device, ShardIndex>> devices_indices_map(const Shape& global_shape) const;
+  /** ShardIndex held by the device at flat position i. */
+  ShardIndex index_of(int flat_index, const Shape& global_shape) const;
   /** Replica id of the device at flat position i (mixed radix over replicated axes). */
   int replica_id(int flat_index) const;
   /** Mesh axes not used by partitions, unreduced or reduced. */

@@ -64,7 +64,7 @@ void check_shards(const Array& y, const std::vector<float>& want, const std::str
     bool zero = false;
     for (const auto& a : s.spec().unreduced())
       if (mesh.coords(static_cast<int>(k))[mesh.abstract_mesh().axis_index(a)] != 0) zero = true;
-    const Index& idx = shards[k].index;
+    const ShardIndex& idx = shards[k].index;
     int64_t n = 0;
     for (int64_t i = idx[0].start; i < idx[0].stop; ++i)
       for (int64_t j = idx[1].start; j < idx[1].stop; ++j)

@@ -185,7 +185,7 @@ TEST(NamedSharding, GeometryMultiAxis) {
   EXPECT_EQ(s.shard_shape({8, 6}), (Shape{2, 3}));
   EXPECT_EQ(s.tiling(2), (std::vector<int64_t>{4, 2}));
   // Device (a=1,b=0,c=1) = flat 5: dim0 chunk = c*2 + a = 3, dim1 chunk = b = 0.
-  Index idx = s.index_of(5, {8, 6});
+  ShardIndex idx = s.index_of(5, {8, 6});
   EXPECT_EQ(index_str(idx), "(6:8, 0:3)");
   EXPECT_EQ(s.replica_id(5), 0);
   EXPECT_TRUE(s.replicated_axes().empty());

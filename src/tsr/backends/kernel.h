@@ -22,7 +22,9 @@ struct KernelArgs {
   const void* const* in_ptr = nullptr;         /**< input blocks */
   void* const* out_ptr = nullptr;              /**< output blocks (preallocated) */
   const Shape* out_origin = nullptr;           /**< global position of output 0's block */
-  int busy_devices = 1;                        /**< devices running this step at once */
+  const Shape* in_origin = nullptr; /**< per input: its block's global position (when asked) */
+  const Shape* in_global = nullptr; /**< per input: its global shape (when asked) */
+  int busy_devices = 1;             /**< devices running this step at once */
 
   /** Typed input pointer. */
   template <typename T>

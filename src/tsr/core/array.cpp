@@ -65,7 +65,7 @@ const detail::ArrayImpl& get(const std::shared_ptr<detail::ArrayImpl>& impl) {
   return *impl;
 }
 
-Shape origin_of(const Index& idx) {
+Shape origin_of(const ShardIndex& idx) {
   Shape o(idx.size());
   for (size_t d = 0; d < idx.size(); ++d) o[d] = idx[d].start;
   return o;
@@ -160,7 +160,7 @@ void Array::copy_to_host(void* dst, DType as) const {
   Shape local = impl.sharding.shard_shape(shape());
   for (int i = 0; i < static_cast<int>(impl.buffers.size()); ++i) {
     if (impl.sharding.replica_id(i) != 0) continue;
-    Index idx = impl.sharding.index_of(i, shape());
+    ShardIndex idx = impl.sharding.index_of(i, shape());
     detail::copy_box(impl.buffers[i]->ptr, local, Shape(local.size(), 0), out, shape(),
                      origin_of(idx), local, isz);
   }

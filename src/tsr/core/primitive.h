@@ -54,6 +54,9 @@ class Primitive {
   /** The concrete mesh this equation must run on (creation with a concrete
    *  placement, reshard to other devices); null: the program's mesh. */
   virtual const Mesh* placement_mesh() const { return nullptr; }
+  /** True when the kernel reads its inputs' block origins and global shapes
+   *  (KernelArgs::in_origin / in_global), as gather and scatter do. */
+  virtual bool needs_input_origins() const { return false; }
   /** True for primitives that may not be merged or dropped (none yet). */
   virtual bool effectful() const { return false; }
 };

@@ -72,7 +72,7 @@ Array any(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
   Array b = x.dtype() == DType::Bool ? x : not_equal(x, 0);
   return reduce(ReduceKind::Or, b, axis, {o.keepdims, o.out_sharding, {}}, "any");
 }
-Array all(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
+Array AllFn::operator()(const Array& x, const AxisArg& axis, const ReduceOptions& o) const {
   Array b = x.dtype() == DType::Bool ? x : not_equal(x, 0);
   return reduce(ReduceKind::And, b, axis, {o.keepdims, o.out_sharding, {}}, "all");
 }

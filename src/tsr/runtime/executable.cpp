@@ -18,7 +18,7 @@ NamedSharding layout_on(const Mesh& m, const PartitionSpec& spec, int rank) {
 }
 
 Shape origin_of(const NamedSharding& s, int flat, const Shape& shape) {
-  Index idx = s.index_of(flat, shape);
+  ShardIndex idx = s.index_of(flat, shape);
   Shape o(idx.size());
   for (size_t d = 0; d < idx.size(); ++d) o[d] = idx[d].start;
   return o;
@@ -109,6 +109,15 @@ struct Lowerer {
     if (!out_t.empty())
       for (int f = 0; f < me.size(); ++f)
         st.origins.push_back(origin_of(ex.values[st.outs[0]].layout, f, out_t[0].shape));
+    if (e.prim->needs_input_origins()) {
+      for (const auto& t : in_t) st.in_global.push_back(t.shape);
+      for (int f = 0; f < me.size(); ++f) {
+        std::vector<Shape> o;
+        for (size_t i = 0; i < st.ins.size(); ++i)
+          o.push_back(origin_of(ex.values[st.ins[i]].layout, f, in_t[i].shape));
+        st.in_origins.push_back(std::move(o));
+      }
+    }
     outs = st.outs;
     ex.steps.push_back(std::move(st));
     for (size_t j = 0; j < e.outs.size(); ++j) {
@@ -314,6 +323,10 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         a.in_ptr = ip.data();
         a.out_ptr = op.data();
         a.out_origin = st.origins.empty() ? nullptr : &st.origins[pos];
+        if (!st.in_origins.empty()) {
+          a.in_origin = st.in_origins[pos].data();
+          a.in_global = st.in_global.data();
+        }
         a.busy_devices = st.mesh->size();
         st.fn(a);
       }

@@ -30,6 +30,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
     std::vector<int> ins, outs;
     std::vector<LocalType> in_local, out_local;
     std::vector<Shape> origins;  // per flat mesh position: output 0's block origin
+    // When the primitive asks: inputs' global shapes, and per flat position the
+    // inputs' block origins.
+    std::vector<Shape> in_global;
+    std::vector<std::vector<Shape>> in_origins;
     std::optional<Mesh> mesh;
     std::shared_ptr<const Plan> plan;  // set for reshard steps
   };

@@ -59,7 +59,7 @@ void check_pspec(const AbstractMesh& mesh, const PartitionSpec& spec) {
 
 }  // namespace
 
-std::string index_str(const Index& index) {
+std::string index_str(const ShardIndex& index) {
   std::string s = "(";
   for (size_t i = 0; i < index.size(); ++i) {
     if (i) s += ", ";
@@ -131,22 +131,22 @@ std::vector<int64_t> NamedSharding::chunk_of(int flat_index, int rank) const {
   return q;
 }
 
-Index NamedSharding::index_of(int flat_index, const Shape& global_shape) const {
+ShardIndex NamedSharding::index_of(int flat_index, const Shape& global_shape) const {
   int rank = static_cast<int>(global_shape.size());
   Shape local = shard_shape(global_shape);
   auto t = tiling(rank);
   auto q = chunk_of(flat_index, rank);
-  Index idx(static_cast<size_t>(rank));
+  ShardIndex idx(static_cast<size_t>(rank));
   for (int d = 0; d < rank; ++d) {
     if (t[d] == 1)
-      idx[d] = Slice{0, global_shape[d], true};
+      idx[d] = ShardSlice{0, global_shape[d], true};
     else
-      idx[d] = Slice{q[d] * local[d], (q[d] + 1) * local[d], false};
+      idx[d] = ShardSlice{q[d] * local[d], (q[d] + 1) * local[d], false};
   }
   return idx;
 }
 
-std::vector<std::pair<Device, Index>> NamedSharding::devices_indices_map(
+std::vector<std::pair<Device, ShardIndex>> NamedSharding::devices_indices_map(
     const Shape& global_shape) const {
   if (!mesh_)
     throw ValueError("[devices_indices_map] the sharding has no devices. Got " + str() +
@@ -155,7 +155,7 @@ std::vector<std::pair<Device, Index>> NamedSharding::devices_indices_map(
     throw NotImplementedError(
         "[devices_indices_map] device_indices_map doesn't work with unreduced. Got " + str() +
         "; every device holds a full-shape partial value along the unreduced axes.");
-  std::vector<std::pair<Device, Index>> out;
+  std::vector<std::pair<Device, ShardIndex>> out;
   for (int i = 0; i < mesh_->size(); ++i)
     out.emplace_back(mesh_->devices()[i], index_of(i, global_shape));
   return out;
@@ -231,9 +231,9 @@ bool NamedSharding::is_equivalent_to(const NamedSharding& o, int rank) const {
   if (!mesh_)
     return abstract_ == o.abstract_ && ta == tb &&
            spec_.normalized(rank) == o.spec_.normalized(rank);
-  std::map<int, Index> a, b;
+  std::map<int, ShardIndex> a, b;
   auto explicit_index = [&](const NamedSharding& s, int i) {
-    Index idx = s.index_of(i, probe);
+    ShardIndex idx = s.index_of(i, probe);
     for (auto& sl : idx) sl.full = false;
     return idx;
   };

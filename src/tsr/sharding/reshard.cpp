@@ -19,7 +19,7 @@ namespace tsr::detail {
 namespace {
 
 Box box_of(const NamedSharding& s, int flat, const Shape& shape) {
-  Index idx = s.index_of(flat, shape);
+  ShardIndex idx = s.index_of(flat, shape);
   Box b{Shape(shape.size()), Shape(shape.size())};
   for (size_t d = 0; d < shape.size(); ++d) {
     b.start[d] = idx[d].start;

@@ -39,6 +39,9 @@ void concatenate(const KernelArgs& a);
 void split(const KernelArgs& a);
 void rev(const KernelArgs& a);
 
+void gather(const KernelArgs& a);  /**< lax.gather, in global coordinates */
+void scatter(const KernelArgs& a); /**< every scatter kind, in global coordinates */
+
 void iota(const KernelArgs& a);
 void full(const KernelArgs& a);
 

@@ -85,6 +85,13 @@ void register_cpu_kernels() {
   reg("rev", cpu::rev);
 
   // Indexing: gather and scatter.
+  reg("gather", cpu::gather);
+  reg("scatter", cpu::scatter);
+  reg("scatter_add", cpu::scatter);
+  reg("scatter_sub", cpu::scatter);
+  reg("scatter_mul", cpu::scatter);
+  reg("scatter_min", cpu::scatter);
+  reg("scatter_max", cpu::scatter);
 
   // Creation.
   reg("iota", cpu::iota);

@@ -1,0 +1,120 @@
+// gather and the scatter family (spec §12.13–§12.14), through the NumPy-style
+// front ends users call. Index inputs hold 0..2, so updates collide.
+#include "rules/record.h"
+
+using namespace tsr;
+
+namespace rules {
+namespace {
+
+using Fn = std::function<Array(const std::vector<Array>&)>;
+
+Record rec(std::vector<std::string> prims, std::string name, std::vector<In> in, Fn f,
+           std::vector<std::vector<PartitionSpec>> specs) {
+  return {std::move(prims), std::move(name), std::move(in), one(std::move(f)), std::move(specs)};
+}
+
+const In kX{{8, 4}};
+const In kIdx4{{4}, int32, Gen::Index};
+
+}  // namespace
+
+std::vector<Record> indexing_records() {
+  std::vector<Record> r;
+  const std::vector<std::vector<PartitionSpec>> xi = {
+      {P(), P()},
+      {P("x"), P()},
+      {P(nullptr, "y"), P()},
+      {P(), P("x")},
+      {P(nullptr, "y"), P("x")},
+      {P("x", "y"), P("y")},
+  };
+  r.push_back(rec(
+      {"gather"}, "take_rows", {kX, kIdx4},
+      [](const std::vector<Array>& a) { return take(a[0], a[1], 0); }, xi));
+  r.push_back(rec(
+      {"gather"}, "index_columns", {kX, kIdx4},
+      [](const std::vector<Array>& a) {
+        return a[0][{all, a[1]}];
+      },
+      xi));
+  r.push_back(rec(
+      {"gather"}, "index_columns_out_sharding", {kX, kIdx4},
+      [](const std::vector<Array>& a) {
+        return a[0].at(all, a[1]).get({.out_sharding = P(nullptr, "x")});
+      },
+      xi));
+  r.push_back(rec(
+      {"gather"}, "index_pair_strided", {kX, kIdx4},
+      [](const std::vector<Array>& a) {
+        return a[0][{a[1], Slice{std::nullopt, std::nullopt, 2}}];
+      },
+      xi));
+  r.push_back(rec({"gather"}, "take_along_axis_1", {kX, {{8, 4}, int32, Gen::Index}},
+                  [](const std::vector<Array>& a) { return take_along_axis(a[0], a[1], 1); },
+                  {{P(), P()},
+                   {P("x"), P("x")},
+                   {P("x"), P()},
+                   {P(), P("x")},
+                   {P(nullptr, "y"), P()},
+                   {P("x", "y"), P("x", "y")}}));
+  r.push_back(rec({"gather"}, "embedding_lookup", {{{16, 8}}, {{4, 2}, int32, Gen::Index}},
+                  [](const std::vector<Array>& a) { return a[0].at(a[1]).get(); },
+                  {{P(), P()}, {P(nullptr, "y"), P()}, {P("x"), P()}, {P(), P("x")}}));
+  r.push_back(rec(
+      {"gather"}, "gather_clip_mode", {kX, kIdx4},
+      [](const std::vector<Array>& a) {
+        return a[0].at(a[1] * 3 - 2).get({.mode = IndexMode::Clip});
+      },
+      xi));
+
+  const std::vector<std::vector<PartitionSpec>> xiu = {
+      {P(), P(), P()},
+      {P("x"), P(), P()},
+      {P("x"), P("x"), P("x")},
+      {P(nullptr, "y"), P(), P(nullptr, "y")},
+      {P(), P("x"), P()},
+      {P(), P(), P("x")},
+      {P("x", "y"), P("x"), P()},
+  };
+  const In kRows{{4, 4}};
+  r.push_back(rec(
+      {"scatter"}, "set_rows", {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).set(a[2]); }, xiu));
+  r.push_back(rec(
+      {"scatter_add"}, "add_columns", {kX, kIdx4, {{8, 4}}},
+      [](const std::vector<Array>& a) { return a[0].at(all, a[1]).add(a[2]); }, xiu));
+  r.push_back(rec(
+      {"scatter_sub"}, "subtract_rows", {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).subtract(a[2]); }, xiu));
+  r.push_back(rec(
+      {"scatter_mul"}, "mul_rows", {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).mul(a[2]); }, xiu));
+  r.push_back(rec(
+      {"scatter_min"}, "min_rows", {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).min(a[2]); }, xiu));
+  r.push_back(rec({"scatter_max"}, "max_elements", {kX, kIdx4, {{4}}},
+                  [](const std::vector<Array>& a) { return a[0].at(a[1], a[1]).max(a[2]); },
+                  {{P(), P(), P()},
+                   {P("x"), P(), P()},
+                   {P("x"), P("x"), P("x")},
+                   {P("x", "y"), P("y"), P("y")},
+                   {P(), P("x"), P()}}));
+  r.push_back(rec({"scatter"}, "set_static_row", {kX, {{4}}},
+                  [](const std::vector<Array>& a) { return a[0].at(-3).set(a[1]); },
+                  {{P(), P()}, {P("x"), P()}, {P("x", "y"), P("y")}, {P(nullptr, "y"), P("x")}}));
+  r.push_back(rec(
+      {"scatter"}, "set_out_sharding", {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).set(a[2], {.out_sharding = P("x")}); },
+      xiu));
+  r.push_back(rec({"scatter_add"}, "bincount", {{{8}, int32, Gen::Index}},
+                  [](const std::vector<Array>& a) { return bincount(a[0], 4); },
+                  {{P()}, {P("x")}, {P("y")}}));
+  r.push_back(rec({"eq"}, "one_hot", {{{8}, int32, Gen::Index}},
+                  [](const std::vector<Array>& a) { return one_hot(a[0], 4); }, {{P()}, {P("x")}}));
+  return r;
+}
+
+static const RecordSet kSet(indexing_records);
+
+}  // namespace rules
