@@ -46,8 +46,8 @@ Array bits(const Array& key, const Shape& shape = {}, DType dtype = uint32,
            const ShardingArg& out_sharding = {});
 
 /** Uniform floats in [minval, maxval) (jax.random.uniform). */
-Array uniform(const Array& key, const Shape& shape = {}, DType dtype = float32,
-              double minval = 0.0, double maxval = 1.0, const ShardingArg& out_sharding = {});
+Array uniform(const Array& key, const Shape& shape = {}, DType dtype = float32, double minval = 0.0,
+              double maxval = 1.0, const ShardingArg& out_sharding = {});
 
 /** Standard normal floats (jax.random.normal: sqrt(2) * erfinv(uniform(-1, 1))). */
 Array normal(const Array& key, const Shape& shape = {}, DType dtype = float32,

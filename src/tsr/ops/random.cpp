@@ -39,8 +39,7 @@ prim::Placed placed(const ShardingArg& s, const Shape& shape, const char* api) {
 }
 
 Array draw(prim::RandomDist dist, const Array& key, const Shape& shape, DType dtype, double flo,
-           double fhi, int64_t ilo, int64_t ihi, const ShardingArg& out_sharding,
-           const char* api) {
+           double fhi, int64_t ilo, int64_t ihi, const ShardingArg& out_sharding, const char* api) {
   check_key(key.type(), api);
   check_shape(shape, api);
   return bind1(std::make_shared<prim::RandomBits>(dist, shape, dtype, flo, fhi, ilo, ihi,
@@ -65,8 +64,7 @@ double in_dtype(double v, DType t) {
 // numpy.nextafter(v, toward) in dtype t (v already representable in t).
 double next_after(double v, double toward, DType t) {
   if (t == DType::Float64) return std::nextafter(v, toward);
-  if (t == DType::Float32)
-    return std::nextafter(static_cast<float>(v), static_cast<float>(toward));
+  if (t == DType::Float32) return std::nextafter(static_cast<float>(v), static_cast<float>(toward));
   if (std::isnan(v) || std::isnan(toward) || v == toward) return v;
   uint16_t b = t == DType::Float16 ? float16_t(static_cast<float>(v)).bits
                                    : bfloat16_t(static_cast<float>(v)).bits;
@@ -156,7 +154,8 @@ Array bits(const Array& key, const Shape& shape, DType dtype, const ShardingArg&
   if (dtype != uint32 && dtype != uint8)
     throw ValueError(std::string("[bits] dtype argument to `bits` must be an unsigned int dtype. "
                                  "Got dtype=") +
-                     dtype_name(dtype) + "; expected uint32 or uint8 (Tessera has no uint16/uint64).");
+                     dtype_name(dtype) +
+                     "; expected uint32 or uint8 (Tessera has no uint16/uint64).");
   return draw(prim::RandomDist::Bits, key, shape, dtype, 0, 0, 0, 0, out_sharding, "bits");
 }
 
@@ -170,8 +169,8 @@ Array uniform(const Array& key, const Shape& shape, DType dtype, double minval, 
 Array normal(const Array& key, const Shape& shape, DType dtype, const ShardingArg& out_sharding) {
   check_float(dtype, "normal");
   double lo = next_after(-1.0, 0.0, dtype);
-  Array u = draw(prim::RandomDist::Uniform, key, shape, dtype, lo, 1.0, 0, 0, out_sharding,
-                 "normal");
+  Array u =
+      draw(prim::RandomDist::Uniform, key, shape, dtype, lo, 1.0, 0, 0, out_sharding, "normal");
   return multiply(erfinv(u), std::sqrt(2.0));
 }
 
@@ -192,10 +191,11 @@ Array bernoulli(const Array& key, const Array& p, std::optional<Shape> shape,
     ok = pd == sd || pd == 1;
   }
   if (!ok)
-    throw ValueError("[bernoulli] bernoulli parameter shapes must be broadcast-compatible with "
-                     "shape argument. Got p shape " +
-                     shape_str(p.shape()) + " and shape " + shape_str(s) +
-                     "; expected p to broadcast to shape. Pass a matching shape.");
+    throw ValueError(
+        "[bernoulli] bernoulli parameter shapes must be broadcast-compatible with "
+        "shape argument. Got p shape " +
+        shape_str(p.shape()) + " and shape " + shape_str(s) +
+        "; expected p to broadcast to shape. Pass a matching shape.");
   return less(uniform(key, s, p.dtype(), 0.0, 1.0, out_sharding), p);
 }
 
@@ -228,8 +228,8 @@ Array truncated_normal(const Array& key, double lower, double upper, const Shape
 
 Array gumbel(const Array& key, const Shape& shape, DType dtype, const ShardingArg& out_sharding) {
   check_float(dtype, "gumbel");
-  Array u = draw(prim::RandomDist::Uniform, key, shape, dtype, tiny(dtype), 1.0, 0, 0,
-                 out_sharding, "gumbel");
+  Array u = draw(prim::RandomDist::Uniform, key, shape, dtype, tiny(dtype), 1.0, 0, 0, out_sharding,
+                 "gumbel");
   return neg(log(neg(log(u))));
 }
 
@@ -238,7 +238,8 @@ Array categorical(const Array& key, const Array& logits, int axis, std::optional
   check_key(key.type(), "categorical");
   if (!is_floating(logits.dtype()))
     throw TypeError(std::string("[categorical] logits must be a float array. Got dtype ") +
-                    dtype_name(logits.dtype()) + "; expected a floating dtype. Convert with astype.");
+                    dtype_name(logits.dtype()) +
+                    "; expected a floating dtype. Convert with astype.");
   int nd = logits.ndim();
   int ax = norm_axis(axis, nd, "categorical");
   Shape batch = logits.shape();
@@ -250,10 +251,11 @@ Array categorical(const Array& key, const Array& logits, int axis, std::optional
     ok = bd == sd || bd == 1;
   }
   if (!ok)
-    throw ValueError("[categorical] categorical parameter shapes must be broadcast-compatible "
-                     "with shape argument. Got shape " +
-                     shape_str(s) + " for logits batch shape " + shape_str(batch) +
-                     "; expected a shape that ends with the batch shape.");
+    throw ValueError(
+        "[categorical] categorical parameter shapes must be broadcast-compatible "
+        "with shape argument. Got shape " +
+        shape_str(s) + " for logits batch shape " + shape_str(batch) +
+        "; expected a shape that ends with the batch shape.");
   size_t prefix = s.size() - batch.size();
   // The Gumbel sample has the categories' axis inserted at the same place from the end.
   Shape gshape = s;

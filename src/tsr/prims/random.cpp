@@ -13,8 +13,7 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("random_bits") &&
-                        register_primitive("random_uniform") &&
+const bool registered = register_primitive("random_bits") && register_primitive("random_uniform") &&
                         register_primitive("random_randint") && register_primitive("threefry2x32");
 
 // Kernels write full values; unreduced axes of the type get zeros from the reshard

@@ -12,9 +12,9 @@ namespace tsr::prim {
 
 /** What a random_* primitive samples. */
 enum class RandomDist : uint8_t {
-  Bits,     /**< random_bits: uint32 (out0 ^ out1) or uint8 (its low byte) */
-  Uniform,  /**< random_uniform: max(lo, u * (hi - lo) + lo), u from the dtype's bit width */
-  RandInt,  /**< random_randint: jax.random.randint's two-key modular rule */
+  Bits,    /**< random_bits: uint32 (out0 ^ out1) or uint8 (its low byte) */
+  Uniform, /**< random_uniform: max(lo, u * (hi - lo) + lo), u from the dtype's bit width */
+  RandInt, /**< random_randint: jax.random.randint's two-key modular rule */
 };
 
 /** random_bits / random_uniform / random_randint(key): input a uint32[2] key
