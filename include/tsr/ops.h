@@ -311,4 +311,8 @@ Array rev(const Array& x, const std::vector<int>& dims);
 /** Asserts (on all-Explicit meshes, spec E28) that x already has this sharding. */
 Array with_sharding_constraint(const Array& x, const ShardingArg& sharding);
 
+// ---- special functions (random numbers) ------------------------------------------
+/** Inverse error function on (-1, 1); ±1 give ±inf, |x| > 1 gives NaN (lax.erf_inv). */
+Array erfinv(const Array& x);
+
 }  // namespace tsr

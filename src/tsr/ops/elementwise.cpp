@@ -54,6 +54,7 @@ Array tanh(const Array& x) { return unary(UnaryOp::Tanh, x, true); }
 Array logistic(const Array& x) { return unary(UnaryOp::Logistic, x, true); }
 Array sigmoid(const Array& x) { return logistic(x); }
 Array erf(const Array& x) { return unary(UnaryOp::Erf, x, true); }
+Array erfinv(const Array& x) { return unary(UnaryOp::ErfInv, x, true); }
 Array isfinite(const Array& x) {
   if (!is_floating(x.dtype())) return full_like(x, 1, DType::Bool);
   return unary(UnaryOp::IsFinite, x, false);

@@ -10,9 +10,9 @@ using namespace tsr::detail;
 namespace {
 
 const char* const kUnaryNames[kNumUnaryOps] = {
-    "neg", "abs",   "sign",     "floor", "ceil",      "round",  "exp", "exp2",
-    "log", "log1p", "expm1",    "sqrt",  "rsqrt",     "square", "sin", "cos",
-    "tan", "tanh",  "logistic", "erf",   "is_finite", "not"};
+    "neg", "abs",   "sign",     "floor", "ceil",      "round",  "exp",    "exp2",
+    "log", "log1p", "expm1",    "sqrt",  "rsqrt",     "square", "sin",    "cos",
+    "tan", "tanh",  "logistic", "erf",   "is_finite", "not",    "erf_inv"};
 const char* const kBinaryNames[kNumBinaryOps] = {"add", "sub", "mul",   "div", "rem", "pow",
                                                  "max", "min", "atan2", "and", "or",  "xor",
                                                  "eq",  "ne",  "lt",    "le",  "gt",  "ge"};

@@ -31,10 +31,11 @@ enum class UnaryOp : uint8_t {
   Erf,
   IsFinite,
   Not,
+  ErfInv,
 };
 /** Number of UnaryOp values. */
-inline constexpr int kNumUnaryOps = 22;
-/** The primitive name of a unary op ("neg", ..., "is_finite", "not"). */
+inline constexpr int kNumUnaryOps = 23;
+/** The primitive name of a unary op ("neg", ..., "is_finite", "not", "erf_inv"). */
 const char* unary_name(UnaryOp op);
 
 /** y = op(x). Output dtype = input dtype (bool for is_finite). `round` rounds half

@@ -45,6 +45,9 @@ void scatter(const KernelArgs& a); /**< every scatter kind, in global coordinate
 void iota(const KernelArgs& a);
 void full(const KernelArgs& a);
 
+void random_bits(const KernelArgs& a);  /**< random_bits / random_uniform / random_randint */
+void threefry2x32(const KernelArgs& a); /**< the threefry2x32 hash over counter arrays */
+
 // ---- float16 / bfloat16
 
 /** True for the 16-bit float storage types, which compute through float. */

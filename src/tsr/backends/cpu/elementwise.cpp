@@ -42,6 +42,40 @@ constexpr bool unary_supported() {
   return Op != UnaryOp::Not;  // floats (half types compute as float)
 }
 
+// erf^-1 in double: Giles' single-precision approximation ("Approximating the
+// erfinv function", GPU Gems 2012; the one XLA uses for f32) as the start, then
+// two Halley steps on erf(x) - y, which bring it to double precision. Results
+// round to the dtype, so they may differ from XLA's float polynomial in the last ulp.
+inline double erf_inv_double(double y) {
+  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (y == 1 || y == -1) return y * std::numeric_limits<double>::infinity();
+  double w = -std::log1p(-y * y), p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941})
+      p = c + p * w;
+  } else {
+    w = std::sqrt(w) - 3;
+    p = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682})
+      p = c + p * w;
+  }
+  // Refine |x| against |y|; in the tail erf(x) - y = (1 - y) - erfc(x) keeps precision.
+  double ay = std::fabs(y), x = std::fabs(p * y);
+  constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+  for (int it = 0; it < 2; ++it) {
+    double d = kTwoOverSqrtPi * std::exp(-x * x);
+    if (d == 0) break;
+    double f = x > 1 ? (1 - ay) - std::erfc(x) : std::erf(x) - ay;
+    double step = f / d;
+    x -= step / (1 + x * step);
+  }
+  return std::copysign(x, y);
+}
+
 template <UnaryOp Op, typename T>
 using UnaryOut = std::conditional_t<Op == UnaryOp::IsFinite, bool, T>;
 
@@ -86,6 +120,7 @@ inline UnaryOut<Op, T> unary_op(T x) {
     if constexpr (Op == UnaryOp::Tanh) return std::tanh(x);
     if constexpr (Op == UnaryOp::Logistic) return T(1) / (T(1) + std::exp(-x));
     if constexpr (Op == UnaryOp::Erf) return std::erf(x);
+    if constexpr (Op == UnaryOp::ErfInv) return static_cast<T>(erf_inv_double(x));
     if constexpr (Op == UnaryOp::IsFinite) return std::isfinite(x);
     return x;
   }

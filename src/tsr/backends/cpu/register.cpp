@@ -31,6 +31,7 @@ void register_cpu_kernels() {
   reg("erf", cpu::unary);
   reg("is_finite", cpu::unary);
   reg("not", cpu::unary);
+  reg("erf_inv", cpu::unary);
   reg("integer_pow", cpu::integer_pow);
 
   // Binary (prim::BinaryOp order).
@@ -98,6 +99,10 @@ void register_cpu_kernels() {
   reg("full", cpu::full);
 
   // Random bits.
+  reg("random_bits", cpu::random_bits);
+  reg("random_uniform", cpu::random_bits);
+  reg("random_randint", cpu::random_bits);
+  reg("threefry2x32", cpu::threefry2x32);
 
   // A reshard whose local blocks already match is a copy.
   reg("reshard", cpu::copy_input);

@@ -1,0 +1,108 @@
+// Rules of the random primitives: outputs are placed like creation ops (the
+// given sharding, else replicated on the rule's mesh); the key is read replicated
+// (a sharded key is gathered: it is 8 bytes).
+#include "tsr/prims/random.h"
+
+#include <cstdio>
+
+#include "tsr/prims/common.h"
+#include "tsr/prims/elementwise.h"
+#include "tsr/sharding/format.h"
+
+namespace tsr::prim {
+using namespace tsr::detail;
+
+namespace {
+const bool registered = register_primitive("random_bits") && register_primitive("random_uniform") &&
+                        register_primitive("random_randint") && register_primitive("threefry2x32");
+
+// Kernels write full values; unreduced axes of the type get zeros from the reshard
+// after them (as the creation ops do).
+Lowering placed_lowering(const ArrayType& t) {
+  const PartitionSpec& s = t.sharding.spec();
+  if (s.unreduced_kind() != UnreducedKind::Sum) return {{PartitionSpec()}, {s}};
+  return {{PartitionSpec()}, {PartitionSpec(s.entries(), {}, s.reduced())}};
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
+const char* RandomBits::name() const {
+  switch (dist_) {
+    case RandomDist::Bits:
+      return "random_bits";
+    case RandomDist::Uniform:
+      return "random_uniform";
+    case RandomDist::RandInt:
+      return "random_randint";
+  }
+  return "random_bits";
+}
+
+std::vector<ArrayType> RandomBits::infer(const std::vector<ArrayType>& in) const {
+  check_key(in.at(0), name());
+  no_unreduced(name(), in);
+  bool ok = dist_ == RandomDist::Bits      ? dtype_ == DType::UInt32 || dtype_ == DType::UInt8
+            : dist_ == RandomDist::Uniform ? is_floating(dtype_)
+                                           : is_integer(dtype_);
+  if (!ok)
+    throw TypeError(std::string("[") + name() + "] " + name() + " does not produce dtype " +
+                    dtype_name(dtype_) + ". Got dtype=" + dtype_name(dtype_) + "; expected " +
+                    (dist_ == RandomDist::Bits      ? "uint32 or uint8"
+                     : dist_ == RandomDist::Uniform ? "a floating-point dtype"
+                                                    : "an integer dtype") +
+                    ". Pass a dtype of that kind.");
+  if (where_.sharding) return {make_type(shape_, dtype_, false, *where_.sharding)};
+  return {make_type(shape_, dtype_, false, rule_mesh(in), PartitionSpec())};
+}
+
+Lowering RandomBits::partition(const std::vector<ArrayType>&,
+                               const std::vector<ArrayType>& out) const {
+  return placed_lowering(out[0]);
+}
+
+std::string RandomBits::params() const {
+  std::string s = std::string("shape=") + ints_tuple(shape_) + " dtype=" + dtype_name(dtype_);
+  if (dist_ == RandomDist::Uniform) s += " minval=" + num(flo_) + " maxval=" + num(fhi_);
+  if (dist_ == RandomDist::RandInt)
+    s += " minval=" + std::to_string(ilo_) + " maxval=" + std::to_string(ihi_);
+  return s + " sharding=" + p_sharding(where_.sharding);
+}
+
+std::vector<ArrayType> Threefry2x32::infer(const std::vector<ArrayType>& in) const {
+  check_key(in.at(0), "threefry2x32");
+  const ArrayType& x0 = in.at(1);
+  const ArrayType& x1 = in.at(2);
+  if (x0.dtype != DType::UInt32 || x1.dtype != DType::UInt32 || x0.shape != x1.shape)
+    throw TypeError("[threefry2x32] the counters must be uint32 arrays of one shape. Got " +
+                    x0.str() + " and " + x1.str() +
+                    "; expected two uint32 arrays of equal shape. Convert with astype(uint32) "
+                    "and broadcast_to one shape.");
+  no_unreduced("threefry2x32", in);
+  Shape shape;
+  std::vector<PartitionEntry> e = broadcast_entries("threefry2x32", {x0, x1}, shape);
+  ArrayType t = make_type(shape, DType::UInt32, false, rule_mesh(in), e);
+  return {t, t};
+}
+
+Lowering Threefry2x32::partition(const std::vector<ArrayType>&,
+                                 const std::vector<ArrayType>& out) const {
+  const PartitionSpec& s = out[0].sharding.spec();
+  return {{PartitionSpec(), s, s}, {s, s}};
+}
+
+}  // namespace tsr::prim
+
+namespace tsr::detail {
+void check_key(const ArrayType& t, const char* api) {
+  if (t.dtype != DType::UInt32 || t.shape != Shape{2})
+    throw TypeError(std::string("[") + api + "] the key is not a raw threefry2x32 key. Got " +
+                    t.str() +
+                    "; expected a uint32 array of shape (2,). Make keys with "
+                    "tsr::random::key(seed), split or fold_in.");
+}
+}  // namespace tsr::detail
