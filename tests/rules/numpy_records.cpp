@@ -110,7 +110,7 @@ std::vector<Record> numpy_records() {
       {{P(), P()}, {P("x"), P()}, {P(), P("x")}, {P(nullptr, "y"), P()}});
   add(
       {"le"}, "isclose", {{{8, 4}}, {{8, 4}}},
-      [](auto& a) { return isclose(a[0], where(a[1] > 0, a[0] + 1e-6, a[1]), 1e-5, 1e-8, true); },
+      [](auto& a) { return isclose(a[0], a[0] + where(a[1] > 0, 1e-6, 1.0), 1e-5, 1e-8, true); },
       specs2());
   add(
       {"reduce_and"}, "allclose", {{{8, 4}}, {{8, 4}}},

@@ -15,18 +15,19 @@ using namespace detail;
 
 namespace {
 
-// Where constants built for x go: x's mesh, replicated (or nowhere in particular).
-Placement replicated_like(const Array& x) {
-  const ArrayType& t = x.type();
-  if (t.sharding.mesh().empty()) return {};
-  const NamedSharding& cs = x.sharding();
-  if (cs.concrete_mesh()) return NamedSharding(*cs.concrete_mesh(), P());
-  return NamedSharding(t.sharding.mesh(), P());
-}
-
-// (col - row) over an [n, m] plane, placed for x: the diagonal index of each cell.
+// (col - row) over the [n, m] plane of x's last two dims: the diagonal index of
+// each cell, laid out like those dims of x (select_n needs `which` sharded as
+// the cases).
 Array diag_index(const Array& x, int64_t n, int64_t m) {
-  Placement where = replicated_like(x);
+  const ArrayType& t = x.type();
+  Placement where;
+  if (!t.sharding.mesh().empty()) {
+    auto e = entries_of(t);
+    PartitionSpec spec(std::vector<PartitionEntry>(e.end() - 2, e.end()));
+    const NamedSharding& cs = x.sharding();
+    where = cs.concrete_mesh() ? NamedSharding(*cs.concrete_mesh(), spec)
+                               : NamedSharding(t.sharding.mesh(), spec);
+  }
   return subtract(broadcasted_iota(DType::Int32, {n, m}, 1, where),
                   broadcasted_iota(DType::Int32, {n, m}, 0, where));
 }
@@ -96,7 +97,7 @@ Array diag(const Array& v, int k) {
   Array w = ak ? pad(v, zero_of(v), {{0, ak, 0}}) : v;
   // k >= 0: row i carries v[i]; k < 0: column j does.
   Array wb = broadcast_in_dim(w, {big, big}, {k >= 0 ? 0 : 1});
-  return where(equal(diag_index(v, big, big), k), wb, zero_of(v));
+  return where(equal(diag_index(wb, big, big), k), wb, zero_of(v));
 }
 
 Array trace(const Array& x, int offset, int axis1, int axis2) {
