@@ -393,3 +393,21 @@ TEST(MoreOpsErrors, BadArguments) {
 }
 
 }  // namespace
+
+namespace {
+
+// Auto axes are not in types: no rule refuses, and kernels get whole axes.
+TEST(MoreOpsAuto, AutoAxesRunUnconstrained) {
+  Mesh mesh = make_mesh({2, 4}, {"x", "y"}, {AxisType::Auto, AxisType::Auto});
+  MeshScope scope(mesh);
+  Array x = device_put(arange(32.f).reshape({8, 4}), P("x", "y"));
+  Array c = cumsum(x, 0);
+  EXPECT_EQ(fv(c)[28], 112.f);  // 0 + 4 + ... + 28
+  std::vector<float> s = fv(sort(x, 0, true, true));
+  EXPECT_EQ(s[0], 28.f);
+  auto [v, i] = top_k(x, 1);
+  EXPECT_EQ(iv(i)[7], 3);
+  EXPECT_EQ(iv(roll(arange(8), 1, 0))[0], 7);
+}
+
+}  // namespace
