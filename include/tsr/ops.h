@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -314,5 +315,96 @@ Array with_sharding_constraint(const Array& x, const ShardingArg& sharding);
 // ---- special functions (random numbers) ------------------------------------------
 /** Inverse error function on (-1, 1); ±1 give ±inf, |x| > 1 gives NaN (lax.erf_inv). */
 Array erfinv(const Array& x);
+
+// ---- cumulative ops, sorting and NumPy extras ------------------------------------
+/** Options of the cumulative ops. */
+struct CumOptions {
+  bool reverse = false;            /**< scan from the last element (lax.cumsum reverse) */
+  std::optional<DType> dtype = {}; /**< accumulate/output dtype */
+};
+/** Running sum along axis; axis not given: of the flattened (fully replicated) x.
+ *  Bool and small ints accumulate as int32 / uint32 (as jnp). The axis must be unsharded. */
+Array cumsum(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
+/** Running product along axis (promotion and sharding as cumsum). */
+Array cumprod(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
+/** Running max along axis (NaN propagates). */
+Array cummax(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
+/** Running min along axis (NaN propagates). */
+Array cummin(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
+/** Running log(sum(exp(x))) along axis (integers compute in float32). */
+Array cumlogsumexp(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
+
+/** Sorted copy along axis (nullopt: flattened); NaNs last; descending reverses. */
+Array sort(const Array& x, std::optional<int> axis = -1, bool stable = true,
+           bool descending = false);
+/** lax.sort: sorts all operands by the first num_keys (lexicographically). */
+std::vector<Array> sort(const std::vector<Array>& operands, int dimension = -1,
+                        bool is_stable = true, int num_keys = 1);
+/** int32 indices that sort x along axis (a sort with an iota, as jnp.argsort). */
+Array argsort(const Array& x, std::optional<int> axis = -1, bool stable = true,
+              bool descending = false);
+/** The k largest values along the last axis and their int32 indices (ties: lower index first). */
+std::pair<Array, Array> top_k(const Array& x, int64_t k);
+/** int32 insertion indices of v into the 1-D ascending `sorted` ("left" or "right");
+ *  the result is sharded like v and a sharded `sorted` is gathered first. */
+Array searchsorted(const Array& sorted, const ArrayLike& v, const std::string& side = "left");
+
+/** Rolls elements by shift along axis (nullopt: of the flattened array); the axis must be
+ * unsharded. */
+Array roll(const Array& a, int64_t shift, std::optional<int> axis = {});
+/** Rolls along several axes (shifts and axes broadcast against each other). */
+Array roll(const Array& a, const std::vector<int64_t>& shifts, const std::vector<int>& axes);
+/** Repeats x reps[i] times along dim i (tiled dims must be unsharded). */
+Array tile(const Array& x, const std::vector<int64_t>& reps);
+/** Repeats each element `repeats` times along axis (nullopt: flattened). In an
+ *  Explicit mesh, without out_sharding, axis must be given and unsharded. */
+Array repeat(const Array& a, int64_t repeats, std::optional<int> axis = {},
+             std::optional<int64_t> total_repeat_length = {}, const ShardingArg& out_sharding = {});
+/** Repeats element i repeats[i] times along axis; total_repeat_length truncates or
+ *  pads with the last value. */
+Array repeat(const Array& a, const std::vector<int64_t>& repeats, std::optional<int> axis = {},
+             std::optional<int64_t> total_repeat_length = {}, const ShardingArg& out_sharding = {});
+/** Reverses the given axes (all by default). */
+Array flip(const Array& x, const AxisArg& axis = {});
+/** Zeros below diagonal k of the last two dims. */
+Array triu(const Array& x, int k = 0);
+/** Zeros above diagonal k of the last two dims. */
+Array tril(const Array& x, int k = 0);
+/** 1-D v: a square matrix with v on diagonal k; 2-D: its diagonal k. */
+Array diag(const Array& v, int k = 0);
+/** Diagonal `offset` of the (axis1, axis2) planes, appended as the last dim. */
+Array diagonal(const Array& x, int offset = 0, int axis1 = 0, int axis2 = 1);
+/** Sum of diagonal `offset` (integers accumulate as sum does). */
+Array trace(const Array& x, int offset = 0, int axis1 = 0, int axis2 = 1);
+/** Limits x to [min, max] (either optional; broadcasting; NaN propagates). */
+Array clip(const Array& x, const std::optional<ArrayLike>& min = {},
+           const std::optional<ArrayLike>& max = {});
+/** Splits x along axis into arrays without that axis (the axis must be unsharded). */
+std::vector<Array> unstack(const Array& x, int axis = 0);
+/** The flattened array (row-major). */
+Array ravel(const Array& x);
+/** Same as ravel. */
+Array flatten(const Array& x);
+/** Exchanges two axes. */
+Array swapaxes(const Array& x, int axis1, int axis2);
+/** Moves axis `source` to position `destination`. */
+Array moveaxis(const Array& x, int source, int destination);
+/** Moves several axes to new positions (the others keep their order). */
+Array moveaxis(const Array& x, const std::vector<int>& source, const std::vector<int>& destination);
+/** Coordinate grids from 1-D arrays ("xy": Cartesian, first two dims swapped; "ij": matrix). */
+std::vector<Array> meshgrid(const std::vector<Array>& xs, const std::string& indexing = "xy");
+/** Outer product of the flattened a and b. */
+Array outer(const Array& a, const Array& b);
+/** Kronecker product. */
+Array kron(const Array& a, const Array& b);
+/** |a - b| <= atol + rtol * |b| elementwise (infs equal by sign; NaN only with equal_nan). */
+Array isclose(const ArrayLike& a, const ArrayLike& b, double rtol = 1e-05, double atol = 1e-08,
+              bool equal_nan = false);
+/** A bool scalar array: isclose everywhere. */
+Array allclose(const ArrayLike& a, const ArrayLike& b, double rtol = 1e-05, double atol = 1e-08,
+               bool equal_nan = false);
+/** Replaces NaN by nan and +-inf by posinf / neginf (default: the dtype's largest finite). */
+Array nan_to_num(const Array& x, double nan = 0.0, std::optional<double> posinf = {},
+                 std::optional<double> neginf = {});
 
 }  // namespace tsr

@@ -28,6 +28,11 @@ void arg_reduce(const KernelArgs& a); /**< argmax / argmin */
 
 void dot_general(const KernelArgs& a); /**< batched contraction (GEMM) */
 
+void cumulative(const KernelArgs& a);   /**< cumsum/cumprod/cummax/cummin/cumlogsumexp */
+void sort(const KernelArgs& a);         /**< multi-operand sort along one dimension */
+void top_k(const KernelArgs& a);        /**< k largest along the last axis, with indices */
+void searchsorted(const KernelArgs& a); /**< insertion indices into a whole 1-D table */
+
 void copy_input(const KernelArgs& a); /**< reshape, squeeze, reshard: the bytes unchanged */
 void transpose(const KernelArgs& a);
 void broadcast_in_dim(const KernelArgs& a);

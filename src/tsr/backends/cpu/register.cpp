@@ -69,6 +69,14 @@ void register_cpu_kernels() {
   reg("argmin", cpu::arg_reduce);
 
   // Cumulative ops, sort, top_k and friends.
+  reg("cumsum", cpu::cumulative);
+  reg("cumprod", cpu::cumulative);
+  reg("cummax", cpu::cumulative);
+  reg("cummin", cpu::cumulative);
+  reg("cumlogsumexp", cpu::cumulative);
+  reg("sort", cpu::sort);
+  reg("top_k", cpu::top_k);
+  reg("searchsorted", cpu::searchsorted);
 
   reg("dot_general", cpu::dot_general);
 

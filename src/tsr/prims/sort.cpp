@@ -1,0 +1,145 @@
+// Rules of sort, top_k and searchsorted (spec §12.12): the sorted axis must be
+// unsharded (E15, E16) and sort operands must share one sharding; searchsorted's
+// table is gathered (replicated) for the kernel and the output follows the queries.
+#include "tsr/prims/sort.h"
+
+#include "tsr/prims/common.h"
+
+namespace tsr::prim {
+using namespace tsr::detail;
+
+namespace {
+bool register_all() {
+  for (const char* n : {"sort", "top_k", "searchsorted"}) register_primitive(n);
+  return true;
+}
+const bool registered = register_all();
+}  // namespace
+
+// ---- sort ----------------------------------------------------------------------
+
+std::vector<ArrayType> Sort::infer(const std::vector<ArrayType>& in) const {
+  if (in.empty())
+    throw TypeError("[sort] sort needs at least one operand. Got none; expected one or more.");
+  const ArrayType& x = in[0];
+  if (num_keys_ < 1 || num_keys_ > static_cast<int>(in.size()))
+    throw ValueError("[sort] num_keys must be in [1, number of operands]. Got num_keys=" +
+                     std::to_string(num_keys_) + " for " + std::to_string(in.size()) +
+                     " operands; expected 1 <= num_keys <= " + std::to_string(in.size()) + ".");
+  if (dimension_ < 0 || dimension_ >= x.ndim())
+    throw ValueError("[sort] dimension " + std::to_string(dimension_) + " is out of range. Got " +
+                     x.str() + "; expected a dimension in [0, " + std::to_string(x.ndim()) + ").");
+  for (const auto& t : in)
+    if (t.shape != x.shape)
+      throw TypeError("[sort] sort operands must all have the same shape. Got " + x.str() +
+                      " and " + t.str() + "; expected equal shapes.");
+  no_unreduced("sort", in);
+  const NamedSharding* s = nullptr;
+  for (const auto& t : in) {
+    if (t.sharding.mesh().empty()) continue;
+    if (!entries_of(t)[dimension_].is_none())
+      throw ShardingTypeError(
+          "[sort] Arguments to sort must be unsharded over the sorting dimension. Got arg "
+          "sharding=" +
+          t.sharding.str() + " and sorting dimension=" + std::to_string(dimension_) +
+          ". Reshard the operand to unsharded on that dimension first.");
+    if (!s) s = &t.sharding;
+  }
+  for (const auto& t : in) {
+    if (t.sharding.mesh().empty() || t.sharding == *s) continue;
+    std::string list;
+    for (const auto& u : in)
+      if (!u.sharding.mesh().empty()) list += (list.empty() ? "" : ", ") + u.sharding.str();
+    throw ShardingTypeError("[sort] Arguments to sort must have equal shardings, got: [" + list +
+                            "]. Reshard the operands to one sharding first.");
+  }
+  AbstractMesh mesh = rule_mesh(in);
+  std::vector<PartitionEntry> e(x.shape.size());
+  if (s)
+    for (const auto& t : in)
+      if (!t.sharding.mesh().empty()) {
+        e = entries_of(t);
+        break;
+      }
+  std::vector<ArrayType> out;
+  for (const auto& t : in) out.push_back(make_type(t.shape, t.dtype, t.weak, mesh, e));
+  return out;
+}
+
+Lowering Sort::partition(const std::vector<ArrayType>& in,
+                         const std::vector<ArrayType>& out) const {
+  Lowering l;
+  for (const auto& t : out) {
+    l.in.push_back(t.sharding.spec());
+    l.out.push_back(t.sharding.spec());
+  }
+  return l;
+}
+
+std::string Sort::params() const {
+  return "dimension=" + std::to_string(dimension_) +
+         " is_stable=" + (is_stable_ ? "True" : "False") + " num_keys=" + std::to_string(num_keys_);
+}
+
+// ---- top_k ---------------------------------------------------------------------
+
+std::vector<ArrayType> TopK::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  if (x.ndim() == 0)
+    throw TypeError("[top_k] top_k operand must have >= 1 dimension. Got " + x.str() +
+                    "; expected an array of rank >= 1.");
+  int axis = x.ndim() - 1;
+  if (k_ < 0 || k_ > x.shape[axis])
+    throw ValueError(
+        "[top_k] k must be in [0, size of the last axis]. Got k=" + std::to_string(k_) + " for " +
+        x.str() + "; expected 0 <= k <= " + std::to_string(x.shape[axis]) + ".");
+  if (x.dtype == DType::Bool)
+    throw TypeError("[top_k] top_k does not accept bool. Got " + x.str() +
+                    "; expected a numeric array. Convert with astype(int32).");
+  no_unreduced("top_k", in);
+  auto e = entries_of(x);
+  if (!e[axis].is_none())
+    throw ShardingTypeError(
+        "[top_k] The input should be unsharded over the axis along which to compute the top_k "
+        "values. Got input type=" +
+        x.str() + " and axis=" + std::to_string(axis) +
+        ". Reshard the input to unsharded on that axis first.");
+  Shape shape = x.shape;
+  shape[axis] = k_;
+  AbstractMesh mesh = rule_mesh(in);
+  return {make_type(shape, x.dtype, x.weak, mesh, e),
+          make_type(shape, DType::Int32, false, mesh, e)};
+}
+
+Lowering TopK::partition(const std::vector<ArrayType>& in,
+                         const std::vector<ArrayType>& out) const {
+  return {{in[0].sharding.spec()}, {out[0].sharding.spec(), out[1].sharding.spec()}};
+}
+
+std::string TopK::params() const { return "k=" + std::to_string(k_); }
+
+// ---- searchsorted ----------------------------------------------------------------
+
+std::vector<ArrayType> SearchSorted::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType &a = in.at(0), &v = in.at(1);
+  if (a.ndim() != 1)
+    throw ValueError("[searchsorted] sorted array must be 1-D. Got " + a.str() +
+                     "; expected a rank-1 array (ravel it first).");
+  if (a.dtype != v.dtype)
+    throw TypeError("[searchsorted] sorted array and query dtypes differ. Got " + a.str() +
+                    " and " + v.str() + "; expected one dtype (promote them first).");
+  no_unreduced("searchsorted", in);
+  return {make_type(v.shape, DType::Int32, false, rule_mesh(in), entries_of(v))};
+}
+
+Lowering SearchSorted::partition(const std::vector<ArrayType>& in,
+                                 const std::vector<ArrayType>& out) const {
+  // Every query may land anywhere in the table: the kernel needs it whole.
+  return {{PartitionSpec(), in[1].sharding.spec()}, {out[0].sharding.spec()}};
+}
+
+std::string SearchSorted::params() const {
+  return std::string("side=") + (right_ ? "'right'" : "'left'");
+}
+
+}  // namespace tsr::prim
