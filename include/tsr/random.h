@@ -79,4 +79,12 @@ Array gumbel(const Array& key, const Shape& shape = {}, DType dtype = float32,
 Array categorical(const Array& key, const Array& logits, int axis = -1,
                   std::optional<Shape> shape = {}, const ShardingArg& out_sharding = {});
 
+/** A random permutation of arange(n) as int32 (jax.random.permutation(key, n));
+ *  the result is replicated, or laid out as out_sharding. */
+Array permutation(const Array& key, int64_t n, const ShardingArg& out_sharding = {});
+/** x shuffled along `axis` (jax.random.permutation(key, x)): one permutation of
+ *  whole slices, or with `independent` each 1-D slice on its own. `axis` must be
+ *  unsharded (the shuffle sorts along it). Same values as JAX's sort-based shuffle. */
+Array permutation(const Array& key, const Array& x, int axis = 0, bool independent = false);
+
 }  // namespace tsr::random

@@ -328,3 +328,34 @@ TEST(Random, ErfInv) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Random, PermutationIsAPermutationAndShardingInvariant) {
+  std::vector<double> p = host(random::permutation(random::key(7), 10));
+  std::vector<double> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_NE(p, sorted);  // 1 in 10! to fail by chance
+  // Whole rows move together; each row's content is intact.
+  Array x = iota({16, 8}, int32);
+  std::vector<double> rows = host(random::permutation(random::key(7), x));
+  std::vector<double> ind = host(random::permutation(random::key(7), x, 1, true));
+  for (int r = 0; r < 16; ++r) {
+    double first = rows[r * 8];
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(rows[r * 8 + c], first + c);
+  }
+  for (const auto& mc : meshes()) {
+    Mesh mesh = make_mesh(mc.sizes, mc.names);
+    MeshScope scope(mesh);
+    EXPECT_EQ(host(random::permutation(random::key(7), 10, P())), p) << mesh.str();
+    // Sharded on the dim that is not shuffled.
+    Array xs = device_put(iota({16, 8}, int32), P("x", nullptr));
+    Array ys = device_put(iota({16, 8}, int32), P(nullptr, "x"));
+    EXPECT_EQ(host(random::permutation(random::key(7), xs, 1, true)), ind) << mesh.str();
+    auto jf = jit([](const Array& k, const Array& y) { return random::permutation(k, y); });
+    EXPECT_EQ(host(jf(random::key(7), ys)), rows) << mesh.str();
+  }
+}
+
+}  // namespace

@@ -160,7 +160,10 @@ Array unshard_dims(const Array& x, const std::vector<bool>& dims) {
 }
 
 Array finish(const Array& y, const std::optional<NamedSharding>& out) {
-  return out ? reshard(y, Placement(*out)) : y;
+  if (!out) return y;
+  const NamedSharding& have = y.type().sharding;
+  if (have.mesh() == out->mesh() && have.spec() == out->spec().normalized(y.ndim())) return y;
+  return reshard(y, Placement(*out));
 }
 
 // Static ints / slices / newaxis: slice + rev + squeeze + expand_dims (§12.8).

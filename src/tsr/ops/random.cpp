@@ -9,6 +9,7 @@
 #include "tsr/core/array_impl.h"
 #include "tsr/core/half_bits.h"
 #include "tsr/error.h"
+#include "tsr/indexing.h"
 #include "tsr/ops/ops_common.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/random.h"
@@ -271,6 +272,44 @@ Array categorical(const Array& key, const Array& logits, int axis, std::optional
   Array l = logits;
   for (size_t i = 0; i < prefix; ++i) l = expand_dims(l, 0);
   return argmax(add(g, l), gax);
+}
+
+namespace {
+
+// jax.random._shuffle: ceil(3 ln(size) / ln(2^32 - 1)) rounds of sorting x by
+// fresh random bits (a stable sort_key_val), each round with a split-off key.
+Array shuffle(Array key, Array x, int axis) {
+  const double size = static_cast<double>(std::max<int64_t>(1, numel(x.shape())));
+  const int rounds = static_cast<int>(std::ceil(3.0 * std::log(size) / std::log(4294967295.0)));
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<Array> ks = split_keys(key, 2);
+    key = ks[0];
+    Array sort_keys = bits(ks[1], x.shape(), uint32, x.type().sharding);
+    x = tsr::sort(std::vector<Array>{sort_keys, x}, axis, true, 1)[1];
+  }
+  return x;
+}
+
+}  // namespace
+
+Array permutation(const Array& key, int64_t n, const ShardingArg& out_sharding) {
+  if (n < 0)
+    throw ValueError("[permutation] n must be non-negative. Got n=" + std::to_string(n) +
+                     "; expected n >= 0.");
+  Array x = tsr::arange(static_cast<int>(n));
+  Array p = shuffle(key, x, 0);
+  auto s = canonicalize_sharding(out_sharding, "permutation");
+  return s ? tsr::reshard(p, Placement(*s)) : p;
+}
+
+Array permutation(const Array& key, const Array& x, int axis, bool independent) {
+  if (x.ndim() == 0)
+    throw ValueError("[permutation] x must be an array of rank >= 1. Got " + x.type().str() +
+                     "; expected an array, or pass the integer n for a permutation of arange(n).");
+  int ax = norm_axis(axis, x.ndim(), "permutation");
+  if (independent || x.ndim() == 1) return shuffle(key, x, ax);
+  Array ind = shuffle(key, tsr::arange(static_cast<int>(x.shape()[ax])), 0);
+  return tsr::take(x, ind, ax, {.unique_indices = true});
 }
 
 }  // namespace tsr::random
