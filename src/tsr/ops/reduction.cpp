@@ -39,6 +39,11 @@ Array keep(const Array& r, const Array& x, const std::vector<int>& axes, bool ke
   return reshape(r, shape);
 }
 
+bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+
+// jnp's _upcast_f16: float16/bfloat16 arithmetic that accumulates runs in float32.
+DType upcast_half(DType t) { return is_half(t) ? DType::Float32 : t; }
+
 Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOptions& o,
              const char* op) {
   Array x = x0;
@@ -48,9 +53,16 @@ Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOpt
     if (x.dtype() == DType::Bool || x.dtype() == DType::Int8) x = astype(x, DType::Int32);
     if (x.dtype() == DType::UInt8) x = astype(x, DType::UInt32);
   }
+  // Half sums and products compute in float32 and round once at the end, as jnp.sum
+  // and jnp.prod do (upcast_f16_for_computation): partial results over sharded axes
+  // then combine in float32 too, so a sharded sum equals the unsharded one.
+  DType out = x.dtype();
+  bool upcast = (k == ReduceKind::Sum || k == ReduceKind::Prod) && is_half(out);
+  if (upcast) x = astype(x, DType::Float32);
   std::vector<int> axes = norm_axes(axis, x.ndim(), op);
   auto s = canonicalize_sharding(o.out_sharding, op);
   Array r = bind1(std::make_shared<prim::Reduce>(k, axes, s), {x});
+  if (upcast) r = astype(r, out);
   return keep(r, x, axes, o.keepdims);
 }
 
@@ -81,21 +93,28 @@ Array mean(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
   std::vector<int> axes = norm_axes(axis, x.ndim(), "mean");
   int64_t n = 1;
   for (int a : axes) n *= x.shape()[a];
-  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
-  ReduceOptions so = o;
-  Array s = sum(xf, std::vector<int>(axes), so);
-  return divide(s, static_cast<double>(n));
+  // As jnp.mean: sum and divide in the computation dtype (float32 for the half
+  // types), then round once to the result dtype.
+  DType out = o.dtype ? *o.dtype : (is_floating(x.dtype()) ? x.dtype() : DType::Float32);
+  DType comp = upcast_half(out);
+  Array s = sum(x, std::vector<int>(axes), {o.keepdims, o.out_sharding, comp});
+  Array r = divide(s, static_cast<double>(n));
+  return r.dtype() == out ? r : astype(r, out);
 }
 
 Array var(const Array& x, const AxisArg& axis, int ddof, const ReduceOptions& o) {
   std::vector<int> axes = norm_axes(axis, x.ndim(), "var");
   int64_t n = 1;
   for (int a : axes) n *= x.shape()[a];
-  Array xf = is_floating(x.dtype()) ? x : astype(x, DType::Float32);
+  // As jnp.var: every step in float32 for the half types, one rounding at the end.
+  DType out = o.dtype ? *o.dtype : (is_floating(x.dtype()) ? x.dtype() : DType::Float32);
+  DType comp = upcast_half(out);
+  Array xf = x.dtype() == comp ? x : astype(x, comp);
   Array m = mean(xf, std::vector<int>(axes), {true, {}, {}});
   Array d = subtract(xf, m);
   Array s = sum(multiply(d, d), std::vector<int>(axes), {o.keepdims, o.out_sharding, {}});
-  return divide(s, static_cast<double>(std::max<int64_t>(n - ddof, 0)));
+  Array r = divide(s, static_cast<double>(std::max<int64_t>(n - ddof, 0)));
+  return r.dtype() == out ? r : astype(r, out);
 }
 
 namespace {

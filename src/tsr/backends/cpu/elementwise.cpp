@@ -4,6 +4,7 @@
 // in blocks (widen, compute, round back), so every loop is over plain floats.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -354,6 +355,24 @@ void cast_loop(const From* s, To* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = cast<To>(s[i]);
 }
 
+// d rounded to float "to odd": an inexact result is truncated toward zero and gets
+// its last mantissa bit set. Rounding that float to a half type (at least 2 bits
+// shorter) then gives the correctly rounded half of d; rounding d to float to
+// nearest first could land on a half tie and round the wrong way.
+inline float round_to_odd_float(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d || d != d) return f;  // exact, or NaN
+  uint32_t b = std::bit_cast<uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --b;  // rounded away from zero
+  return std::bit_cast<float>(b | 1u);
+}
+
+// Sources wider than float's 24-bit mantissa reach the half types through
+// round_to_odd_float (int64 beyond 2^53 may still round twice, via double).
+template <typename From>
+inline constexpr bool kWideSource = std::is_same_v<From, double> || std::is_same_v<From, int32_t> ||
+                                    std::is_same_v<From, uint32_t> || std::is_same_v<From, int64_t>;
+
 template <typename To, typename From>
 void convert_typed(const void* src, void* dst, int64_t n) {
   const From* s = static_cast<const From*>(src);
@@ -364,6 +383,8 @@ void convert_typed(const void* src, void* dst, int64_t n) {
       int64_t m = std::min(kBlock, n - i0);
       if constexpr (kIsHalf<From>) {
         to_float(s + i0, f, m);
+      } else if constexpr (kWideSource<From>) {
+        for (int64_t j = 0; j < m; ++j) f[j] = round_to_odd_float(static_cast<double>(s[i0 + j]));
       } else {
         cast_loop(s + i0, f, m);
       }
