@@ -54,7 +54,7 @@ std::vector<Record> reduction_records() {
   };
   Record b = red(
       {"reduce_sum"}, "sum_bf16", [](const Array& x) { return sum(x, 0); }, Gen::Small, bfloat16);
-  b.rtol = 1e-2;  // bf16 partial sums round differently per layout
+  b.rtol = 4e-3;  // f32 partial sums differ per layout; at most one bf16 ulp after rounding
   v.push_back(b);
   return v;
 }
