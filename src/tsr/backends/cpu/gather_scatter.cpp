@@ -40,60 +40,6 @@ bool next(Shape& idx, const Shape& extent) {
   return false;
 }
 
-// Copies one box per call without allocating: the innermost dim is a memcpy when
-// contiguous on both sides (the common case: rows of a table), else a loop.
-class BoxCopy {
- public:
-  BoxCopy(Shape extent, std::vector<int64_t> dst_st, std::vector<int64_t> src_st, size_t isz)
-      : ext_(std::move(extent)),
-        dst_(std::move(dst_st)),
-        src_(std::move(src_st)),
-        isz_(static_cast<int64_t>(isz)),
-        idx_(ext_.size(), 0) {}
-  /** The box's extent (mutable: scatter clips it per update). */
-  Shape& extent() { return ext_; }
-  /** Copies the box from src to dst (byte pointers at the box's first element). */
-  void operator()(char* dst, const char* src) {
-    const int r = static_cast<int>(ext_.size());
-    if (r == 0) {
-      std::memcpy(dst, src, static_cast<size_t>(isz_));
-      return;
-    }
-    for (int64_t e : ext_)
-      if (e <= 0) return;
-    const int64_t n = ext_[r - 1], ds = dst_[r - 1] * isz_, ss = src_[r - 1] * isz_;
-    const bool run = ds == isz_ && ss == isz_;
-    std::fill(idx_.begin(), idx_.end(), 0);
-    while (true) {
-      int64_t od = 0, os = 0;
-      for (int d = 0; d < r - 1; ++d) {
-        od += idx_[d] * dst_[d];
-        os += idx_[d] * src_[d];
-      }
-      char* o = dst + od * isz_;
-      const char* i = src + os * isz_;
-      if (run) {
-        std::memcpy(o, i, static_cast<size_t>(n * isz_));
-      } else {
-        for (int64_t k = 0; k < n; ++k)
-          std::memcpy(o + k * ds, i + k * ss, static_cast<size_t>(isz_));
-      }
-      int d = r - 2;
-      for (; d >= 0; --d) {
-        if (++idx_[d] < ext_[d]) break;
-        idx_[d] = 0;
-      }
-      if (d < 0) return;
-    }
-  }
-
- private:
-  Shape ext_;
-  std::vector<int64_t> dst_, src_;
-  int64_t isz_;
-  Shape idx_;
-};
-
 template <typename T>
 T combine(ScatterKind k, T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -231,7 +177,6 @@ void gather(const KernelArgs& a) {
   for (int64_t e : extent)
     if (e == 0) return;
   const int64_t vstride = irank > 0 ? is[irank - 1] : 1;
-  BoxCopy copy_box(extent, dst_st, src_st, isz), fill_box(extent, dst_st, zero, isz);
   do {
     int64_t ioff = 0, doff = 0;
     for (int k = 0; k < nb; ++k) {
@@ -253,13 +198,14 @@ void gather(const KernelArgs& a) {
     }
     char* out = dst + doff * static_cast<int64_t>(isz);
     if (oob) {
-      fill_box(out, reinterpret_cast<const char*>(fill));
+      copy_strided(out, dst_st.data(), fill, zero.data(), extent, isz);
       continue;
     }
     int64_t soff = 0;
     for (int d = 0; d < orank; ++d) soff += (start[d] - Oo[d]) * os[d];
     for (size_t w = 0; w < nw; ++w) soff += Po[dn.offset_dims[w]] * os[wd[w]];
-    copy_box(out, src + soff * static_cast<int64_t>(isz));
+    copy_strided(out, dst_st.data(), src + soff * static_cast<int64_t>(isz), src_st.data(), extent,
+                 isz);
   } while (next(bl, bext));
 }
 
@@ -303,7 +249,6 @@ void scatter(const KernelArgs& a) {
     src_st[j] = us_st[uw[j]];
   }
   const int64_t vstride = irank > 0 ? is[irank - 1] : 1;
-  BoxCopy set_box(extent, dst_st, src_st, isz);
   do {
     int64_t ioff = 0, uoff = 0;
     for (int k = 0; k < ns; ++k) {
@@ -352,10 +297,9 @@ void scatter(const KernelArgs& a) {
     if (skip) continue;
     char* out = dst + doff * static_cast<int64_t>(isz);
     const char* in = upd + soff * static_cast<int64_t>(isz);
-    if (p.kind() == ScatterKind::Set) {
-      set_box.extent() = extent;
-      set_box(out, in);
-    } else
+    if (p.kind() == ScatterKind::Set)
+      copy_strided(out, dst_st.data(), in, src_st.data(), extent, isz);
+    else
       combine_any(p.kind(), Out.dtype, out, dst_st.data(), in, src_st.data(), extent);
   } while (ns > 0 ? next(sl, sext) : false);
 }

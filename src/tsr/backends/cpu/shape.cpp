@@ -22,10 +22,48 @@ struct Dim {
   int64_t n, ds, ss;  // extent, destination and source element strides
 };
 
+// A vector with inline room for 8 entries: copy_strided runs once per gathered
+// row, so its bookkeeping must not touch the heap for ordinary ranks.
+template <typename T>
+class SmallVec {
+ public:
+  void push_back(const T& v) {
+    if (n_ < kInline) {
+      inline_[n_] = v;
+    } else {
+      if (heap_.empty()) heap_.assign(inline_, inline_ + kInline);
+      heap_.push_back(v);
+    }
+    ++n_;
+  }
+  void pop_back() {
+    if (n_ > kInline) heap_.pop_back();
+    if (--n_ == kInline) heap_.clear();
+  }
+  T* begin() { return n_ > kInline ? heap_.data() : inline_; }
+  T* end() { return begin() + n_; }
+  T& back() { return begin()[n_ - 1]; }
+  T& operator[](int i) { return begin()[i]; }
+  const T& operator[](int i) const { return const_cast<SmallVec*>(this)->begin()[i]; }
+  bool empty() const { return n_ == 0; }
+  int size() const { return n_; }
+  void erase(T* it) {
+    std::copy(it + 1, end(), it);
+    pop_back();
+  }
+
+ private:
+  static constexpr int kInline = 8;
+  T inline_[kInline] = {};
+  std::vector<T> heap_;  // all entries once there are more than kInline
+  int n_ = 0;
+};
+using Dims = SmallVec<Dim>;
+
 // Drops size-1 dims and merges each dim into its inner neighbour when both
 // sides step over it contiguously. Result is outer to inner.
-std::vector<Dim> collapse(const int64_t* ds, const int64_t* ss, const Shape& ext) {
-  std::vector<Dim> m;
+Dims collapse(const int64_t* ds, const int64_t* ss, const Shape& ext) {
+  Dims m;
   for (int d = static_cast<int>(ext.size()) - 1; d >= 0; --d) {
     if (ext[d] == 1) continue;
     if (!m.empty() && ds[d] == m.back().ds * m.back().n && ss[d] == m.back().ss * m.back().n) {
@@ -40,9 +78,10 @@ std::vector<Dim> collapse(const int64_t* ds, const int64_t* ss, const Shape& ext
 
 // Calls body(dst_offset, src_offset) for every index of the `outer` dims.
 template <typename F>
-void for_each_outer(const std::vector<Dim>& outer, F&& body) {
-  int nd = static_cast<int>(outer.size());
-  std::vector<int64_t> ctr(nd, 0);
+void for_each_outer(const Dims& outer, F&& body) {
+  int nd = outer.size();
+  SmallVec<int64_t> ctr;
+  for (int d = 0; d < nd; ++d) ctr.push_back(0);
   int64_t od = 0, os = 0;
   for (;;) {
     body(od, os);
@@ -83,7 +122,7 @@ void transpose_tiles(U* d, const U* s, int64_t nq, int64_t dq, int64_t nj, int64
 }
 
 template <typename U>
-void copy_typed(U* dst, const U* src, std::vector<Dim> dims) {
+void copy_typed(U* dst, const U* src, Dims& dims) {
   if (dims.empty()) {
     *dst = *src;
     return;
@@ -180,7 +219,7 @@ void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
                   const int64_t* src_strides, const Shape& extent, size_t itemsize) {
   for (int64_t e : extent)
     if (e == 0) return;
-  std::vector<Dim> dims = collapse(dst_strides, src_strides, extent);
+  Dims dims = collapse(dst_strides, src_strides, extent);
   switch (itemsize) {
     case 1:
       return copy_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), dims);
