@@ -65,6 +65,28 @@ inline constexpr bool kIsHalf = std::is_same_v<T, float16_t> || std::is_same_v<T
 inline float to_float(float16_t v) { return half_bits_to_float(v.bits); }
 inline float to_float(bfloat16_t v) { return bf16_bits_to_float(v.bits); }
 
+/** An element read into accumulator type A (half types through float). */
+template <typename A, typename T>
+inline A load(T v) {
+  if constexpr (kIsHalf<T>) {
+    return to_float(v);
+  } else {
+    return static_cast<A>(v);
+  }
+}
+
+/** An accumulator value stored as element type T (half types rounded once). */
+template <typename T, typename A>
+inline T store(A v) {
+  if constexpr (kIsHalf<T>) {
+    T t;
+    t.bits = std::is_same_v<T, float16_t> ? float_to_half_bits(v) : float_to_bf16_bits(v);
+    return t;
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
 /** Widens n half values to float (vectorised). */
 void to_float(const float16_t* src, float* dst, int64_t n);
 void to_float(const bfloat16_t* src, float* dst, int64_t n);

@@ -26,26 +26,6 @@ auto acc_tag() {
 template <typename T>
 using Acc = decltype(acc_tag<T>());
 
-template <typename A, typename T>
-inline A load(T v) {
-  if constexpr (kIsHalf<T>) {
-    return to_float(v);
-  } else {
-    return static_cast<A>(v);
-  }
-}
-
-template <typename T, typename A>
-inline T store(A v) {
-  if constexpr (kIsHalf<T>) {
-    T t;
-    t.bits = std::is_same_v<T, float16_t> ? float_to_half_bits(v) : float_to_bf16_bits(v);
-    return t;
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 // Max/min compare in the signed stored type; NaN propagates (as lax.max).
 template <CumKind K, typename T, typename A>
 inline A combine(A acc, A y) {

@@ -48,26 +48,6 @@ auto acc_tag() {
 template <ReduceKind K, typename T>
 using Acc = decltype(acc_tag<K, T>());
 
-template <typename A, typename T>
-inline A load(T v) {
-  if constexpr (kIsHalf<T>) {
-    return to_float(v);
-  } else {
-    return static_cast<A>(v);
-  }
-}
-
-template <typename T, typename A>
-inline T store(A v) {
-  if constexpr (kIsHalf<T>) {
-    T t;
-    t.bits = std::is_same_v<T, float16_t> ? float_to_half_bits(v) : float_to_bf16_bits(v);
-    return t;
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 template <ReduceKind K, typename A>
 constexpr A identity() {
   if constexpr (K == ReduceKind::Sum || K == ReduceKind::Or) return A(0);
