@@ -3,6 +3,8 @@
 // and hand-computed numbers; the error texts.
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <cmath>
 #include <functional>
 
@@ -185,22 +187,6 @@ TEST(Indexing, ShardedTakeOneHotBincount) {
   EXPECT_EQ(typeof(t).str(), "f32[2,4@y]");
   EXPECT_EQ(vals(t), (std::vector<double>{28, 29, 30, 31, 0, 1, 2, 3}));
 }
-
-template <typename E, typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
-
-#define EXPECT_HAS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 
 TEST(Indexing, Errors) {
   Array x = zeros({4, 3});

@@ -2,6 +2,8 @@
 // their sharded results, and every error text (spec E14–E17 and bad inputs).
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -11,22 +13,6 @@
 using namespace tsr;
 
 namespace {
-
-template <typename E, typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
-
-#define EXPECT_HAS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();

@@ -1,27 +1,13 @@
 // Spec §17 E1–E11 (and E25–E28) for the core ops: the type raised and its text.
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include "tsr/tsr.h"
 
 using namespace tsr;
 
 namespace {
-
-template <typename E, typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception";
-  return "";
-}
-
-#define EXPECT_HAS(s, sub) EXPECT_NE((s).find(sub), std::string::npos) << (s)
 
 class OpErrors : public ::testing::Test {
  protected:

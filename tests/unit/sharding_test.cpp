@@ -2,23 +2,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/error_of.h"
+
 #include <tsr/tsr.h>
 
 using namespace tsr;
 using ::testing::HasSubstr;
 
 namespace {
-
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
 
 Mesh mesh42() { return make_mesh({4, 2}, {"x", "y"}); }
 
