@@ -338,7 +338,7 @@ Indexer to_gather(const Array& x, const std::vector<Entry>& ent, bool contiguous
       r.gather_slice_shape.push_back(1);
       continue;
     }
-    if (e.kind == Kind::Int) {  // only without index arrays (static path), kept for safety
+    if (e.kind == Kind::Int) {  // a basic int (no index arrays): `.at(1).set(v)`
       int64_t i = static_index(e.i, xs[x_axis], x_axis, op);
       pieces.emplace_back(scalar_array(static_cast<double>(i), DType::Int32, false, &x),
                           static_cast<int>(gshape.size()));
@@ -443,15 +443,7 @@ bool has_array(const std::vector<Entry>& ent) {
 Array gather_take(const Array& x, const std::vector<Entry>& ent, bool contiguous,
                   const GetOptions& o, const std::optional<NamedSharding>& out, const char* op) {
   Indexer ix = to_gather(x, ent, contiguous, op);
-  if (ix.empty) {
-    Array z = zeros(ix.slice_shape, x.dtype(), out ? Placement(*out) : Placement());
-    return z;
-  }
-  GetOptions g = o;
-  g.out_sharding = {};
-  Shape gather_out = ix.slice_shape;
-  for (auto it = ix.newaxis_dims.rbegin(); it != ix.newaxis_dims.rend(); ++it)
-    gather_out.erase(gather_out.begin() + *it);
+  if (ix.empty) return zeros(ix.slice_shape, x.dtype(), out ? Placement(*out) : Placement());
   std::optional<NamedSharding> gs;
   if (out) {
     // The gather itself produces out's entries minus the newaxis dims.

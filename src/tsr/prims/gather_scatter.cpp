@@ -21,16 +21,6 @@ const bool registered = [] {
   return true;
 }();
 
-bool has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-// Operand dims that are neither in `a` nor in `b`, increasing.
-std::vector<int> other_dims(int rank, const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<int> out;
-  for (int d = 0; d < rank; ++d)
-    if (!has(a, d) && !has(b, d)) out.push_back(d);
-  return out;
-}
-
 [[noreturn]] void bad(const char* op, const std::string& what, const std::string& got,
                       const std::string& fix) {
   throw TypeError(std::string("[") + op + "] " + what + ". Got " + got + "; expected " + fix);
@@ -81,6 +71,17 @@ const char* mode_name(IndexMode m) {
 
 }  // namespace
 
+bool has_dim(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::vector<int> dims_except(int rank, const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> out;
+  for (int d = 0; d < rank; ++d)
+    if (!has_dim(a, d) && !has_dim(b, d)) out.push_back(d);
+  return out;
+}
+
 // ---- gather
 
 std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
@@ -107,11 +108,11 @@ std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
   check_dims("gather", "start_index_map", dn.start_index_map, orank);
   check_dims("gather", "start_indices_batching_dims", dn.start_indices_batching_dims, irank - 1);
   for (int d : dn.collapsed_slice_dims)
-    if (slice_sizes_[d] > 1 || has(dn.operand_batching_dims, d))
+    if (slice_sizes_[d] > 1 || has_dim(dn.operand_batching_dims, d))
       bad("gather", "collapsed dims need slice size 1 and may not be batching dims",
           "collapsed_slice_dims=" + ints(dn.collapsed_slice_dims), "slice size 1.");
   for (int d : dn.operand_batching_dims)
-    if (slice_sizes_[d] > 1 || has(dn.start_index_map, d))
+    if (slice_sizes_[d] > 1 || has_dim(dn.start_index_map, d))
       bad("gather", "operand batching dims need slice size 1 and may not be indexed",
           "operand_batching_dims=" + ints(dn.operand_batching_dims), "slice size 1.");
   if (dn.operand_batching_dims.size() != dn.start_indices_batching_dims.size())
@@ -122,7 +123,7 @@ std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
     if (O.shape[dn.operand_batching_dims[i]] != I.shape[dn.start_indices_batching_dims[i]])
       bad("gather", "paired batching dims must have equal sizes", O.str() + " and " + I.str(),
           "equal sizes.");
-  std::vector<int> wd = other_dims(orank, dn.collapsed_slice_dims, dn.operand_batching_dims);
+  std::vector<int> wd = dims_except(orank, dn.collapsed_slice_dims, dn.operand_batching_dims);
   const int out_rank = static_cast<int>(dn.offset_dims.size()) + irank - 1;
   check_dims("gather", "offset_dims", dn.offset_dims, out_rank);
   if (!std::is_sorted(dn.offset_dims.begin(), dn.offset_dims.end()) ||
@@ -134,7 +135,7 @@ std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
   Shape shape(out_rank);
   size_t w = 0, b = 0;
   for (int i = 0; i < out_rank; ++i)
-    shape[i] = has(dn.offset_dims, i) ? slice_sizes_[wd[w++]] : I.shape[b++];
+    shape[i] = has_dim(dn.offset_dims, i) ? slice_sizes_[wd[w++]] : I.shape[b++];
   if (out_sharding_) return {make_type(shape, O.dtype, O.weak, *out_sharding_)};
 
   no_unreduced("gather", in);
@@ -147,7 +148,7 @@ std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
   const auto& ib = dn.start_indices_batching_dims;
   for (size_t i = 0; i < ob.size(); ++i)
     ok = ok && (ei[ib[i]] == eo[ob[i]] || none(ei[ib[i]]) || none(eo[ob[i]]));
-  for (int d = 0; d < irank; ++d) ok = ok && (has(ib, d) || none(ei[d]));
+  for (int d = 0; d < irank; ++d) ok = ok && (has_dim(ib, d) || none(ei[d]));
   if (!ok)
     throw ShardingTypeError(
         "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
@@ -159,7 +160,8 @@ std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
   std::vector<PartitionEntry> out;
   w = 0;
   b = 0;
-  for (int i = 0; i < out_rank; ++i) out.push_back(has(dn.offset_dims, i) ? eo[wd[w++]] : ei[b++]);
+  for (int i = 0; i < out_rank; ++i)
+    out.push_back(has_dim(dn.offset_dims, i) ? eo[wd[w++]] : ei[b++]);
   return {make_type(shape, O.dtype, O.weak, mesh, out)};
 }
 
@@ -170,11 +172,11 @@ Lowering Gather::partition(const std::vector<ArrayType>& in,
   const auto& dn = dims_;
   auto L = entries_of(out[0]);
   auto eo = nones(O.ndim()), ei = nones(I.ndim());
-  std::vector<int> wd = other_dims(O.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
+  std::vector<int> wd = dims_except(O.ndim(), dn.collapsed_slice_dims, dn.operand_batching_dims);
   size_t w = 0;
   int b = 0;
   for (int i = 0; i < out[0].ndim(); ++i) {
-    if (has(dn.offset_dims, i)) {
+    if (has_dim(dn.offset_dims, i)) {
       int d = wd[w++];
       // A full slice starts at 0 whatever the index: the block is local.
       if (slice_sizes_[d] == O.shape[d]) eo[d] = L[i];
@@ -245,15 +247,15 @@ std::vector<ArrayType> Scatter::infer(const std::vector<ArrayType>& in) const {
   check_dims(op, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims, orank);
   check_dims(op, "scatter_indices_batching_dims", dn.scatter_indices_batching_dims, irank - 1);
   for (int d : dn.inserted_window_dims)
-    if (has(dn.operand_batching_dims, d))
+    if (has_dim(dn.operand_batching_dims, d))
       bad(op, "a dim cannot be both inserted and batching",
           "inserted_window_dims=" + ints(dn.inserted_window_dims), "disjoint lists.");
   for (int d : dn.scatter_dims_to_operand_dims)
-    if (has(dn.operand_batching_dims, d))
+    if (has_dim(dn.operand_batching_dims, d))
       bad(op, "batching dims cannot be scattered into",
           "scatter_dims_to_operand_dims=" + ints(dn.scatter_dims_to_operand_dims),
           "dims outside operand_batching_dims.");
-  std::vector<int> ow = other_dims(orank, dn.inserted_window_dims, dn.operand_batching_dims);
+  std::vector<int> ow = dims_except(orank, dn.inserted_window_dims, dn.operand_batching_dims);
   if (!std::is_sorted(dn.update_window_dims.begin(), dn.update_window_dims.end()) ||
       ow.size() != dn.update_window_dims.size() ||
       urank != static_cast<int>(dn.update_window_dims.size()) + irank - 1)
@@ -268,7 +270,7 @@ std::vector<ArrayType> Scatter::infer(const std::vector<ArrayType>& in) const {
     if (U.shape[dn.update_window_dims[j]] > O.shape[ow[j]])
       bad(op, "an update window is larger than the operand", U.str() + " into " + O.str(),
           "window sizes within the operand shape.");
-  std::vector<int> us = other_dims(urank, dn.update_window_dims, {});
+  std::vector<int> us = dims_except(urank, dn.update_window_dims, {});
   for (int k = 0; k < irank - 1; ++k)
     if (U.shape[us[k]] != I.shape[k])
       bad(op, "update scatter dims must match the indices' batch dims", U.str() + " and " + I.str(),
@@ -303,8 +305,8 @@ std::vector<ArrayType> Scatter::infer(const std::vector<ArrayType>& in) const {
     ok = ok && ((U.shape[uw[j]] == O.shape[ow[j]] && eu[uw[j]] == eo[ow[j]]) ||
                 (none(eu[uw[j]]) && none(eo[ow[j]])));
   for (int d : dn.inserted_window_dims) ok = ok && none(eo[d]);
-  for (int d = 0; d < urank; ++d) ok = ok && (has(uw, d) || has(ub, d) || none(eu[d]));
-  for (int d = 0; d < irank; ++d) ok = ok && (has(ib, d) || none(ei[d]));
+  for (int d = 0; d < urank; ++d) ok = ok && (has_dim(uw, d) || has_dim(ub, d) || none(eu[d]));
+  for (int d = 0; d < irank; ++d) ok = ok && (has_dim(ib, d) || none(ei[d]));
   if (ok) {
     auto out = eo;
     for (size_t i = 0; i < ob.size(); ++i)
@@ -334,12 +336,12 @@ Lowering Scatter::partition(const std::vector<ArrayType>& in,
   const auto& dn = dims_;
   auto L = entries_of(out[0]);
   auto ei = nones(I.ndim()), eu = nones(U.ndim());
-  std::vector<int> us = other_dims(U.ndim(), dn.update_window_dims, {});
+  std::vector<int> us = dims_except(U.ndim(), dn.update_window_dims, {});
   for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i) {
     int k = dn.scatter_indices_batching_dims[i];
     ei[k] = eu[us[k]] = L[dn.operand_batching_dims[i]];
   }
-  std::vector<int> ow = other_dims(O.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
+  std::vector<int> ow = dims_except(O.ndim(), dn.inserted_window_dims, dn.operand_batching_dims);
   for (size_t j = 0; j < ow.size(); ++j) {
     int u = dn.update_window_dims[j];
     // A full window starts at 0: its block lands in the same device's block.

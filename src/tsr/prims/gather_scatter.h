@@ -9,6 +9,12 @@
 
 namespace tsr::prim {
 
+/** True when v contains x (dimension lists are short). */
+bool has_dim(const std::vector<int>& v, int x);
+/** The dims of [0, rank) in neither a nor b, increasing: a gather's window dims
+ *  (not collapsed, not batching), a scatter's update scatter dims. */
+std::vector<int> dims_except(int rank, const std::vector<int>& a, const std::vector<int>& b);
+
 /** lax.gather with dimension numbers, slice sizes, mode and an optional out_sharding. */
 class Gather : public detail::Primitive {
  public:

@@ -10,14 +10,8 @@
 namespace tsr::detail::cpu {
 namespace {
 
-bool has(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-std::vector<int> other_dims(int rank, const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<int> out;
-  for (int d = 0; d < rank; ++d)
-    if (!has(a, d) && !has(b, d)) out.push_back(d);
-  return out;
-}
+using prim::dims_except;
+using prim::has_dim;
 
 // Index reads: the common dtypes directly, the rest through convert_n.
 int64_t load_index(const char* base, DType t, int64_t i) {
@@ -151,10 +145,10 @@ void gather(const KernelArgs& a) {
   const size_t isz = itemsize(O.dtype);
   const auto os = row_major_strides(O.shape), is = row_major_strides(I.shape),
              ps = row_major_strides(Out.shape);
-  std::vector<int> wd = other_dims(orank, dn.collapsed_slice_dims, dn.operand_batching_dims);
+  std::vector<int> wd = dims_except(orank, dn.collapsed_slice_dims, dn.operand_batching_dims);
   std::vector<int> bpos;  // output batch dims, in indices-dim order
   for (int i = 0; i < out_rank; ++i)
-    if (!has(dn.offset_dims, i)) bpos.push_back(i);
+    if (!has_dim(dn.offset_dims, i)) bpos.push_back(i);
   const size_t nw = wd.size();
   Shape extent(nw);
   std::vector<int64_t> dst_st(nw), src_st(nw), zero(nw, 0);
@@ -230,8 +224,8 @@ void scatter(const KernelArgs& a) {
   const auto ps = row_major_strides(Out.shape), is = row_major_strides(I.shape),
              us_st = row_major_strides(U.shape);
   const auto& uw = dn.update_window_dims;
-  std::vector<int> ow = other_dims(orank, dn.inserted_window_dims, dn.operand_batching_dims);
-  std::vector<int> us = other_dims(urank, uw, {});  // update scatter dims <-> indices dims
+  std::vector<int> ow = dims_except(orank, dn.inserted_window_dims, dn.operand_batching_dims);
+  std::vector<int> us = dims_except(urank, uw, {});  // update scatter dims <-> indices dims
   Shape wsize(orank, 1);
   for (size_t j = 0; j < ow.size(); ++j) wsize[ow[j]] = Ug[uw[j]];
   const char* ind = static_cast<const char*>(a.in_ptr[1]);
@@ -275,7 +269,7 @@ void scatter(const KernelArgs& a) {
     // Dims without a window: the one position must be in this block.
     int64_t doff = 0;
     for (int d = 0; d < orank; ++d) {
-      if (has(ow, d)) continue;
+      if (has_dim(ow, d)) continue;
       int64_t l = start[d] - Po[d];
       if (l < 0 || l >= Out.shape[d]) skip = true;
       doff += l * ps[d];
