@@ -180,8 +180,14 @@ Array select_n(const Array& which, const std::vector<Array>& cases);
 Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi);
 /** Converts the element type (sharding unchanged). */
 Array astype(const Array& x, DType dtype);
-/** lax.convert_element_type; `weak` keeps a weak type. */
-Array convert_element_type(const Array& x, DType dtype, bool weak = false);
+/** Options of convert_element_type. */
+struct ConvertOptions {
+  bool weak = false;         /**< the result is weakly typed */
+  ShardingArg sharding = {}; /**< the result's sharding (default: x's) */
+};
+/** lax.convert_element_type: `{.weak = true}` keeps a weak type, `{.sharding = P(...)}`
+ *  lays the result out as given (an unreduced value converts only float -> float). */
+Array convert_element_type(const Array& x, DType dtype, const ConvertOptions& o = {});
 
 /** -x. */
 Array operator-(const Array& x);

@@ -4,6 +4,7 @@
 // values against the unsharded single-device run, the result's layout against its
 // type, and jit against eager.
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,8 @@ std::vector<Record> all_records();
 /** Primitives the coverage test accepts without a sharding rule, with the reason
  *  they only run replicated (empty today: every primitive has a rule). */
 const std::vector<std::pair<std::string, std::string>>& replicated_only();
+
+/** gtest prints a record by its name (ctest lists it instead of a byte dump). */
+inline void PrintTo(const Record& r, std::ostream* os) { *os << r.name; }
 
 }  // namespace rules

@@ -175,7 +175,9 @@ TEST_F(OpErrors, UnreducedRules) {
              "there will be implicit communication. Please reduce lhs via `reshard` before "
              "calling `add`.");
   EXPECT_EQ(typeof(add(u, u)).str(), "f32[8,8]{U:x}");
-  auto m3 = error_of<ShardingTypeError>([&] { matmul(u, r); });
+  // Linear in u: u @ r stays unreduced (beyond JAX); u @ u is bilinear and refused.
+  EXPECT_EQ(typeof(matmul(u, r)).str(), "f32[8,8]{U:x}");
+  auto m3 = error_of<ShardingTypeError>([&] { matmul(u, u); });
   EXPECT_HAS(m3, "lhs or rhs passed to dot_general cannot be unreduced.");
   // reshard reduces: the value is the full product.
   Array x = device_put(arange(32.f).reshape({8, 4}), P(nullptr, "x"));

@@ -1,9 +1,11 @@
 // Elementwise front-ends: promote dtypes (JAX lattice, weak scalars), promote
 // ranks (NumPy), then bind the primitive; lax size-1 broadcasting does the rest.
-#include "tsr/prims/elementwise.h"
+#include <optional>
+
 #include "tsr/core/array_impl.h"
 #include "tsr/error.h"
 #include "tsr/ops/ops_common.h"
+#include "tsr/prims/elementwise.h"
 #include "tsr/prims/shape_ops.h"
 
 namespace tsr {
@@ -19,8 +21,12 @@ Array unary(UnaryOp op, const Array& x, bool to_float) {
   return bind1(std::make_shared<prim::Unary>(op), {v});
 }
 
-Array binary(BinaryOp op, const ArrayLike& a, const ArrayLike& b, const char* name) {
+// `bool_op` replaces op when both operands promote to bool (jnp: bool + bool is
+// logical or, bool * bool logical and; lax.add/mul refuse bool).
+Array binary(BinaryOp op, const ArrayLike& a, const ArrayLike& b, const char* name,
+             std::optional<BinaryOp> bool_op = {}) {
   std::vector<Array> v = promote_ranks(promote({a, b}, name));
+  if (bool_op && v[0].dtype() == DType::Bool) op = *bool_op;
   return bind1(std::make_shared<prim::Binary>(op), v);
 }
 
@@ -34,11 +40,16 @@ Array to_bool(const ArrayLike& a) {
 }  // namespace
 
 Array neg(const Array& x) { return unary(UnaryOp::Neg, x, false); }
-Array abs(const Array& x) { return unary(UnaryOp::Abs, x, false); }
+// jnp returns bool and unsigned values unchanged from abs, and integral values
+// from floor/ceil/round; bool reaches the round primitive, which refuses it.
+Array abs(const Array& x) {
+  if (x.dtype() == DType::Bool || is_unsigned(x.dtype())) return x;
+  return unary(UnaryOp::Abs, x, false);
+}
 Array sign(const Array& x) { return unary(UnaryOp::Sign, x, false); }
-Array floor(const Array& x) { return unary(UnaryOp::Floor, x, false); }
-Array ceil(const Array& x) { return unary(UnaryOp::Ceil, x, false); }
-Array round(const Array& x) { return unary(UnaryOp::Round, x, false); }
+Array floor(const Array& x) { return is_floating(x.dtype()) ? unary(UnaryOp::Floor, x, false) : x; }
+Array ceil(const Array& x) { return is_floating(x.dtype()) ? unary(UnaryOp::Ceil, x, false) : x; }
+Array round(const Array& x) { return is_integer(x.dtype()) ? x : unary(UnaryOp::Round, x, false); }
 Array exp(const Array& x) { return unary(UnaryOp::Exp, x, true); }
 Array exp2(const Array& x) { return unary(UnaryOp::Exp2, x, true); }
 Array log(const Array& x) { return unary(UnaryOp::Log, x, true); }
@@ -46,7 +57,10 @@ Array log1p(const Array& x) { return unary(UnaryOp::Log1p, x, true); }
 Array expm1(const Array& x) { return unary(UnaryOp::Expm1, x, true); }
 Array sqrt(const Array& x) { return unary(UnaryOp::Sqrt, x, true); }
 Array rsqrt(const Array& x) { return unary(UnaryOp::Rsqrt, x, true); }
-Array square(const Array& x) { return unary(UnaryOp::Square, x, false); }
+// jnp.square promotes bool to a number (int32) first.
+Array square(const Array& x) {
+  return unary(UnaryOp::Square, x.dtype() == DType::Bool ? convert(x, DType::Int32) : x, false);
+}
 Array sin(const Array& x) { return unary(UnaryOp::Sin, x, true); }
 Array cos(const Array& x) { return unary(UnaryOp::Cos, x, true); }
 Array tan(const Array& x) { return unary(UnaryOp::Tan, x, true); }
@@ -64,12 +78,14 @@ Array integer_pow(const Array& x, int y) {
   return bind1(std::make_shared<prim::IntegerPow>(y), {x});
 }
 
-Array add(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Add, a, b, "add"); }
+Array add(const ArrayLike& a, const ArrayLike& b) {
+  return binary(BinaryOp::Add, a, b, "add", BinaryOp::Or);
+}
 Array subtract(const ArrayLike& a, const ArrayLike& b) {
   return binary(BinaryOp::Sub, a, b, "sub");
 }
 Array multiply(const ArrayLike& a, const ArrayLike& b) {
-  return binary(BinaryOp::Mul, a, b, "mul");
+  return binary(BinaryOp::Mul, a, b, "mul", BinaryOp::And);
 }
 Array divide(const ArrayLike& a, const ArrayLike& b) {
   std::vector<Array> v = promote({a, b}, "div");
@@ -154,8 +170,10 @@ Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi) {
 }
 
 Array astype(const Array& x, DType dtype) { return convert(x, dtype, false); }
-Array convert_element_type(const Array& x, DType dtype, bool weak) {
-  return convert(x, dtype, weak);
+Array convert_element_type(const Array& x, DType dtype, const ConvertOptions& o) {
+  auto s = canonicalize_sharding(o.sharding, "convert_element_type");
+  if (!s) return convert(x, dtype, o.weak);
+  return bind1(std::make_shared<prim::Convert>(dtype, o.weak, s), {x});
 }
 
 Array operator-(const Array& x) { return neg(x); }

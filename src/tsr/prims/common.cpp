@@ -113,12 +113,23 @@ std::string p_sharding(const std::optional<NamedSharding>& s) {
   return s ? s->spec().repr() : "None";
 }
 
+bool replicated_over(const ArrayType& t, const std::set<std::string>& axes) {
+  for (const auto& e : entries_of(t))
+    for (const auto& a : e.axes())
+      if (axes.count(a)) return false;
+  for (const auto& a : unreduced_of(t))
+    if (axes.count(a)) return false;
+  return true;
+}
+
 void no_unreduced(const char* name, const std::vector<ArrayType>& in) {
   for (const auto& t : in)
     if (!unreduced_of(t).empty())
       throw NotImplementedError(std::string("[") + name + "] unreduced rule for " + name +
                                 " is not implemented. Got input type " + t.str() +
-                                "; expected no unreduced axes. Reduce it first with reshard.");
+                                "; expected no unreduced axes (" + name +
+                                " is not linear, so partial values cannot pass through it). "
+                                "Reduce it first with reshard(x, P(...)).");
 }
 
 }  // namespace tsr::detail

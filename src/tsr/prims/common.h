@@ -60,6 +60,9 @@ inline const std::set<std::string>& unreduced_of(const ArrayType& t) {
 inline const std::set<std::string>& reduced_of(const ArrayType& t) {
   return t.sharding.spec().reduced();
 }
+/** True when `t` holds the same value on every device along `axes`: no entry and
+ *  no unreduced set names them (a reduced set may). */
+bool replicated_over(const ArrayType& t, const std::set<std::string>& axes);
 /** Raises NotImplementedError "unreduced rule for {name} is not implemented" when
  *  any input is unreduced (the default ur rule of spec §9). */
 void no_unreduced(const char* name, const std::vector<ArrayType>& in);

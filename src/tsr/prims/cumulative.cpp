@@ -4,6 +4,7 @@
 #include "tsr/prims/cumulative.h"
 
 #include "tsr/prims/common.h"
+#include "tsr/sharding/format.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -32,7 +33,20 @@ std::vector<ArrayType> Cumulative::infer(const std::vector<ArrayType>& in) const
   if (kind_ == CumKind::LogSumExp && !is_floating(x.dtype))
     throw TypeError(std::string("[cumlogsumexp] cumlogsumexp needs a floating operand. Got ") +
                     x.str() + "; expected a float dtype. Convert with astype(float32).");
-  no_unreduced(name(), in);
+  if (!unreduced_of(x).empty()) {
+    // Scans commute with combining partial values of their own kind.
+    UnreducedKind k = x.sharding.spec().unreduced_kind();
+    bool ok = (kind_ == CumKind::Sum && k == UnreducedKind::Sum) ||
+              (kind_ == CumKind::Max && k == UnreducedKind::Max) ||
+              (kind_ == CumKind::Min && k == UnreducedKind::Min);
+    if (!ok)
+      throw ShardingTypeError(std::string("[") + name() + "] " + name() +
+                              " cannot scan a value that is unreduced of kind " +
+                              unreduced_kind_name(k) +
+                              ": the partial scans would not combine to the scan. Got " + x.str() +
+                              "; expected no unreduced axes (cumsum/cummax/cummin accept their "
+                              "own kind). Reduce it first with reshard(x, P(...)).");
+  }
   auto e = entries_of(x);
   if (!e[axis_].is_none())
     throw ShardingTypeError(std::string("[") + name() +

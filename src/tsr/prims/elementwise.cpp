@@ -1,6 +1,9 @@
 // Rules of the elementwise primitives (spec §12.2–§12.5, §9 ur rules).
 #include "tsr/prims/elementwise.h"
 
+#include <optional>
+#include <set>
+
 #include "tsr/prims/common.h"
 #include "tsr/sharding/format.h"
 
@@ -26,21 +29,44 @@ bool register_all() {
 }
 const bool registered = register_all();
 
-bool float_only(UnaryOp op) {
+// The dtype classes lax accepts per unary op (lax.py's standard_unop calls):
+// numbers for neg/sign, signed ints and floats for abs, ints and floats for
+// square, bool and ints for not, floats for the rest. jnp front-ends handle the
+// other dtypes themselves (abs of uint is the identity, square of bool is int).
+enum DClass : unsigned { kBoolC = 1, kSignedC = 2, kUnsignedC = 4, kFloatC = 8 };
+
+unsigned accepted(UnaryOp op) {
   switch (op) {
     case UnaryOp::Neg:
-    case UnaryOp::Abs:
     case UnaryOp::Sign:
-    case UnaryOp::Floor:
-    case UnaryOp::Ceil:
-    case UnaryOp::Round:
+      return kSignedC | kUnsignedC | kFloatC;
+    case UnaryOp::Abs:
+      return kSignedC | kFloatC;
     case UnaryOp::Square:
-    case UnaryOp::IsFinite:
+      return kSignedC | kUnsignedC | kFloatC;
     case UnaryOp::Not:
-      return false;
+      return kBoolC | kSignedC | kUnsignedC;
     default:
-      return true;
+      return kFloatC;
   }
+}
+
+unsigned class_of(DType t) {
+  if (t == DType::Bool) return kBoolC;
+  if (is_floating(t)) return kFloatC;
+  return is_unsigned(t) ? kUnsignedC : kSignedC;
+}
+
+std::string class_names(unsigned c) {
+  std::string s;
+  auto add = [&](unsigned bit, const char* n) {
+    if (c & bit) s += (s.empty() ? "" : ", ") + std::string(n);
+  };
+  add(kBoolC, "bool");
+  add(kSignedC, "signedinteger");
+  add(kUnsignedC, "unsignedinteger");
+  add(kFloatC, "floating");
+  return s;
 }
 
 ArrayType same_as(const ArrayType& x, DType dtype, bool weak) {
@@ -142,8 +168,10 @@ namespace tsr::prim {
 using namespace tsr::detail;
 namespace {
 
-// Spec §9 for n-ary ops: add-like ops keep identical unreduced sets; mul accepts one
-// unreduced operand when the other is reduced on the same axes.
+// Spec §9 for binary ops, extended to every op that is linear in an operand:
+// add/sub of two sum-unreduced values on the same axes, max/min of two values
+// unreduced of that kind, mul by (or div by) a value replicated over the
+// unreduced axes (JAX requires it to be `reduced` there; replicated is as exact).
 PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType>& in) {
   const auto& ul = unreduced_of(in[0]);
   const auto& ur = unreduced_of(in[1]);
@@ -158,15 +186,28 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
         ". Reshard one operand first.");
   red = !rl.empty() ? rl : rr;
   if (ul.empty() && ur.empty()) return PartitionSpec({}, {}, red);
-  bool addlike = op == BinaryOp::Add || op == BinaryOp::Sub;
-  if (addlike) {
+  UnreducedKind kl = in[0].sharding.spec().unreduced_kind();
+  UnreducedKind kr = in[1].sharding.spec().unreduced_kind();
+  std::optional<UnreducedKind> both;  // the kind both operands must share
+  if (op == BinaryOp::Add || op == BinaryOp::Sub) both = UnreducedKind::Sum;
+  if (op == BinaryOp::Max) both = UnreducedKind::Max;
+  if (op == BinaryOp::Min) both = UnreducedKind::Min;
+  if (both) {
     if (!ul.empty() && !ur.empty()) {
       if (ul != ur)
         throw ShardingTypeError(
             std::string("[") + name + "] lhs and rhs to `" + name +
             "` must be unreduced along the same mesh axes. Got lhs=" + quoted_set(ul) +
             ", rhs=" + quoted_set(ur) + ". Reshard one operand first.");
-      return PartitionSpec({}, ul, {}, in[0].sharding.spec().unreduced_kind());
+      if (kl != *both || kr != *both)
+        throw ShardingTypeError(std::string("[") + name + "] `" + name +
+                                "` combines unreduced values only when both are unreduced of "
+                                "kind " +
+                                unreduced_kind_name(*both) +
+                                ". Got lhs=" + in[0].sharding.spec().repr() +
+                                " and rhs=" + in[1].sharding.spec().repr() +
+                                ". Reduce them first with reshard(x, P(...)).");
+      return PartitionSpec({}, ul, {}, *both);
     }
     const char* u = ul.empty() ? "rhs" : "lhs";
     const char* o = ul.empty() ? "lhs" : "rhs";
@@ -176,22 +217,38 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
                             "communication. Please reduce " +
                             u + " via `reshard` before calling `" + name + "`.");
   }
-  if (op == BinaryOp::Mul) {
+  if (op == BinaryOp::Mul || op == BinaryOp::Div) {
+    if (op == BinaryOp::Div && !ur.empty())
+      throw ShardingTypeError("[div] The denominator cannot be unreduced passed to `div`. Got y=" +
+                              in[1].str() + ". Reduce it first with reshard(y, P(...)).");
     if (!ul.empty() && !ur.empty())
       throw ShardingTypeError(
           std::string("[") + name +
-          "] lhs and rhs cannot be unreduced since mul is bilinear. Got lhs=" + quoted_set(ul) +
-          ", rhs=" + quoted_set(ur) + ". Reduce one operand with reshard first.");
-    const auto& u = ul.empty() ? ur : ul;
-    const auto& r = ul.empty() ? rl : rr;
-    if (r != u)
-      throw ShardingTypeError(std::string("[") + name + "] " + (ul.empty() ? "LHS" : "RHS") +
-                              " should be reduced along the same axes " +
-                              (ul.empty() ? "RHS" : "LHS") +
+          "] lhs and rhs to `mul` cannot be unreduced since mul is bilinear. Got lhs=" +
+          quoted_set(ul) + ", rhs=" + quoted_set(ur) + ". Reduce one operand with reshard first.");
+    bool left = !ul.empty();
+    const ArrayType& u = in[left ? 0 : 1];
+    const ArrayType& other = in[left ? 1 : 0];
+    const auto& axes = unreduced_of(u);
+    if (u.sharding.spec().unreduced_kind() != UnreducedKind::Sum)
+      throw ShardingTypeError(std::string("[") + name + "] `" + name +
+                              "` scales an unreduced value only when it is unreduced of kind "
+                              "sum. Got " +
+                              u.str() +
+                              "; expected unreduced_kind=sum. Reduce it first with "
+                              "reshard(x, P(...)).");
+    if (!replicated_over(other, axes))
+      throw ShardingTypeError(std::string("[") + name + "] " + (left ? "RHS" : "LHS") +
+                              " should be reduced along the same axes " + (left ? "LHS" : "RHS") +
                               " is unreduced on. Got lhs=" + in[0].sharding.spec().repr() +
                               " and rhs=" + in[1].sharding.spec().repr() +
-                              ". Reshard the other operand with Reduced{...} on those axes.");
-    return PartitionSpec({}, u, {}, UnreducedKind::Sum);
+                              "; expected the other operand replicated "
+                              "(or reduced) over " +
+                              quoted_set(axes) + ". Reshard it to drop those axes.");
+    std::set<std::string> out_red;
+    for (const auto& a : red)
+      if (!axes.count(a)) out_red.insert(a);
+    return PartitionSpec({}, axes, out_red, UnreducedKind::Sum);
   }
   no_unreduced(name, in);
   return {};
@@ -201,10 +258,13 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
 
 namespace {
 // Operands shaped like the output take its layout; rank-0 ones stay whole.
+// Each keeps its own unreduced/reduced sets (a whole predicate stays whole).
 Lowering like_output(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) {
   Lowering l;
   const PartitionSpec& s = out[0].sharding.spec();
-  for (const auto& t : in) l.in.push_back(t.ndim() == 0 ? PartitionSpec() : s);
+  for (const auto& t : in)
+    l.in.push_back(t.ndim() == 0 ? with_sets_of({}, t.sharding.spec())
+                                 : with_sets_of(entries_of(out[0]), t.sharding.spec()));
   l.out.push_back(s);
   return l;
 }
@@ -216,14 +276,22 @@ bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
 std::vector<ArrayType> Unary::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& x = in.at(0);
-  if (float_only(op_) && !is_floating(x.dtype))
+  unsigned ok = accepted(op_);
+  if (!(class_of(x.dtype) & ok))
     throw TypeError(std::string("[") + name() + "] " + name() + " does not accept dtype " +
-                    dtype_name(x.dtype) + ". Got " + x.str() +
-                    "; expected a floating-point array. Convert with astype(float32).");
-  if (op_ == UnaryOp::Not && is_floating(x.dtype))
-    throw TypeError(std::string("[not] logical_not/bitwise not does not accept dtype ") +
-                    dtype_name(x.dtype) + ". Got " + x.str() +
-                    "; expected bool or an integer array. Compare with 0 first.");
+                    dtype_name(x.dtype) + ". Accepted dtypes are subtypes of " + class_names(ok) +
+                    ". Got " + x.str() + ". Convert with astype first" +
+                    (ok == kFloatC ? " (e.g. astype(float32))." : "."));
+  if (op_ == UnaryOp::Neg && !unreduced_of(x).empty()) {
+    // neg is linear: -(a + b) = -a + -b, and -max(a, b) = min(-a, -b).
+    const PartitionSpec& sp = x.sharding.spec();
+    UnreducedKind k = sp.unreduced_kind() == UnreducedKind::Sum   ? UnreducedKind::Sum
+                      : sp.unreduced_kind() == UnreducedKind::Max ? UnreducedKind::Min
+                                                                  : UnreducedKind::Max;
+    ArrayType t = x;
+    t.sharding = NamedSharding(x.sharding.mesh(), sp.with_sets(sp.unreduced(), sp.reduced(), k));
+    return {t};
+  }
   no_unreduced(name(), in);
   if (op_ == UnaryOp::IsFinite) return {same_as(x, DType::Bool, false)};
   return {x};
@@ -310,8 +378,17 @@ std::vector<ArrayType> SelectN::infer(const std::vector<ArrayType>& in) const {
         "cases, got `which` sharding " +
         w.sharding.spec().repr() + " but case sharding " + cs->spec().repr() +
         ". Reshard `which` to the cases' sharding.");
+  if (cs && !cs->spec().unreduced().empty())
+    for (size_t i = 1; i < in.size(); ++i)
+      if (!(in[i].sharding == *cs))
+        throw ShardingTypeError("[select_n] select cases must have the same shardings, got " +
+                                in[i].str() + " and " + c0.str() +
+                                "; expected every case unreduced over the same axes. Reshard "
+                                "the cases to one sharding.");
   std::vector<ArrayType> cases(in.begin() + 1, in.end());
-  for (size_t i = 0; i < cases.size(); ++i) no_unreduced("select_n", {cases[i]});
+  // Selecting between partial values is linear in the cases (same sets on all,
+  // checked above); the predicate must be whole.
+  no_unreduced("select_n", {w});
   bool weak = true;
   for (const auto& c : cases) weak = weak && c.weak;
   if (cs) return {make_type(c0.shape, c0.dtype, weak, *cs)};
@@ -348,11 +425,43 @@ Lowering Clamp::partition(const std::vector<ArrayType>& in,
 }
 
 std::vector<ArrayType> Convert::infer(const std::vector<ArrayType>& in) const {
-  return {same_as(in.at(0), dtype_, weak_)};
+  const ArrayType& x = in.at(0);
+  ArrayType out = same_as(x, dtype_, weak_);
+  if (sharding_) {
+    const PartitionSpec& s = sharding_->spec();
+    if (!s.unreduced().empty() && s.unreduced_kind() != UnreducedKind::Sum)
+      throw ValueError(
+          "[convert_element_type] `sharding` passed to `convert_element_type` can only contain "
+          "unreduced of kind `sum`. Got sharding=" +
+          s.repr() + "; expected unreduced_kind=sum. Use reshard for max/min kinds.");
+    out = make_type(x.shape, dtype_, weak_, *sharding_);
+  }
+  // Each device converts its own partial value: right only when conversion
+  // commutes with combining partials (float -> float, up to rounding).
+  bool commutes = x.dtype == dtype_ || (is_floating(x.dtype) && is_floating(dtype_));
+  if (!unreduced_of(out).empty() && !commutes) {
+    std::string how = sharding_ ? "Drop the unreduced axes from `sharding`, or convert after "
+                                  "reducing with reshard."
+                                : "Reduce it first with reshard(x, P(...)) and convert the result.";
+    throw ShardingTypeError(
+        std::string("[convert_element_type] an unreduced value cannot be converted from ") +
+        dtype_name(x.dtype) + " to " + dtype_name(dtype_) +
+        ": each device would convert its partial value, and the converted partials do not "
+        "combine to the converted value. Got " +
+        x.str() + " -> " + out.str() + "; expected a float -> float conversion. " + how);
+  }
+  return {out};
+}
+
+Lowering Convert::partition(const std::vector<ArrayType>& in,
+                            const std::vector<ArrayType>& out) const {
+  // The input is brought to the output's layout (sets included), then converted.
+  return Lowering{{out[0].sharding.spec()}, {out[0].sharding.spec()}};
 }
 
 std::string Convert::params() const {
-  return std::string("new_dtype=") + dtype_name(dtype_) + (weak_ ? " weak_type=True" : "");
+  return std::string("new_dtype=") + dtype_name(dtype_) + (weak_ ? " weak_type=True" : "") +
+         (sharding_ ? " sharding=" + p_sharding(sharding_) : "");
 }
 
 }  // namespace tsr::prim

@@ -2,6 +2,7 @@
 // Elementwise primitives: unary, binary (same rank, size-1 dims broadcast),
 // select_n, clamp, convert_element_type, integer_pow.
 #include <cstdint>
+#include <optional>
 
 #include "tsr/core/primitive.h"
 
@@ -129,20 +130,27 @@ class Clamp : public detail::Primitive {
                              const std::vector<ArrayType>& out) const override;
 };
 
-/** convert_element_type: new dtype (and weak flag); sharding unchanged. */
+/** convert_element_type: new dtype (and weak flag); sharding unchanged unless
+ *  `sharding` is given (then the output has it). An unreduced value keeps its
+ *  unreduced axes only for float -> float conversions, which commute with the
+ *  reduction up to rounding. */
 class Convert : public detail::Primitive {
  public:
-  /** Target dtype and weak flag. */
-  Convert(DType dtype, bool weak) : dtype_(dtype), weak_(weak) {}
+  /** Target dtype, weak flag and optional output sharding (abstract). */
+  Convert(DType dtype, bool weak, std::optional<NamedSharding> sharding = {})
+      : dtype_(dtype), weak_(weak), sharding_(std::move(sharding)) {}
   /** Target dtype. */
   DType dtype() const { return dtype_; }
   const char* name() const override { return "convert_element_type"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  detail::Lowering partition(const std::vector<ArrayType>& in,
+                             const std::vector<ArrayType>& out) const override;
   std::string params() const override;
 
  private:
   DType dtype_;
   bool weak_;
+  std::optional<NamedSharding> sharding_;
 };
 
 }  // namespace tsr::prim

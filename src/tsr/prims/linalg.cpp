@@ -34,53 +34,121 @@ std::string entries_at(const std::vector<PartitionEntry>& e, const std::vector<i
 
 std::string ints(const std::vector<int>& v) { return ints_tuple(v); }
 
+// JAX's _dot_general_shape_rule checks, in its order and with its texts.
+void check_dot_dims(const DotDims& d, const Shape& ls, const Shape& rs) {
+  auto bad = [](const std::string& jax, const std::string& fix) {
+    throw TypeError("[dot_general] " + jax + ". " + fix);
+  };
+  auto in_range = [](const std::vector<int>& v, size_t rank) {
+    for (int x : v)
+      if (x < 0 || x >= static_cast<int>(rank)) return false;
+    return true;
+  };
+  if (!in_range(d.lhs_contract, ls.size()) || !in_range(d.lhs_batch, ls.size()))
+    bad("dot_general requires lhs dimension numbers to be nonnegative and less than the number "
+        "of axes of the lhs value, got lhs_batch of " +
+            ints(d.lhs_batch) + " and lhs_contracting of " + ints(d.lhs_contract) +
+            " for lhs of rank " + std::to_string(ls.size()),
+        "Expected dims in [0, " + std::to_string(ls.size()) + ").");
+  if (!in_range(d.rhs_contract, rs.size()) || !in_range(d.rhs_batch, rs.size()))
+    bad("dot_general requires rhs dimension numbers to be nonnegative and less than the number "
+        "of axes of the rhs value, got rhs_batch of " +
+            ints(d.rhs_batch) + " and rhs_contracting of " + ints(d.rhs_contract) +
+            " for rhs of rank " + std::to_string(rs.size()),
+        "Expected dims in [0, " + std::to_string(rs.size()) + ").");
+  if (d.lhs_batch.size() != d.rhs_batch.size())
+    bad("dot_general requires equal numbers of lhs_batch and rhs_batch dimensions, got lhs_batch " +
+            ints(d.lhs_batch) + " and rhs_batch " + ints(d.rhs_batch),
+        "Pair every lhs batch dim with one rhs batch dim.");
+  if (d.lhs_contract.size() != d.rhs_contract.size())
+    bad("dot_general requires equal numbers of lhs and rhs contracting dimensions, got "
+        "lhs_contracting " +
+            ints(d.lhs_contract) + " and rhs_contracting " + ints(d.rhs_contract),
+        "Pair every lhs contracting dim with one rhs contracting dim.");
+  auto distinct = [](const std::vector<int>& v) {
+    return std::set<int>(v.begin(), v.end()).size() == v.size();
+  };
+  const char* fix = "Name each dimension once.";
+  if (!distinct(d.lhs_batch))
+    bad("dot_general requires lhs batch dimensions to be distinct, got lhs_batch " +
+            ints(d.lhs_batch),
+        fix);
+  if (!distinct(d.rhs_batch))
+    bad("dot_general requires rhs batch dimensions to be distinct, got rhs_batch " +
+            ints(d.rhs_batch),
+        fix);
+  if (!distinct(d.lhs_contract))
+    bad("dot_general requires lhs contracting dimensions to be distinct, got lhs_contracting " +
+            ints(d.lhs_contract),
+        fix);
+  if (!distinct(d.rhs_contract))
+    bad("dot_general requires rhs contracting dimensions to be distinct, got rhs_contracting " +
+            ints(d.rhs_contract),
+        fix);
+  auto overlap = [](const std::vector<int>& a, const std::vector<int>& b) {
+    for (int x : a)
+      if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+    return false;
+  };
+  const char* fix2 = "A dimension is either batched or contracted, not both.";
+  if (overlap(d.lhs_contract, d.lhs_batch))
+    bad("dot_general requires lhs batch dimensions to be disjoint from contracting dimensions, "
+        "got lhs_batch " +
+            ints(d.lhs_batch) + " and lhs_contracting " + ints(d.lhs_contract),
+        fix2);
+  if (overlap(d.rhs_contract, d.rhs_batch))
+    bad("dot_general requires rhs batch dimensions to be disjoint from contracting dimensions, "
+        "got rhs_batch " +
+            ints(d.rhs_batch) + " and rhs_contracting " + ints(d.rhs_contract),
+        fix2);
+  Shape lb, rb, lc, rc;
+  for (int x : d.lhs_batch) lb.push_back(ls[x]);
+  for (int x : d.rhs_batch) rb.push_back(rs[x]);
+  for (int x : d.lhs_contract) lc.push_back(ls[x]);
+  for (int x : d.rhs_contract) rc.push_back(rs[x]);
+  if (lb != rb)
+    bad("dot_general requires lhs batch dimensions and rhs batch dimensions to have the same "
+        "shape, got " +
+            shape_str(lb) + " and " + shape_str(rb),
+        "Make the batch sizes agree.");
+  if (lc != rc)
+    bad("dot_general requires contracting dimensions to have the same shape, got " + shape_str(lc) +
+            " and " + shape_str(rc),
+        "Transpose or reshape an operand so the contracted sizes agree.");
+}
+
 }  // namespace
 
 std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const {
   const ArrayType &l = in.at(0), &r = in.at(1);
   const auto& d = dims_;
-  auto check_dims = [&](const std::vector<int>& v, int rank, const char* what) {
-    std::set<int> seen;
-    for (int x : v)
-      if (x < 0 || x >= rank || !seen.insert(x).second)
-        throw TypeError(std::string("[dot_general] ") + what + " dimensions " + ints(v) +
-                        " are out of range or repeated. Got rank " + std::to_string(rank) +
-                        "; expected distinct dims in [0, " + std::to_string(rank) + ").");
-  };
-  check_dims(d.lhs_contract, l.ndim(), "lhs contracting");
-  check_dims(d.rhs_contract, r.ndim(), "rhs contracting");
-  check_dims(d.lhs_batch, l.ndim(), "lhs batch");
-  check_dims(d.rhs_batch, r.ndim(), "rhs batch");
-  if (d.lhs_contract.size() != d.rhs_contract.size() || d.lhs_batch.size() != d.rhs_batch.size())
-    throw TypeError(
-        "[dot_general] dot_general requires equal numbers of lhs and rhs contracting "
-        "and batch dimensions. Got contracting " +
-        ints(d.lhs_contract) + " and " + ints(d.rhs_contract) + ", batch " + ints(d.lhs_batch) +
-        " and " + ints(d.rhs_batch) + "; expected pairs.");
-  for (size_t i = 0; i < d.lhs_contract.size(); ++i)
-    if (l.shape[d.lhs_contract[i]] != r.shape[d.rhs_contract[i]])
-      throw TypeError(
-          "[dot_general] dot_general requires contracting dimensions to have the same "
-          "shape, got " +
-          shape_str(l.shape) + " and " + shape_str(r.shape) + " contracting " +
-          ints(d.lhs_contract) + " with " + ints(d.rhs_contract) +
-          ". Transpose or reshape an operand so the contracted sizes agree.");
-  for (size_t i = 0; i < d.lhs_batch.size(); ++i)
-    if (l.shape[d.lhs_batch[i]] != r.shape[d.rhs_batch[i]])
-      throw TypeError(
-          "[dot_general] dot_general requires lhs batch dimensions and rhs batch "
-          "dimensions to have the same shape, got " +
-          shape_str(l.shape) + " and " + shape_str(r.shape) + ". Make the batch sizes agree.");
+  check_dot_dims(d, l.shape, r.shape);
   if (l.dtype != r.dtype)
     throw TypeError(std::string("[dot_general] dot_general requires operands of the same dtype. "
                                 "Got ") +
                     dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                     "; expected equal dtypes. The tsr::matmul front-end promotes for you.");
-  if (!unreduced_of(l).empty() || !unreduced_of(r).empty())
+  // Linear in each operand: one sum-unreduced operand times one replicated over
+  // those axes gives a sum-unreduced product (JAX refuses any unreduced operand).
+  const auto& ul = unreduced_of(l);
+  const auto& ur = unreduced_of(r);
+  if (!ul.empty() && !ur.empty())
     throw ShardingTypeError(
-        "[dot_general] lhs or rhs passed to dot_general cannot be unreduced. "
-        "Got lhs=" +
-        l.str() + " and rhs=" + r.str() + ". Reduce them with reshard first.");
+        "[dot_general] lhs or rhs passed to dot_general cannot be unreduced. Got lhs=" + l.str() +
+        " and rhs=" + r.str() +
+        "; expected at most one unreduced operand (dot_general is bilinear). Reduce one with "
+        "reshard(x, P(...)) first.");
+  const ArrayType* uop = !ul.empty() ? &l : !ur.empty() ? &r : nullptr;
+  std::set<std::string> U = uop ? unreduced_of(*uop) : std::set<std::string>{};
+  if (uop) {
+    const ArrayType& other = uop == &l ? r : l;
+    if (uop->sharding.spec().unreduced_kind() != UnreducedKind::Sum || !replicated_over(other, U))
+      throw ShardingTypeError(
+          "[dot_general] lhs or rhs passed to dot_general cannot be unreduced. Got lhs=" + l.str() +
+          " and rhs=" + r.str() +
+          "; expected an unreduced operand of kind sum and the other operand replicated over " +
+          quoted_set(U) + ". Reduce it first with reshard(x, P(...)).");
+  }
   std::vector<int> lf = free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
   std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
   Shape shape;
@@ -90,8 +158,8 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
   auto le = entries_of(l), re = entries_of(r);
   bool weak = l.weak && r.weak;
   if (out_sharding_) {
-    const auto& U = out_sharding_->spec().unreduced();
-    if (!U.empty()) {
+    const auto& OU = out_sharding_->spec().unreduced();
+    if (!OU.empty()) {
       if (out_sharding_->spec().unreduced_kind() != UnreducedKind::Sum)
         throw ValueError(
             "[dot_general] `out_sharding` passed to `dot_general` can only contain "
@@ -104,14 +172,16 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
             "identically when out_sharding provided to dot_general mentions "
             "unreduced_axes. Got lhs_contracting_spec=" +
             ls + ", rhs_contracting_spec=" + rs + ". Reshard one operand.");
-      std::set<std::string> caxes;
+      std::set<std::string> caxes = U;  // an unreduced operand's axes stay partial too
       for (int x : d.lhs_contract)
         for (const auto& a : le[x].axes()) caxes.insert(a);
-      if (caxes != U)
+      if (caxes != OU)
         throw ShardingTypeError(
             "[dot_general] out_sharding's unreduced axes should be equal to "
             "the contracting specs. Got unreduced axes=" +
-            quoted_set(U) + " and contracting spec=" + ls + ". Name exactly those axes.");
+            quoted_set(OU) + " and contracting spec=" + ls +
+            (U.empty() ? "" : " (plus the operand's unreduced axes " + quoted_set(U) + ")") +
+            ". Name exactly those axes.");
     }
     return {make_type(shape, out_dtype_, weak, *out_sharding_)};
   }
@@ -136,7 +206,7 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
   for (int x : rf) oe.push_back(re[x]);
   AbstractMesh mesh = l.sharding.mesh().empty() ? r.sharding.mesh() : l.sharding.mesh();
   if (mesh.empty()) mesh = get_abstract_mesh();
-  PartitionSpec sets({}, {}, !reduced_of(l).empty() ? reduced_of(l) : reduced_of(r));
+  PartitionSpec sets({}, U, !reduced_of(l).empty() ? reduced_of(l) : reduced_of(r));
   return {make_type(shape, out_dtype_, weak, mesh, oe, sets)};
 }
 
@@ -148,6 +218,14 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
   std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
   auto oe = entries_of(out[0]);
   auto le = entries_of(l), re = entries_of(r);
+  // An unreduced operand's axes stay partial in the kernel's result, so no
+  // kernel layout may shard over them.
+  std::set<std::string> partial = unreduced_of(l);
+  partial.insert(unreduced_of(r).begin(), unreduced_of(r).end());
+  for (auto& e : oe)
+    if (std::any_of(e.axes().begin(), e.axes().end(),
+                    [&](const auto& a) { return partial.count(a); }))
+      e = PartitionEntry();
   std::set<std::string> used;
   for (const auto& e : oe)
     for (const auto& a : e.axes()) used.insert(a);
@@ -157,7 +235,6 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
     li[d.lhs_batch[i]] = ri[d.rhs_batch[i]] = oe[k];
   for (int x : lf) li[x] = oe[k++];
   for (int x : rf) ri[x] = oe[k++];
-  std::set<std::string> partial;
   for (size_t i = 0; i < d.lhs_contract.size(); ++i) {
     const auto& a = le[d.lhs_contract[i]];
     bool keep = !a.is_none() && a == re[d.rhs_contract[i]];
@@ -167,8 +244,8 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
     for (const auto& n : a.axes()) partial.insert(n);
   }
   Lowering low;
-  low.in.push_back(PartitionSpec(li, {}, reduced_of(l)));
-  low.in.push_back(PartitionSpec(ri, {}, reduced_of(r)));
+  low.in.push_back(with_sets_of(li, l.sharding.spec()));
+  low.in.push_back(with_sets_of(ri, r.sharding.spec()));
   low.out.push_back(PartitionSpec(oe, partial, {}, UnreducedKind::Sum));
   return low;
 }

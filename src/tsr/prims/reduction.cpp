@@ -72,28 +72,60 @@ std::vector<ArrayType> Reduce::infer(const std::vector<ArrayType>& in) const {
     throw TypeError(std::string("[") + name() + "] " + name() + " does not accept bool. Got " +
                     x.str() + "; expected a numeric array. Convert with astype(int32).");
   Shape shape = drop_dims(x.shape, axes_);
-  if (out_sharding_) {
-    // Unreduced output axes must come from the reduced dims or the operand's set.
-    std::set<std::string> allowed = unreduced_of(x);
-    auto e = entries_of(x);
-    for (int a : axes_)
-      for (const auto& n : e[a].axes()) allowed.insert(n);
-    for (const auto& u : out_sharding_->spec().unreduced())
-      if (!allowed.count(u))
-        throw ShardingTypeError(std::string("[") + name() + "] out_sharding's unreduced axis '" +
-                                u + "' is not among the sharded reduced dims. Got out_sharding " +
-                                out_sharding_->spec().repr() + " for operand " + x.str() +
-                                "; expected unreduced axes from " + quoted_set(allowed) + ".");
-    if (!out_sharding_->spec().unreduced().empty() &&
-        (!partial_kind(kind_) || kind_ == ReduceKind::And || kind_ == ReduceKind::Or))
-      throw ValueError(std::string("[") + name() +
-                       "] out_sharding with unreduced axes needs reduce_sum, reduce_max or "
-                       "reduce_min. Got " +
-                       name() + "; expected one of those.");
-    return {make_type(shape, x.dtype, x.weak, *out_sharding_)};
+  // Spec §9: partial values combine by the reduction only when kinds match.
+  std::optional<UnreducedKind> kind = partial_kind(kind_);
+  bool bitwise = kind_ == ReduceKind::And || kind_ == ReduceKind::Or;
+  const std::set<std::string>& xu = unreduced_of(x);
+  if (!xu.empty() && (!kind || x.sharding.spec().unreduced_kind() != *kind))
+    throw ShardingTypeError(
+        std::string("[") + name() + "] " + name() +
+        " cannot reduce a value that is unreduced of another kind: the "
+        "partial values would be combined wrongly. Got operand " +
+        x.str() + "; expected no unreduced axes" +
+        (kind ? std::string(" or unreduced_kind=") + unreduced_kind_name(*kind) : std::string()) +
+        ". Reduce the operand first with reshard(x, P(...)).");
+  std::optional<NamedSharding> os = out_sharding_;
+  if (os) {
+    const PartitionSpec& s = os->spec();
+    if (!s.reduced().empty())
+      throw ValueError(std::string("[") + name() + "] out_sharding passed to " + name() +
+                       " cannot be reduced. Got out_sharding=" + s.repr() +
+                       "; expected no reduced axes. Drop them, or reshard the result.");
+    if (!s.unreduced().empty()) {
+      if (!kind || bitwise)
+        throw ShardingTypeError(std::string("[") + name() + "] " + name() +
+                                " cannot leave its result unreduced. Got out_sharding=" + s.repr() +
+                                "; expected no unreduced axes (only reduce_sum, reduce_max and "
+                                "reduce_min have partial results). Drop the unreduced axes.");
+      if (s.unreduced_kind() != *kind)
+        throw ShardingTypeError(std::string("[") + name() + "] " + name() +
+                                " requires `out_sharding`'s unreduced_kind to be " +
+                                unreduced_kind_name(*kind) + " but got " + s.repr() +
+                                ". Pass that kind, e.g. P(..., Unreduced{{...}, kind}).");
+      // Unreduced output axes must come from the reduced dims or the operand's set.
+      std::set<std::string> allowed = xu;
+      auto e = entries_of(x);
+      for (int a : axes_)
+        for (const auto& n : e[a].axes()) allowed.insert(n);
+      for (const auto& u : s.unreduced())
+        if (!allowed.count(u)) {
+          std::vector<int64_t> ax(axes_.begin(), axes_.end());
+          throw ShardingTypeError(
+              std::string("[") + name() +
+              "] out_sharding's unreduced axes should be in operand's specs that were " + name() +
+              " over. Got operand=" + x.str() + ", axes=" + ints_tuple(ax) +
+              ", unreduced_spec=" + quoted_set(s.unreduced()) + "; expected axes among " +
+              quoted_set(allowed) + ". Name only axes that shard a reduced dim.");
+        }
+    } else if (!xu.empty()) {
+      // As JAX: an unreduced operand stays unreduced when out_sharding names none.
+      os = NamedSharding(os->mesh(), PartitionSpec(os->spec().entries(), xu, reduced_of(x),
+                                                   x.sharding.spec().unreduced_kind()));
+    }
+    return {make_type(shape, x.dtype, x.weak, *os)};
   }
-  no_unreduced(name(), in);
-  return {make_type(shape, x.dtype, x.weak, rule_mesh(in), drop_axes(entries_of(x), axes_))};
+  return {make_type(shape, x.dtype, x.weak, rule_mesh(in), drop_axes(entries_of(x), axes_),
+                    x.sharding.spec())};
 }
 
 Lowering Reduce::partition(const std::vector<ArrayType>& in,

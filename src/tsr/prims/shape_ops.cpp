@@ -30,7 +30,8 @@ ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, co
   bool ones = true;
   for (int64_t n : out) ones = ones && n == 1;
   const AbstractMesh& mesh = x.sharding.mesh().empty() ? get_abstract_mesh() : x.sharding.mesh();
-  if (out.empty() || ones) return make_type(out, x.dtype, x.weak, mesh, PartitionSpec());
+  if (out.empty() || ones)
+    return make_type(out, x.dtype, x.weak, mesh, with_sets_of({}, x.sharding.spec()));
   auto e = entries_of(x);
   for (int d = 0; d < x.ndim(); ++d) {
     if (out[d] == x.shape[d] || e[d].is_none()) continue;
@@ -58,6 +59,7 @@ void check_scalar_index(const ArrayType& t, const char* op) {
   if (t.ndim() != 0 || !is_integer(t.dtype))
     throw TypeError(std::string("[") + op + "] start indices must be integer scalars. Got " +
                     t.str() + "; expected an int32 or int64 array of shape ().");
+  no_unreduced(op, {t});  // a partial index would pick a different slice per device
 }
 
 }  // namespace
@@ -339,6 +341,17 @@ std::vector<ArrayType> Pad::infer(const std::vector<ArrayType>& in) const {
                       "; expected sizes >= 0.");
     out.push_back(o);
   }
+  // Pad is linear in (operand, value) jointly: an unreduced operand needs the value
+  // combined the same way (a replicated value is laid out so that it counts once).
+  if (!unreduced_of(v).empty() &&
+      !(v.sharding.spec().unreduced() == unreduced_of(x) &&
+        v.sharding.spec().unreduced_kind() == x.sharding.spec().unreduced_kind()))
+    throw ShardingTypeError(
+        "[pad] the padding value is unreduced differently from the operand. "
+        "Got operand " +
+        x.str() + " and padding value " + v.str() +
+        "; expected the same unreduced axes and kind, or none on the value. "
+        "Reshard the value first.");
   return {varying_out(out, x, "padding", "pad")};
 }
 
@@ -347,7 +360,8 @@ Lowering Pad::partition(const std::vector<ArrayType>& in, const std::vector<Arra
   for (int d = 0; d < in[0].ndim(); ++d)
     ch.push_back(lo_[d] != 0 || hi_[d] != 0 || interior_[d] != 0);
   PartitionSpec s = unshard_dims(in[0], ch);
-  return {{s, PartitionSpec()}, {s}};
+  // The value takes the operand's sets: for a sum it sits on one device, zeros elsewhere.
+  return {{s, with_sets_of({}, in[0].sharding.spec())}, {s}};
 }
 
 std::string Pad::params() const {
@@ -464,8 +478,7 @@ std::vector<ArrayType> Rev::infer(const std::vector<ArrayType>& in) const {
     if (d < 0 || d >= x.ndim() || !seen.insert(d).second)
       throw TypeError("[rev] rev dimensions must be unique and in range. Got " + ints(dims_) +
                       " for " + x.str() + "; expected distinct dims in [0, rank).");
-  no_unreduced("rev", in);
-  return {x};
+  return {x};  // a permutation: linear, so unreduced values stay unreduced
 }
 
 Lowering Rev::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {

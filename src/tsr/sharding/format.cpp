@@ -35,3 +35,17 @@ std::string quoted_set(const std::set<std::string>& s) {
 }
 
 }  // namespace tsr::detail
+
+namespace tsr::detail {
+const char* unreduced_kind_name(UnreducedKind k) {
+  switch (k) {
+    case UnreducedKind::Sum:
+      return "sum";
+    case UnreducedKind::Max:
+      return "max";
+    case UnreducedKind::Min:
+      return "min";
+  }
+  return "sum";
+}
+}  // namespace tsr::detail

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tsr/mesh.h"
+#include "tsr/sharding.h"
 
 namespace tsr::detail {
 
@@ -21,4 +22,9 @@ std::string ints_tuple(const std::vector<int>& v);
 /** {'x', 'y'} in sorted order. */
 std::string quoted_set(const std::set<std::string>& s);
 
+}  // namespace tsr::detail
+
+namespace tsr::detail {
+/** "sum", "max" or "min", as JAX prints UnreducedKind. */
+const char* unreduced_kind_name(UnreducedKind k);
 }  // namespace tsr::detail

@@ -429,14 +429,8 @@ void select_n(const KernelArgs& a) {
 }
 
 void clamp(const KernelArgs& a) {
-  dispatch_dtype((*a.in)[1].dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      unsupported_dtype("clamp", DType::Bool, "a numeric dtype");
-    } else {
-      clamp_typed<T>(a);
-    }
-  });
+  // Every dtype, bool included (false < true), as lax.clamp accepts any.
+  dispatch_dtype((*a.in)[1].dtype, [&](auto tag) { clamp_typed<decltype(tag)>(a); });
 }
 
 void convert_n(const void* src, DType from, void* dst, DType to, int64_t n) {
