@@ -31,6 +31,9 @@ struct Record {
   std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> fn;
   std::vector<std::vector<tsr::PartitionSpec>> specs;
   double rtol = 1e-5;
+  /** True for a record whose fn must be refused by its rule on every mesh and spec
+   *  (checked eagerly, under jit, and under jit with the result unused). */
+  bool refuses = false;
   /** The single-device oracle, when it differs from fn (e.g. fn keeps a value unreduced). */
   std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> oracle = {};
 };

@@ -146,8 +146,60 @@ void expect_layout(const Array& out, const std::vector<double>& want, double rto
 
 class Rules : public ::testing::TestWithParam<Record> {};
 
+// Eager refused `fn` with `msg`: jit must refuse it with the same words, also when
+// the refused value is dead (the check is in the rule, not after DCE).
+void expect_jit_refuses(const Record& rec, const std::vector<Array>& in, const std::string& msg,
+                        const std::string& what) {
+  auto check = [&](auto&& f, const char* how) {
+    try {
+      (void)f(in);
+      ADD_FAILURE() << what << ": eager refused (" << msg << ") but jit accepted" << how;
+    } catch (const Error& j) {
+      EXPECT_EQ(msg, std::string(j.what())) << what << how;
+    }
+  };
+  check(jit([&](const std::vector<Array>& a) { return rec.fn(a); }), "");
+  check(jit([&](const std::vector<Array>& a) {
+          (void)rec.fn(a);
+          return a;
+        }),
+        " with the value unused");
+}
+
+// A record every rule must refuse: eager and jit alike, on every mesh.
+void run_refusals(const Record& rec) {
+  int ran = 0;
+  for (const auto& m : meshes()) {
+    Mesh mesh = make_mesh(m.sizes, m.names);
+    MeshScope scope(mesh);
+    for (const auto& combo : rec.specs) {
+      bool ok = true;
+      for (const auto& p : combo) ok = ok && mesh_has(m, p);
+      if (!ok) continue;
+      std::vector<Array> in;
+      try {
+        for (size_t i = 0; i < rec.inputs.size(); ++i)
+          in.push_back(make(rec.inputs[i], static_cast<int>(i),
+                            i < combo.size() ? Placement(combo[i]) : Placement(P())));
+      } catch (const IndivisibleError&) {
+        continue;  // this mesh does not divide the shape
+      }
+      std::string what = rec.name + " on " + m.label;
+      try {
+        rec.fn(in);
+        ADD_FAILURE() << what << ": expected the rule to refuse";
+      } catch (const Error& e) {
+        expect_jit_refuses(rec, in, e.what(), what);
+      }
+      ++ran;
+    }
+  }
+  EXPECT_GT(ran, 0) << rec.name << ": no mesh/spec combination ran";
+}
+
 TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
   const Record& rec = GetParam();
+  if (rec.refuses) return run_refusals(rec);
   // Oracle: unsharded, on one device (a 1x1 mesh so out_sharding specs resolve).
   std::vector<Array> base;
   Mesh one_device = make_mesh({1, 1}, {"x", "y"});
@@ -186,13 +238,7 @@ TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
         if (!dynamic_cast<const ShardingTypeError*>(&e) &&
             !dynamic_cast<const IndivisibleError*>(&e))
           throw;
-        std::string msg = e.what();
-        try {
-          jitted(in);
-          ADD_FAILURE() << what << ": eager refused (" << msg << ") but jit accepted";
-        } catch (const Error& j) {
-          EXPECT_EQ(msg, std::string(j.what())) << what;
-        }
+        expect_jit_refuses(rec, in, e.what(), what);
         continue;
       }
       ASSERT_EQ(eager.size(), want.size()) << what;
