@@ -100,11 +100,16 @@ TEST_F(OpErrors, E9SliceNotDivisible) {
   auto m = error_of<ShardingTypeError>([&] { slice(a, {0, 0}, {4, 3}); });
   EXPECT_HAS(m,
              "slicing on sharded dims where out dim (3) is not divisible by mesh axes (4) with "
-             "spec ('y') is not implemented. Got input type=f32[4@x,4@y] and output shape=(4, 3)");
+             "spec (y) is not implemented. Got input type=f32[4@x,4@y] and output shape=(4, 3)");
   Array p = device_put(zeros({8}), P("x"));
   EXPECT_EQ(typeof(pad(p, 0.0, {{2, 2, 0}})).str(), "f32[12@x]");
   auto pm = error_of<ShardingTypeError>([&] { pad(p, 0.0, {{2, 3, 0}}); });
   EXPECT_HAS(pm, "padding on sharded dims where out dim (13)");
+  // A tuple entry prints as Python's f-string prints the tuple.
+  Array t = device_put(zeros({8}), P(Axes{"x", "y"}));
+  EXPECT_HAS(error_of<ShardingTypeError>([&] { split(t, std::vector<int64_t>{3}, 0); }),
+             "split on sharded dims where out dim (3) is not divisible by mesh axes (8) with spec "
+             "(('x', 'y')) is not implemented.");
 }
 
 TEST_F(OpErrors, E10ConcatenateShardingsDiffer) {

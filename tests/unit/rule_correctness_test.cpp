@@ -226,6 +226,8 @@ TEST_F(RuleCorrectness, LinearOpsKeepUnreducedValues) {
        "f32[4,8@x]{U:y}"},
       {"dot_replicated", [&](const Array& a) { return matmul(reshard(a, P()), mat); }, ""},
       {"f16", [](const Array& a) { return astype(a, float16); }, "f16[4,8@x]{U:y}"},
+      {"scatter_add", [](const Array& a) { return a.at(1).add(a[2] * 2.0); }, "f32[4,8@x]{U:y}"},
+      {"scatter_set", [](const Array& a) { return a.at(0).set(a[3]); }, "f32[4,8@x]{U:y}"},
   };
   for (const auto& k : cases) {
     SCOPED_TRACE(k.name);

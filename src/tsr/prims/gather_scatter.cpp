@@ -205,6 +205,34 @@ std::string Gather::params() const {
 
 // ---- scatter
 
+namespace {
+// Scatter is linear in (operand, updates) jointly: partial operands and partial
+// updates combine by the scatter's own kind (set: any; add/sub: sum; max/min:
+// their kind; mul: none). Indices must be whole.
+PartitionSpec scatter_sets(ScatterKind kind, const char* op, const ArrayType& O, const ArrayType& I,
+                           const ArrayType& U) {
+  no_unreduced(op, {I});
+  if (unreduced_of(O).empty() && unreduced_of(U).empty()) return {};
+  const PartitionSpec &so = O.sharding.spec(), &su = U.sharding.spec();
+  UnreducedKind k = so.unreduced_kind();
+  bool kind_ok =
+      kind == ScatterKind::Set ||
+      ((kind == ScatterKind::Add || kind == ScatterKind::Sub) && k == UnreducedKind::Sum) ||
+      (kind == ScatterKind::Max && k == UnreducedKind::Max) ||
+      (kind == ScatterKind::Min && k == UnreducedKind::Min);
+  if (so.unreduced() != su.unreduced() || su.unreduced_kind() != k || !kind_ok)
+    throw ShardingTypeError(
+        std::string("[") + op +
+        "] operand and updates must be unreduced over the same axes, of a kind the scatter "
+        "combines. Got operand " +
+        O.str() + " and updates " + U.str() +
+        "; expected equal unreduced sets (scatter: any kind; scatter_add/sub: sum; "
+        "scatter_max/min: their kind; scatter_mul: none). Reduce them first with "
+        "reshard(x, P(...)), or pass out_sharding.");
+  return PartitionSpec({}, so.unreduced(), {}, k);
+}
+}  // namespace
+
 const char* Scatter::name() const {
   switch (kind_) {
     case ScatterKind::Set:
@@ -285,10 +313,11 @@ std::vector<ArrayType> Scatter::infer(const std::vector<ArrayType>& in) const {
           "equal sizes.");
   if (out_sharding_) return {make_type(O.shape, O.dtype, O.weak, *out_sharding_)};
 
-  no_unreduced(op, in);
+  const PartitionSpec sets = scatter_sets(kind_, op, O, I, U);
   AbstractMesh mesh = rule_mesh(in);
   auto eo = entries_of(O), ei = entries_of(I), eu = entries_of(U);
-  if (all_none({eo, ei, eu})) return {make_type(O.shape, O.dtype, O.weak, mesh, nones(orank))};
+  if (all_none({eo, ei, eu}))
+    return {make_type(O.shape, O.dtype, O.weak, mesh, nones(orank), sets)};
   const auto& ob = dn.operand_batching_dims;
   const auto& ib = dn.scatter_indices_batching_dims;
   const auto& uw = dn.update_window_dims;
@@ -313,14 +342,14 @@ std::vector<ArrayType> Scatter::infer(const std::vector<ArrayType>& in) const {
       if (none(out[ob[i]])) out[ob[i]] = none(ei[ib[i]]) ? eu[ub[i]] : ei[ib[i]];
     for (size_t j = 0; j < uw.size(); ++j)
       if (none(out[ow[j]])) out[ow[j]] = eu[uw[j]];
-    return {make_type(O.shape, O.dtype, O.weak, mesh, out)};
+    return {make_type(O.shape, O.dtype, O.weak, mesh, out, sets)};
   }
   // Tessera: when every axis sharding the indices and updates also shards the
   // operand, the operand's sharding is the only candidate (design 0005).
   std::set<std::string> oa = axes_in(eo), iu = axes_in(ei);
   for (const auto& a : axes_in(eu)) iu.insert(a);
   if (std::includes(oa.begin(), oa.end(), iu.begin(), iu.end()))
-    return {make_type(O.shape, O.dtype, O.weak, mesh, eo)};
+    return {make_type(O.shape, O.dtype, O.weak, mesh, eo, sets)};
   throw ShardingTypeError(
       "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for the "
       "scatter update as out sharding could not be resolved unambiguously (or would require "
@@ -348,7 +377,9 @@ Lowering Scatter::partition(const std::vector<ArrayType>& in,
     if (U.shape[u] == O.shape[ow[j]]) eu[u] = L[ow[j]];
   }
   // Updates elsewhere are replicated; each device applies those that land in its block.
-  return {{spec_of(L), spec_of(ei), spec_of(eu)}, {spec_of(L)}};
+  // Unreduced operand and updates stay partial (scatter_sets checked they combine).
+  const PartitionSpec& os = out_sharding_ ? PartitionSpec() : O.sharding.spec();
+  return {{with_sets_of(L, os), spec_of(ei), with_sets_of(eu, os)}, {with_sets_of(L, os)}};
 }
 
 std::string Scatter::params() const {
