@@ -74,7 +74,6 @@ std::vector<ArrayType> Reduce::infer(const std::vector<ArrayType>& in) const {
   Shape shape = drop_dims(x.shape, axes_);
   // Spec §9: partial values combine by the reduction only when kinds match.
   std::optional<UnreducedKind> kind = partial_kind(kind_);
-  bool bitwise = kind_ == ReduceKind::And || kind_ == ReduceKind::Or;
   const std::set<std::string>& xu = unreduced_of(x);
   if (!xu.empty() && (!kind || x.sharding.spec().unreduced_kind() != *kind))
     throw ShardingTypeError(
@@ -92,7 +91,7 @@ std::vector<ArrayType> Reduce::infer(const std::vector<ArrayType>& in) const {
                        " cannot be reduced. Got out_sharding=" + s.repr() +
                        "; expected no reduced axes. Drop them, or reshard the result.");
     if (!s.unreduced().empty()) {
-      if (!kind || bitwise)
+      if (!kind || logical)
         throw ShardingTypeError(std::string("[") + name() + "] " + name() +
                                 " cannot leave its result unreduced. Got out_sharding=" + s.repr() +
                                 "; expected no unreduced axes (only reduce_sum, reduce_max and "
@@ -163,6 +162,9 @@ std::vector<ArrayType> ArgReduce::infer(const std::vector<ArrayType>& in) const 
     throw ValueError(std::string("[") + name() + "] axis " + std::to_string(axis_) +
                      " is out of range. Got " + x.str() + "; expected an axis in [0, " +
                      std::to_string(x.ndim()) + ").");
+  if (!is_integer(index_dtype_))
+    throw TypeError(std::string("[") + name() + "] index_dtype must be an integer dtype. Got " +
+                    dtype_name(index_dtype_) + "; expected int32 (or another integer dtype).");
   if (x.shape[axis_] == 0)
     throw ValueError(std::string("[") + name() + "] attempt to get " + name() +
                      " of an empty sequence. Got " + x.str() + "; expected a non-empty axis " +
