@@ -116,6 +116,12 @@ class Gen {
   Case& c;
   tsr::Array x;              // previous value (oracle)
   bool unreduced = false;    // the step just drawn may produce an unreduced value
+  /** The sharded type's spec of x (a shadow eager run while generating), rank-normalized;
+   *  none when that run refused. Lets operands follow x's layout. */
+  std::optional<tsr::PartitionSpec> xspec;
+  /** Sharded copies of the inputs for the shadow run (invalid where device_put refused). */
+  std::vector<tsr::Array> shadow_in;
+  std::optional<tsr::Mesh> shadow_mesh;
   const MeshDef& mesh() const { return meshes()[static_cast<size_t>(c.mesh)]; }
   const tsr::Shape& xs() const { return x.shape(); }
   int rank() const { return x.ndim(); }
@@ -135,6 +141,8 @@ class Gen {
   tsr::PartitionSpec out_spec(const tsr::Shape& shape, double unreduced = 0.0);
   /** spec() or none (half the time). */
   std::optional<tsr::PartitionSpec> maybe_spec(const tsr::Shape& shape, double unreduced = 0.0);
+  /** A spec for an operand of `shape`: often x's layout aligned to the trailing dims. */
+  tsr::PartitionSpec operand_spec(const tsr::Shape& shape);
   /** A new case input; returns its index (in<k> in programs). */
   int input(const tsr::Shape& shape, tsr::DType dtype, bool sharded = true);
   /** A shape broadcast-compatible with `s` (or, rarely, not). */

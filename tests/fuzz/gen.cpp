@@ -75,6 +75,7 @@ DType Gen::int_dtype() {
 }
 
 PartitionSpec Gen::spec(const Shape& shape, double invalid) {
+  invalid *= 0.5;
   const MeshDef& m = mesh();
   int rank = static_cast<int>(shape.size());
   if (r.coin(invalid)) {
@@ -180,11 +181,32 @@ int Gen::input(const Shape& shape, DType dtype, bool sharded) {
   InputDef in;
   in.shape = shape;
   in.dtype = dtype;
-  if (sharded && r.coin(0.85)) in.spec = spec(shape);
+  if (sharded && r.coin(0.85)) in.spec = operand_spec(shape);
   in.values = draw_values(r, dtype, numel(shape));
   in.oracle = array<double>(in.values, shape).astype(dtype);
   c.inputs.push_back(std::move(in));
+  shadow_in.emplace_back();
   return static_cast<int>(c.inputs.size()) - 1;
+}
+
+PartitionSpec Gen::operand_spec(const Shape& s) {
+  if (!xspec || r.coin(0.4)) return spec(s, 0.03);
+  const auto& xe = xspec->entries();
+  int rank = static_cast<int>(s.size()), xr = static_cast<int>(xe.size());
+  std::vector<PartitionEntry> e;
+  for (int d = 0; d < rank; ++d) {
+    int xd = xr - rank + d;  // trailing alignment, as broadcasting
+    PartitionEntry pe;
+    if (xd >= 0 && s[static_cast<size_t>(d)] != 1) {
+      int64_t f = 1;
+      for (const auto& a : xe[static_cast<size_t>(xd)].axes())
+        f *= mesh().sizes[static_cast<size_t>(
+            std::find(mesh().names.begin(), mesh().names.end(), a) - mesh().names.begin())];
+      if (s[static_cast<size_t>(d)] % f == 0) pe = xe[static_cast<size_t>(xd)];
+    }
+    e.push_back(pe);
+  }
+  return PartitionSpec(e);
 }
 
 Shape Gen::bcast_shape(const Shape& s) {
@@ -223,6 +245,27 @@ Case generate(uint64_t seed, int64_t index) {
   Gen g(r, c);
   g.input(g.shape(), g.dtype());
   g.x = c.inputs[0].oracle;
+  // The shadow: the sharded eager run, step by step, so that draws can see x's layout.
+  const MeshDef& md = meshes()[static_cast<size_t>(c.mesh)];
+  g.shadow_mesh = make_mesh(md.sizes, md.names);
+  Ctx sctx;
+  sctx.oracle = false;
+  Array sx;
+  bool shadow_ok = true;
+  auto shadow_inputs = [&] {
+    for (size_t k = 0; k < c.inputs.size(); ++k)
+      if (!g.shadow_in[k].valid()) try {
+          const auto& in = c.inputs[k];
+          g.shadow_in[k] = device_put(in.oracle, NamedSharding(*g.shadow_mesh, in.spec ? *in.spec : P()));
+        } catch (const std::exception&) {
+          shadow_ok = false;
+        }
+  };
+  shadow_inputs();
+  if (shadow_ok) {
+    sx = g.shadow_in[0];
+    g.xspec = typeof(sx).sharding.spec();
+  }
   Ctx ctx;  // oracle
   const auto& vocab = vocabulary();
   std::vector<const OpDef*> linear;
@@ -236,6 +279,15 @@ Case generate(uint64_t seed, int64_t index) {
     s.op = d->name;
     c.reorders = c.reorders || d->reorders;
     c.steps.push_back(s);
+    shadow_inputs();
+    if (shadow_ok) try {
+        MeshScope scope(*g.shadow_mesh);
+        sx = s.fn(sctx, sx, g.shadow_in);
+        g.xspec = typeof(sx).sharding.spec();
+      } catch (const std::exception&) {
+        shadow_ok = false;
+      }
+    if (!shadow_ok) g.xspec.reset();
     try {
       g.x = s.fn(ctx, g.x, [&] {
         Ins in;

@@ -34,6 +34,7 @@ struct Options {
   int batch = 250;
   bool quiet_child = true;
   int show = 40;  // failing cases listed
+  bool list = false;  // print every case's row
 };
 
 struct Row {
@@ -179,7 +180,7 @@ bool failing(const std::string& v) {
 
 int usage() {
   std::cerr << "usage: tsr_fuzz [--seed S] [--count N] [--first I] [--case I] [--summary]\n"
-               "                [--timeout-ms T] [--batch B] [--show K] [--child-stderr]\n";
+               "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n";
   return 2;
 }
 
@@ -205,6 +206,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch") o.batch = std::max(1, std::stoi(val()));
     else if (a == "--show") o.show = std::stoi(val());
     else if (a == "--child-stderr") o.quiet_child = false;
+    else if (a == "--list") o.list = true;
     else return usage();
   }
 
@@ -233,6 +235,8 @@ int main(int argc, char** argv) {
     std::set<std::string> seen;
     while (std::getline(ss, op, ','))
       if (seen.insert(op).second) per_op[op][r.verdict]++;
+    if (o.list)
+      std::cout << r.index << "\t" << r.verdict << "\t" << r.ops << "\t" << r.detail << "\n";
     if (failing(r.verdict)) {
       if (bad < o.show)
         std::cout << r.verdict << " seed=" << o.seed << " case=" << r.index << " ops=" << r.ops << ": "

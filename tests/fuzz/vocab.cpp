@@ -268,7 +268,25 @@ Step d_dot_general(Gen& g) {
     if (std::find(lc.begin(), lc.end(), d) == lc.end() && std::find(lb.begin(), lb.end(), d) == lb.end())
       out.push_back(g.xs()[static_cast<size_t>(d)]);
   for (int k = 0; k < free; ++k) out.push_back(rs[rs.size() - static_cast<size_t>(free) + static_cast<size_t>(k)]);
-  if (g.r.coin(0.5)) {
+  std::set<std::string> contracted_axes;
+  if (g.xspec && g.r.coin(0.7)) {
+    // Follow x's layout: batch and contracting dims of rhs sharded as x's.
+    const auto& xe = g.xspec->entries();
+    std::vector<PartitionEntry> re(rs.size());
+    for (size_t k = 0; k < lb.size(); ++k) re[k] = xe[static_cast<size_t>(lb[k])];
+    for (size_t k = 0; k < lc.size(); ++k) {
+      re[lb.size() + k] = xe[static_cast<size_t>(lc[k])];
+      for (const auto& a : xe[static_cast<size_t>(lc[k])].axes()) contracted_axes.insert(a);
+    }
+    g.c.inputs[static_cast<size_t>(ri)].spec = PartitionSpec(re);
+  }
+  if (!contracted_axes.empty() && g.r.coin(0.6)) {
+    // The contraction leaves partial sums: keep them unreduced.
+    std::vector<PartitionEntry> oe;
+    for (int d : lb) oe.push_back(g.xspec->entries()[static_cast<size_t>(d)]);
+    os = PartitionSpec(oe, contracted_axes);
+    g.unreduced = true;
+  } else if (g.r.coin(0.5)) {
     os = g.out_spec(out, 0.4);
     g.unreduced = !os->unreduced().empty();
   }
