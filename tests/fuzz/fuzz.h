@@ -100,9 +100,9 @@ class Gen;
 /** One vocabulary entry: adding a primitive to the fuzzer is one of these. */
 struct OpDef {
   const char* name;
-  int arity;       // array operands, counting x (documentation and the summary)
-  bool reorders;   // float results may differ from the oracle by rounding
-  bool linear;     // keeps an unreduced input unreduced (drawn after unreduced producers)
+  int arity;      // array operands, counting x (documentation and the summary)
+  bool reorders;  // float results may differ from the oracle by rounding
+  bool linear;    // keeps an unreduced input unreduced (drawn after unreduced producers)
   Step (*draw)(Gen&);
 };
 /** The vocabulary (vocab.cpp). */
@@ -114,8 +114,8 @@ class Gen {
   Gen(Rng& r, Case& c) : r(r), c(c) {}
   Rng& r;
   Case& c;
-  tsr::Array x;              // previous value (oracle)
-  bool unreduced = false;    // the step just drawn may produce an unreduced value
+  tsr::Array x;            // previous value (oracle)
+  bool unreduced = false;  // the step just drawn may produce an unreduced value
   /** The sharded type's spec of x (a shadow eager run while generating), rank-normalized;
    *  none when that run refused. Lets operands follow x's layout. */
   std::optional<tsr::PartitionSpec> xspec;

@@ -18,10 +18,13 @@ std::string MeshDef::str() const {
 }
 
 const std::vector<MeshDef>& meshes() {
-  static const std::vector<MeshDef> m = {
-      {{1}, {"x"}},          {{2}, {"x"}},           {{4}, {"x"}},
-      {{8}, {"x"}},          {{2, 2}, {"x", "y"}},   {{2, 4}, {"x", "y"}},
-      {{2, 2, 2}, {"x", "y", "z"}}};
+  static const std::vector<MeshDef> m = {{{1}, {"x"}},
+                                         {{2}, {"x"}},
+                                         {{4}, {"x"}},
+                                         {{8}, {"x"}},
+                                         {{2, 2}, {"x", "y"}},
+                                         {{2, 4}, {"x", "y"}},
+                                         {{2, 2, 2}, {"x", "y", "z"}}};
   return m;
 }
 
@@ -60,8 +63,8 @@ Shape Gen::shape(int min_rank, int max_rank) {
 }
 
 DType Gen::dtype() {
-  static const std::vector<DType> all = {bool_,   int8,     int32,   int64,   uint8,
-                                         uint32,  float16,  bfloat16, float32, float32,
+  static const std::vector<DType> all = {bool_,   int8,    int32,    int64,   uint8,
+                                         uint32,  float16, bfloat16, float32, float32,
                                          float32, float64, int32};
   return r.pick(all);
 }
@@ -141,8 +144,8 @@ PartitionSpec Gen::out_spec(const Shape& shape, double unreduced) {
     if (free.empty()) return p;
     std::set<std::string> u{r.pick(free)};
     if (r.coin(0.2)) return p.with_sets({}, u);  // Reduced
-    UnreducedKind k = r.coin(0.8) ? UnreducedKind::Sum
-                                  : (r.coin(0.5) ? UnreducedKind::Max : UnreducedKind::Min);
+    UnreducedKind k =
+        r.coin(0.8) ? UnreducedKind::Sum : (r.coin(0.5) ? UnreducedKind::Max : UnreducedKind::Min);
     return p.with_sets(u, {}, k);
   }
   return p;
@@ -223,8 +226,8 @@ Shape Gen::bcast_shape(const Shape& s) {
 
 std::string Case::program() const {
   std::ostringstream os;
-  os << "case seed=" << seed << " index=" << index << " mesh=" << meshes()[static_cast<size_t>(mesh)].str()
-     << "\n";
+  os << "case seed=" << seed << " index=" << index
+     << " mesh=" << meshes()[static_cast<size_t>(mesh)].str() << "\n";
   for (size_t k = 0; k < inputs.size(); ++k)
     os << "  in" << k << ": " << dtype_name(inputs[k].dtype) << str(inputs[k].shape)
        << " spec=" << str(inputs[k].spec) << "\n";
@@ -256,7 +259,8 @@ Case generate(uint64_t seed, int64_t index) {
     for (size_t k = 0; k < c.inputs.size(); ++k)
       if (!g.shadow_in[k].valid()) try {
           const auto& in = c.inputs[k];
-          g.shadow_in[k] = device_put(in.oracle, NamedSharding(*g.shadow_mesh, in.spec ? *in.spec : P()));
+          g.shadow_in[k] =
+              device_put(in.oracle, NamedSharding(*g.shadow_mesh, in.spec ? *in.spec : P()));
         } catch (const std::exception&) {
           shadow_ok = false;
         }

@@ -7,11 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -33,7 +33,7 @@ struct Options {
   int timeout_ms = 20000;
   int batch = 250;
   bool quiet_child = true;
-  int show = 40;  // failing cases listed
+  int show = 40;      // failing cases listed
   bool list = false;  // print every case's row
 };
 
@@ -68,14 +68,15 @@ std::string ops_of(const fuzz::Case& c) {
         c = fuzz::generate(o.seed, i);
         ops = ops_of(c);
       } catch (const std::exception& e) {
-        line = "R\t" + std::to_string(i) + "\tUNTYPED\tgenerator\tgenerator threw: " + e.what() + "\n";
+        line =
+            "R\t" + std::to_string(i) + "\tUNTYPED\tgenerator\tgenerator threw: " + e.what() + "\n";
       }
       std::string ann = "S\t" + std::to_string(i) + "\t" + ops + "\n";
       if (write(fd, ann.data(), ann.size()) < 0) _exit(3);
       if (line.empty()) {
         fuzz::Result r = fuzz::run_case(c);
-        line = "R\t" + std::to_string(i) + "\t" + fuzz::verdict_name(r.verdict) + "\t" + ops + "\t" +
-               r.detail + "\n";
+        line = "R\t" + std::to_string(i) + "\t" + fuzz::verdict_name(r.verdict) + "\t" + ops +
+               "\t" + r.detail + "\n";
       }
     }
     if (write(fd, line.data(), line.size()) < 0) _exit(3);
@@ -166,8 +167,9 @@ void run_range(const Options& o, int64_t a, int64_t b, std::vector<Row>& rows, b
       Row d2;
       Options o1 = o;
       int64_t r = run_child(o1, at, at + 1, alone, &d2);
-      if (r >= at + 1) dead.detail += " (only after earlier cases of its batch; alone: " +
-                                      (alone.empty() ? std::string("?") : alone[0].verdict) + ")";
+      if (r >= at + 1)
+        dead.detail += " (only after earlier cases of its batch; alone: " +
+                       (alone.empty() ? std::string("?") : alone[0].verdict) + ")";
     }
     rows.push_back(dead);
     next = at + 1;
@@ -179,8 +181,9 @@ bool failing(const std::string& v) {
 }
 
 int usage() {
-  std::cerr << "usage: tsr_fuzz [--seed S] [--count N] [--first I] [--case I] [--summary]\n"
-               "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n";
+  std::cerr
+      << "usage: tsr_fuzz [--seed S] [--count N] [--first I] [--case I] [--summary]\n"
+         "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n";
   return 2;
 }
 
@@ -197,17 +200,28 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seed") o.seed = std::stoull(val());
-    else if (a == "--count") o.count = std::stoll(val());
-    else if (a == "--first") o.first = std::stoll(val());
-    else if (a == "--case") o.one_case = std::stoll(val());
-    else if (a == "--summary") o.summary = true;
-    else if (a == "--timeout-ms") o.timeout_ms = std::stoi(val());
-    else if (a == "--batch") o.batch = std::max(1, std::stoi(val()));
-    else if (a == "--show") o.show = std::stoi(val());
-    else if (a == "--child-stderr") o.quiet_child = false;
-    else if (a == "--list") o.list = true;
-    else return usage();
+    if (a == "--seed")
+      o.seed = std::stoull(val());
+    else if (a == "--count")
+      o.count = std::stoll(val());
+    else if (a == "--first")
+      o.first = std::stoll(val());
+    else if (a == "--case")
+      o.one_case = std::stoll(val());
+    else if (a == "--summary")
+      o.summary = true;
+    else if (a == "--timeout-ms")
+      o.timeout_ms = std::stoi(val());
+    else if (a == "--batch")
+      o.batch = std::max(1, std::stoi(val()));
+    else if (a == "--show")
+      o.show = std::stoi(val());
+    else if (a == "--child-stderr")
+      o.quiet_child = false;
+    else if (a == "--list")
+      o.list = true;
+    else
+      return usage();
   }
 
   if (o.one_case) {
@@ -239,8 +253,8 @@ int main(int argc, char** argv) {
       std::cout << r.index << "\t" << r.verdict << "\t" << r.ops << "\t" << r.detail << "\n";
     if (failing(r.verdict)) {
       if (bad < o.show)
-        std::cout << r.verdict << " seed=" << o.seed << " case=" << r.index << " ops=" << r.ops << ": "
-                  << r.detail << "\n";
+        std::cout << r.verdict << " seed=" << o.seed << " case=" << r.index << " ops=" << r.ops
+                  << ": " << r.detail << "\n";
       ++bad;
     }
   }

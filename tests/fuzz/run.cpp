@@ -12,13 +12,20 @@ using namespace tsr;
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::Agree: return "agree";
-    case Verdict::BothRefuse: return "both-refuse";
-    case Verdict::TypedError: return "typed-error";
-    case Verdict::Mismatch: return "MISMATCH";
-    case Verdict::Untyped: return "UNTYPED";
-    case Verdict::Crash: return "CRASH";
-    case Verdict::Hang: return "HANG";
+    case Verdict::Agree:
+      return "agree";
+    case Verdict::BothRefuse:
+      return "both-refuse";
+    case Verdict::TypedError:
+      return "typed-error";
+    case Verdict::Mismatch:
+      return "MISMATCH";
+    case Verdict::Untyped:
+      return "UNTYPED";
+    case Verdict::Crash:
+      return "CRASH";
+    case Verdict::Hang:
+      return "HANG";
   }
   return "?";
 }
@@ -82,10 +89,14 @@ Values read(const Array& a) {
  *  magnitude of the reference, by dtype. */
 double rel_tol(DType d) {
   switch (d) {
-    case DType::Float16: return 1e-2;
-    case DType::BFloat16: return 4e-2;
-    case DType::Float32: return 1e-5;
-    default: return 1e-12;
+    case DType::Float16:
+      return 1e-2;
+    case DType::BFloat16:
+      return 4e-2;
+    case DType::Float32:
+      return 1e-5;
+    default:
+      return 1e-12;
   }
 }
 
@@ -108,7 +119,8 @@ std::string compare(const Values& ref, const Values& got, DType dt, bool toleran
     double a = ref.f[k], b = got.f[k];
     bool same = (std::isnan(a) && std::isnan(b)) || a == b ||
                 (tolerant && std::isfinite(a) && std::isfinite(b) && std::fabs(a - b) <= tol);
-    if (!tolerant && !any_zero && a == 0 && b == 0 && std::signbit(a) != std::signbit(b)) same = false;
+    if (!tolerant && !any_zero && a == 0 && b == 0 && std::signbit(a) != std::signbit(b))
+      same = false;
     if (!same) {
       std::ostringstream os;
       os.precision(17);
@@ -278,9 +290,7 @@ Result run_case(Case& c, std::string* log) {
   Outcome j = run_sharded(c, true);
   log_outcome(log, "jit", j);
 
-  auto res = [&](Verdict v, std::string d) {
-    return Result{v, one_line(d)};
-  };
+  auto res = [&](Verdict v, std::string d) { return Result{v, one_line(d)}; };
   if (!c.oracle_ok && untyped(c.oracle_err_class))
     return res(Verdict::Untyped, "oracle: " + c.oracle_err_class + ": " + c.oracle_err);
   if (!e.ok && untyped(e.cls)) return res(Verdict::Untyped, "eager: " + e.cls + ": " + e.msg);
@@ -294,13 +304,13 @@ Result run_case(Case& c, std::string* log) {
       return res(Verdict::Mismatch, "eager refuses with " + e.cls + ", jit with " + j.cls + ": " +
                                         e.msg + " | " + j.msg);
     if (e.at_read)
-      return res(Verdict::Mismatch, "eager error raised by a kernel, not by a rule: " + e.cls +
-                                        ": " + e.msg);
+      return res(Verdict::Mismatch,
+                 "eager error raised by a kernel, not by a rule: " + e.cls + ": " + e.msg);
     return res(c.oracle_ok ? Verdict::TypedError : Verdict::BothRefuse, e.cls + ": " + e.msg);
   }
   if (!c.oracle_ok)
-    return res(Verdict::Mismatch,
-               "oracle refuses (" + c.oracle_err_class + ": " + c.oracle_err + ") but sharded accepts");
+    return res(Verdict::Mismatch, "oracle refuses (" + c.oracle_err_class + ": " + c.oracle_err +
+                                      ") but sharded accepts");
   const ArrayType& to = typeof(c.oracle_out);
   const ArrayType& te = typeof(e.out);
   const ArrayType& tj = typeof(j.out);

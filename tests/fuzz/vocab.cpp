@@ -30,10 +30,14 @@ struct Operand {
   std::string text;
   AL get(const Ins& in) const {
     switch (kind) {
-      case 1: return AL(iv);
-      case 2: return AL(dv);
-      case 3: return AL(iv != 0);
-      default: return AL(in[static_cast<size_t>(idx)]);
+      case 1:
+        return AL(iv);
+      case 2:
+        return AL(dv);
+      case 3:
+        return AL(iv != 0);
+      default:
+        return AL(in[static_cast<size_t>(idx)]);
     }
   }
 };
@@ -44,7 +48,9 @@ Operand operand(Gen& g, std::optional<DType> dt = {}) {
     o.kind = g.r.range(1, 3);
     o.iv = g.r.range(-3, 3);
     o.dv = g.r.range(-8, 8) / 4.0;
-    o.text = o.kind == 1 ? std::to_string(o.iv) : o.kind == 2 ? std::to_string(o.dv) : (o.iv ? "true" : "false");
+    o.text = o.kind == 1   ? std::to_string(o.iv)
+             : o.kind == 2 ? std::to_string(o.dv)
+                           : (o.iv ? "true" : "false");
     return o;
   }
   DType d = dt ? *dt : (g.r.coin(0.6) ? g.dt() : g.dtype());
@@ -65,7 +71,8 @@ Step binary(Gen& g, const char* name, Bin f, bool allow_swap = true) {
 
 using Un = Array (*)(const Array&);
 Step unary(const char* name, Un f) {
-  return mk(std::string(name) + "(x)", [=](const Ctx&, const Array& x, const Ins&) { return f(x); });
+  return mk(std::string(name) + "(x)",
+            [=](const Ctx&, const Array& x, const Ins&) { return f(x); });
 }
 
 /** Reduction axes: all, one, or several distinct. */
@@ -181,8 +188,11 @@ Step d_select_n(Gen& g) {
   int wi = g.input(g.r.coin(0.9) ? g.xs() : g.shape(), b ? bool_ : int32);
   if (!b)  // keep int32 cases in range 0..1
     for (auto& v : g.c.inputs[static_cast<size_t>(wi)].values) v = v > 0 ? 1 : 0;
-  if (!b) g.c.inputs[static_cast<size_t>(wi)].oracle =
-      array<double>(g.c.inputs[static_cast<size_t>(wi)].values, g.c.inputs[static_cast<size_t>(wi)].shape).astype(int32);
+  if (!b)
+    g.c.inputs[static_cast<size_t>(wi)].oracle =
+        array<double>(g.c.inputs[static_cast<size_t>(wi)].values,
+                      g.c.inputs[static_cast<size_t>(wi)].shape)
+            .astype(int32);
   int ci = g.input(g.xs(), g.r.coin(0.9) ? g.dt() : g.dtype());
   return mk("select_n(" + in_name(wi) + ", {x, " + in_name(ci) + "})",
             [=](const Ctx&, const Array& x, const Ins& in) {
@@ -191,8 +201,9 @@ Step d_select_n(Gen& g) {
 }
 Step d_clamp(Gen& g) {
   Operand lo = operand(g), hi = operand(g);
-  return mk("clamp(" + lo.text + ", x, " + hi.text + ")",
-            [=](const Ctx&, const Array& x, const Ins& in) { return clamp(lo.get(in), x, hi.get(in)); });
+  return mk(
+      "clamp(" + lo.text + ", x, " + hi.text + ")",
+      [=](const Ctx&, const Array& x, const Ins& in) { return clamp(lo.get(in), x, hi.get(in)); });
 }
 Step d_clip(Gen& g) {
   Operand lo = operand(g), hi = operand(g);
@@ -208,13 +219,16 @@ Step d_clip(Gen& g) {
 Step d_nan_to_num(Gen&) {
   return mk("nan_to_num(x)", [](const Ctx&, const Array& x, const Ins&) { return nan_to_num(x); });
 }
-Step d_isclose(Gen& g) { return binary(g, "isclose", [](const AL& a, const AL& b) { return isclose(a, b); }); }
+Step d_isclose(Gen& g) {
+  return binary(g, "isclose", [](const AL& a, const AL& b) { return isclose(a, b); });
+}
 
 Step d_argmax(Gen& g) {
   std::optional<int> a;
   if (g.r.coin(0.8)) a = g.axis(g.rank());
   bool keep = g.r.coin(0.2), mx = g.r.coin(0.5);
-  return mk(std::string(mx ? "argmax" : "argmin") + "(x, axis=" + ax(a) + (keep ? ", keepdims" : "") + ")",
+  return mk(std::string(mx ? "argmax" : "argmin") + "(x, axis=" + ax(a) +
+                (keep ? ", keepdims" : "") + ")",
             [=](const Ctx&, const Array& x, const Ins&) {
               return mx ? argmax(x, a, keep) : argmin(x, a, keep);
             });
@@ -230,7 +244,9 @@ Step d_softmax(Gen& g) {
   int a = g.axis(g.rank());
   bool lg = g.r.coin(0.5);
   return mk(std::string(lg ? "log_softmax" : "softmax") + "(x, " + std::to_string(a) + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return lg ? log_softmax(x, a) : softmax(x, a); });
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return lg ? log_softmax(x, a) : softmax(x, a);
+            });
 }
 
 /** dot_general of x with a new rhs: contract some dims of x, batch some. */
@@ -241,8 +257,10 @@ Step d_dot_general(Gen& g) {
   std::vector<int> lc, lb;
   for (int d : dims) {
     int k = g.r.below(4);
-    if (k == 0) lc.push_back(d);
-    else if (k == 1 && g.r.coin(0.5)) lb.push_back(d);
+    if (k == 0)
+      lc.push_back(d);
+    else if (k == 1 && g.r.coin(0.5))
+      lb.push_back(d);
   }
   // rhs: batch dims first, then contracting (in a shuffled order), then 0-2 free dims.
   Shape rs;
@@ -265,9 +283,11 @@ Step d_dot_general(Gen& g) {
   Shape out;
   for (int d : lb) out.push_back(g.xs()[static_cast<size_t>(d)]);
   for (int d = 0; d < rank; ++d)
-    if (std::find(lc.begin(), lc.end(), d) == lc.end() && std::find(lb.begin(), lb.end(), d) == lb.end())
+    if (std::find(lc.begin(), lc.end(), d) == lc.end() &&
+        std::find(lb.begin(), lb.end(), d) == lb.end())
       out.push_back(g.xs()[static_cast<size_t>(d)]);
-  for (int k = 0; k < free; ++k) out.push_back(rs[rs.size() - static_cast<size_t>(free) + static_cast<size_t>(k)]);
+  for (int k = 0; k < free; ++k)
+    out.push_back(rs[rs.size() - static_cast<size_t>(free) + static_cast<size_t>(k)]);
   std::set<std::string> contracted_axes;
   if (g.xspec && g.r.coin(0.7)) {
     // Follow x's layout: batch and contracting dims of rhs sharded as x's.
@@ -292,8 +312,8 @@ Step d_dot_general(Gen& g) {
   }
   std::optional<DType> pet;
   if (g.r.coin(0.1)) pet = g.dtype();
-  std::string t = "dot_general(x, " + in_name(ri) + ", contract=(" + str(dn_.lhs_contracting) + "," +
-                  str(dn_.rhs_contracting) + "), batch=(" + str(dn_.lhs_batch) + "," +
+  std::string t = "dot_general(x, " + in_name(ri) + ", contract=(" + str(dn_.lhs_contracting) +
+                  "," + str(dn_.rhs_contracting) + "), batch=(" + str(dn_.lhs_batch) + "," +
                   str(dn_.rhs_batch) + "), out_sharding=" + str(os) +
                   (pet ? ", preferred=" + dn(*pet) : "") + ")";
   return mk(t, [=](const Ctx& c, const Array& x, const Ins& in) {
@@ -307,15 +327,16 @@ Step d_dot_general(Gen& g) {
 Step d_dot_unreduced(Gen& g) {
   const MeshDef& m = g.mesh();
   std::string a = g.r.pick(m.names);
-  int64_t k = 8, rows = g.r.pick(std::vector<int64_t>{1, 2, 4, 8}), cols = g.r.pick(std::vector<int64_t>{1, 2, 4});
+  int64_t k = 8, rows = g.r.pick(std::vector<int64_t>{1, 2, 4, 8}),
+          cols = g.r.pick(std::vector<int64_t>{1, 2, 4});
   DType d = g.r.coin(0.7) ? float32 : g.dtype();
   int li = g.input({rows, k}, d, false), ri = g.input({k, cols}, d, false);
   g.c.inputs[static_cast<size_t>(li)].spec = P(nullptr, a.c_str());
   g.c.inputs[static_cast<size_t>(ri)].spec = P(a.c_str(), nullptr);
   PartitionSpec os = PartitionSpec({}, {a});
   g.unreduced = true;
-  return mk("dot_general(" + in_name(li) + ", " + in_name(ri) + ", contract=([1],[0]), out_sharding=" +
-                str(os) + ")",
+  return mk("dot_general(" + in_name(li) + ", " + in_name(ri) +
+                ", contract=([1],[0]), out_sharding=" + str(os) + ")",
             [=](const Ctx& c, const Array&, const Ins& in) {
               return dot_general(in[static_cast<size_t>(li)], in[static_cast<size_t>(ri)],
                                  {{1}, {0}}, {.out_sharding = c.sh(os)});
@@ -339,7 +360,8 @@ Step d_matmul(Gen& g) {
   bool dot_ = g.r.coin(0.3);
   return mk(std::string(dot_ ? "dot" : "matmul") + "(x, " + in_name(ri) + ")",
             [=](const Ctx&, const Array& x, const Ins& in) {
-              return dot_ ? dot(x, in[static_cast<size_t>(ri)]) : matmul(x, in[static_cast<size_t>(ri)]);
+              return dot_ ? dot(x, in[static_cast<size_t>(ri)])
+                          : matmul(x, in[static_cast<size_t>(ri)]);
             });
 }
 Step d_outer(Gen& g) {
@@ -347,7 +369,8 @@ Step d_outer(Gen& g) {
   bool kr = g.r.coin(0.4);
   return mk(std::string(kr ? "kron" : "outer") + "(x, " + in_name(ri) + ")",
             [=](const Ctx&, const Array& x, const Ins& in) {
-              return kr ? kron(x, in[static_cast<size_t>(ri)]) : outer(x, in[static_cast<size_t>(ri)]);
+              return kr ? kron(x, in[static_cast<size_t>(ri)])
+                        : outer(x, in[static_cast<size_t>(ri)]);
             });
 }
 
@@ -356,7 +379,9 @@ Step d_reshape(Gen& g) {
   int64_t n = numel(s);
   Shape ns;
   switch (g.r.below(4)) {
-    case 0: ns = {n}; break;
+    case 0:
+      ns = {n};
+      break;
     case 1:  // split the first dim in two when it is even, else add a 1
       ns = s;
       if (!ns.empty() && ns[0] % 2 == 0 && ns[0] > 0) {
@@ -391,7 +416,8 @@ Step d_reshape(Gen& g) {
 Step d_transpose(Gen& g) {
   std::vector<int> p(static_cast<size_t>(g.rank()));
   std::iota(p.begin(), p.end(), 0);
-  for (size_t i = p.size(); i > 1; --i) std::swap(p[i - 1], p[static_cast<size_t>(g.r.below(static_cast<int>(i)))]);
+  for (size_t i = p.size(); i > 1; --i)
+    std::swap(p[i - 1], p[static_cast<size_t>(g.r.below(static_cast<int>(i)))]);
   if (g.r.coin(0.2)) p.clear();
   return mk("transpose(x, " + str(p) + ")",
             [=](const Ctx&, const Array& x, const Ins&) { return transpose(x, p); });
@@ -403,7 +429,9 @@ Step d_squeeze(Gen& g) {
   if (g.r.coin(0.1) && g.rank()) a.push_back(g.axis(g.rank()));
   bool all_ = a.empty() && g.r.coin(0.5);
   return mk("squeeze(x, " + (all_ ? std::string("None") : str(a)) + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return all_ ? squeeze(x) : squeeze(x, AxisArg(a)); });
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return all_ ? squeeze(x) : squeeze(x, AxisArg(a));
+            });
 }
 Step d_expand_dims(Gen& g) {
   int a = g.axis(g.rank() + 1);
@@ -432,7 +460,9 @@ Step d_slice(Gen& g) {
   if (g.r.coin(0.05) && !li.empty()) li[0] += 1;
   bool strides = g.r.coin(0.5);
   return mk("slice(x, " + str(st) + ", " + str(li) + (strides ? ", " + str(sd) : "") + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return slice(x, st, li, strides ? sd : Shape{}); });
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return slice(x, st, li, strides ? sd : Shape{});
+            });
 }
 Step d_dynamic_slice(Gen& g) {
   std::vector<int64_t> st;
@@ -476,7 +506,9 @@ Step d_pad(Gen& g) {
 Step d_concatenate(Gen& g) {
   int a = g.axis(std::max(1, g.rank()));
   Shape s = g.xs();
-  if (!s.empty()) s[static_cast<size_t>((a % static_cast<int>(s.size()) + static_cast<int>(s.size())) % static_cast<int>(s.size()))] = g.size();
+  if (!s.empty())
+    s[static_cast<size_t>((a % static_cast<int>(s.size()) + static_cast<int>(s.size())) %
+                          static_cast<int>(s.size()))] = g.size();
   int k = g.input(s, g.r.coin(0.8) ? g.dt() : g.dtype());
   bool st = g.r.coin(0.3);
   if (st) g.c.inputs[static_cast<size_t>(k)].shape = g.xs();
@@ -486,25 +518,31 @@ Step d_concatenate(Gen& g) {
     id.oracle = array<double>(id.values, id.shape).astype(id.dtype);
     id.spec = g.spec(id.shape);
   }
-  return mk(std::string(st ? "stack" : "concatenate") + "({x, " + in_name(k) + "}, " + std::to_string(a) + ")",
+  return mk(std::string(st ? "stack" : "concatenate") + "({x, " + in_name(k) + "}, " +
+                std::to_string(a) + ")",
             [=](const Ctx&, const Array& x, const Ins& in) {
-              return st ? stack({x, in[static_cast<size_t>(k)]}, a) : concatenate({x, in[static_cast<size_t>(k)]}, a);
+              return st ? stack({x, in[static_cast<size_t>(k)]}, a)
+                        : concatenate({x, in[static_cast<size_t>(k)]}, a);
             });
 }
 Step d_split(Gen& g) {
   int a = g.axis(std::max(1, g.rank()));
   int64_t n = g.r.range(1, 4);
   int pick = g.r.below(static_cast<int>(n));
-  return mk("split(x, " + std::to_string(n) + ", " + std::to_string(a) + ")[" + std::to_string(pick) + "]",
-            [=](const Ctx&, const Array& x, const Ins&) { return split(x, n, a)[static_cast<size_t>(pick)]; });
+  return mk("split(x, " + std::to_string(n) + ", " + std::to_string(a) + ")[" +
+                std::to_string(pick) + "]",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return split(x, n, a)[static_cast<size_t>(pick)];
+            });
 }
 Step d_rev(Gen& g) {
   std::vector<int> d;
   for (int k = 0; k < g.rank(); ++k)
     if (g.r.coin(0.5)) d.push_back(k);
   bool fl = g.r.coin(0.3);
-  return mk(std::string(fl ? "flip" : "rev") + "(x, " + str(d) + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return fl ? flip(x, AxisArg(d)) : rev(x, d); });
+  return mk(
+      std::string(fl ? "flip" : "rev") + "(x, " + str(d) + ")",
+      [=](const Ctx&, const Array& x, const Ins&) { return fl ? flip(x, AxisArg(d)) : rev(x, d); });
 }
 Step d_roll(Gen& g) {
   int64_t s = g.r.range(-3, 3);
@@ -516,7 +554,8 @@ Step d_roll(Gen& g) {
 Step d_tile(Gen& g) {
   std::vector<int64_t> reps;
   for (int k = 0, n = g.r.range(0, g.rank() + 1); k < n; ++k) reps.push_back(g.r.range(1, 2));
-  return mk("tile(x, " + str(reps) + ")", [=](const Ctx&, const Array& x, const Ins&) { return tile(x, reps); });
+  return mk("tile(x, " + str(reps) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return tile(x, reps); });
 }
 Step d_repeat(Gen& g) {
   int64_t n = g.r.range(0, 2);
@@ -534,15 +573,20 @@ Step d_triu(Gen& g) {
 Step d_diagonal(Gen& g) {
   int off = g.r.range(-1, 1), a1 = g.axis(g.rank()), a2 = g.axis(g.rank());
   bool tr = g.r.coin(0.3);
-  return mk(std::string(tr ? "trace" : "diagonal") + "(x, " + std::to_string(off) + ", " + std::to_string(a1) + ", " +
-                std::to_string(a2) + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return tr ? trace(x, off, a1, a2) : diagonal(x, off, a1, a2); });
+  return mk(std::string(tr ? "trace" : "diagonal") + "(x, " + std::to_string(off) + ", " +
+                std::to_string(a1) + ", " + std::to_string(a2) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return tr ? trace(x, off, a1, a2) : diagonal(x, off, a1, a2);
+            });
 }
 Step d_swapaxes(Gen& g) {
   int a = g.axis(g.rank()), b = g.axis(g.rank());
   bool mv = g.r.coin(0.5);
-  return mk(std::string(mv ? "moveaxis" : "swapaxes") + "(x, " + std::to_string(a) + ", " + std::to_string(b) + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return mv ? moveaxis(x, a, b) : swapaxes(x, a, b); });
+  return mk(std::string(mv ? "moveaxis" : "swapaxes") + "(x, " + std::to_string(a) + ", " +
+                std::to_string(b) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return mv ? moveaxis(x, a, b) : swapaxes(x, a, b);
+            });
 }
 Step d_ravel(Gen&) {
   return mk("ravel(x)", [](const Ctx&, const Array& x, const Ins&) { return ravel(x); });
@@ -551,8 +595,10 @@ Step d_unstack(Gen& g) {
   int a = g.axis(std::max(1, g.rank()));
   int pick = g.r.below(2);
   return mk("unstack(x, " + std::to_string(a) + ")[" + std::to_string(pick) + "]",
-            [=](const Ctx&, const Array& x, const Ins&) { auto v = unstack(x, a);
-              return v.empty() ? x : v[static_cast<size_t>(pick) % v.size()]; });
+            [=](const Ctx&, const Array& x, const Ins&) {
+              auto v = unstack(x, a);
+              return v.empty() ? x : v[static_cast<size_t>(pick) % v.size()];
+            });
 }
 
 // ---- sharding ------------------------------------------------------------------------
@@ -568,9 +614,10 @@ Step d_reshard(Gen& g) {
 }
 Step d_wsc(Gen& g) {
   PartitionSpec s = g.spec(g.xs());
-  return mk("with_sharding_constraint(x, " + str(s) + ")", [=](const Ctx& c, const Array& x, const Ins&) {
-    return c.oracle ? x : with_sharding_constraint(x, s);
-  });
+  return mk("with_sharding_constraint(x, " + str(s) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) {
+              return c.oracle ? x : with_sharding_constraint(x, s);
+            });
 }
 
 // ---- indexing ------------------------------------------------------------------------
@@ -593,8 +640,13 @@ Step d_getitem(Gen& g) {
         t += std::to_string(st) + "::" + std::to_string(step) + ",";
         break;
       }
-      case 2: idx.emplace_back(newaxis); t += "None,"; break;
-      default: idx.emplace_back(tsr::all); t += ":,";
+      case 2:
+        idx.emplace_back(newaxis);
+        t += "None,";
+        break;
+      default:
+        idx.emplace_back(tsr::all);
+        t += ":,";
     }
   }
   return mk(t + "]", [=](const Ctx&, const Array& x, const Ins&) { return tsr::index(x, idx); });
@@ -615,17 +667,18 @@ Step d_gather_index(Gen& g) {
   int k = index_input(g, n, g.shape(0, 2));
   std::optional<PartitionSpec> os;
   if (g.r.coin(0.4)) os = g.out_spec(g.shape(0, 2));
-  static const std::vector<std::optional<IndexMode>> modes = {std::nullopt, IndexMode::FillOrDrop, IndexMode::Clip,
-                                                               IndexMode::PromiseInBounds};
+  static const std::vector<std::optional<IndexMode>> modes = {
+      std::nullopt, IndexMode::FillOrDrop, IndexMode::Clip, IndexMode::PromiseInBounds};
   int mi = g.r.below(4);
-  return mk("x.at[" + in_name(k) + "].get(mode=" + std::to_string(mi) + ", out_sharding=" + str(os) + ")",
-            [=](const Ctx& c, const Array& x, const Ins& in) {
-              GetOptions o;
-              o.out_sharding = c.sh(os);
-              o.mode = modes[static_cast<size_t>(mi)];
-              if (o.mode == IndexMode::PromiseInBounds) o.mode = IndexMode::Clip;  // OOB would be UB
-              return At(x, {Index(in[static_cast<size_t>(k)])}).get(o);
-            });
+  return mk(
+      "x.at[" + in_name(k) + "].get(mode=" + std::to_string(mi) + ", out_sharding=" + str(os) + ")",
+      [=](const Ctx& c, const Array& x, const Ins& in) {
+        GetOptions o;
+        o.out_sharding = c.sh(os);
+        o.mode = modes[static_cast<size_t>(mi)];
+        if (o.mode == IndexMode::PromiseInBounds) o.mode = IndexMode::Clip;  // OOB would be UB
+        return At(x, {Index(in[static_cast<size_t>(k)])}).get(o);
+      });
 }
 Step d_scatter(Gen& g) {
   if (g.rank() == 0) return d_getitem(g);
@@ -647,8 +700,8 @@ Step d_scatter(Gen& g) {
   std::optional<PartitionSpec> os;
   if (g.r.coin(0.3)) os = g.out_spec(g.xs());
   bool clipm = g.r.coin(0.3);
-  return mk("x.at[" + in_name(k) + "]." + names[kind] + "(" + u.text + (clipm ? ", mode=clip" : "") +
-                ", out_sharding=" + str(os) + ")",
+  return mk("x.at[" + in_name(k) + "]." + names[kind] + "(" + u.text +
+                (clipm ? ", mode=clip" : "") + ", out_sharding=" + str(os) + ")",
             [=](const Ctx& c, const Array& x, const Ins& in) {
               UpdateOptions o;
               o.out_sharding = c.sh(os);
@@ -656,22 +709,31 @@ Step d_scatter(Gen& g) {
               At a(x, {Index(in[static_cast<size_t>(k)])});
               AL v = u.get(in);
               switch (kind) {
-                case 0: return a.set(v, o);
-                case 1: return a.add(v, o);
-                case 2: return a.subtract(v, o);
-                case 3: return a.mul(v, o);
-                case 4: return a.min(v, o);
-                default: return a.max(v, o);
+                case 0:
+                  return a.set(v, o);
+                case 1:
+                  return a.add(v, o);
+                case 2:
+                  return a.subtract(v, o);
+                case 3:
+                  return a.mul(v, o);
+                case 4:
+                  return a.min(v, o);
+                default:
+                  return a.max(v, o);
               }
             });
 }
 Step d_take(Gen& g) {
   std::optional<int> a;
   if (g.r.coin(0.7)) a = g.axis(g.rank());
-  int64_t n = g.rank() ? g.xs()[static_cast<size_t>(((a ? *a : 0) % g.rank() + g.rank()) % g.rank())] : 1;
+  int64_t n =
+      g.rank() ? g.xs()[static_cast<size_t>(((a ? *a : 0) % g.rank() + g.rank()) % g.rank())] : 1;
   int k = index_input(g, n, g.shape(0, 2));
   return mk("take(x, " + in_name(k) + ", " + ax(a) + ")",
-            [=](const Ctx&, const Array& x, const Ins& in) { return take(x, in[static_cast<size_t>(k)], a); });
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return take(x, in[static_cast<size_t>(k)], a);
+            });
 }
 Step d_take_along(Gen& g) {
   int a = g.axis(std::max(1, g.rank()));
@@ -698,8 +760,10 @@ Step d_one_hot(Gen& g) {
     s.push_back(n);
     os = g.out_spec(s);
   }
-  return mk("one_hot(x, " + std::to_string(n) + ", " + dn(d) + ", " + std::to_string(a) + ", " + str(os) + ")",
-            [=](const Ctx& c, const Array& x, const Ins&) { return one_hot(x, n, d, a, c.sh(os)); });
+  return mk(
+      "one_hot(x, " + std::to_string(n) + ", " + dn(d) + ", " + std::to_string(a) + ", " + str(os) +
+          ")",
+      [=](const Ctx& c, const Array& x, const Ins&) { return one_hot(x, n, d, a, c.sh(os)); });
 }
 
 // ---- sorting ---------------------------------------------------------------------
@@ -707,10 +771,11 @@ Step d_sort(Gen& g) {
   std::optional<int> a;
   if (g.r.coin(0.85)) a = g.axis(g.rank());
   bool desc = g.r.coin(0.3), arg = g.r.coin(0.4);
-  return mk(std::string(arg ? "argsort" : "sort") + "(x, " + ax(a) + (desc ? ", descending" : "") + ")",
-            [=](const Ctx&, const Array& x, const Ins&) {
-              return arg ? argsort(x, a, true, desc) : sort(x, a, true, desc);
-            });
+  return mk(
+      std::string(arg ? "argsort" : "sort") + "(x, " + ax(a) + (desc ? ", descending" : "") + ")",
+      [=](const Ctx&, const Array& x, const Ins&) {
+        return arg ? argsort(x, a, true, desc) : sort(x, a, true, desc);
+      });
 }
 Step d_top_k(Gen& g) {
   int64_t k = g.r.range(0, 4);
@@ -744,10 +809,14 @@ Step d_full(Gen& g) {
   return mk(std::string(names[kind]) + "(" + str(s) + ", " + dn(d) + ", " + str(p) + ")",
             [=](const Ctx& c, const Array&, const Ins&) {
               switch (kind) {
-                case 0: return zeros(s, d, c.pl(p));
-                case 1: return ones(s, d, c.pl(p));
-                case 2: return full(s, 2.5, d, c.pl(p));
-                default: return iota(s, d, c.pl(p));
+                case 0:
+                  return zeros(s, d, c.pl(p));
+                case 1:
+                  return ones(s, d, c.pl(p));
+                case 2:
+                  return full(s, 2.5, d, c.pl(p));
+                default:
+                  return iota(s, d, c.pl(p));
               }
             });
 }
@@ -757,8 +826,10 @@ Step d_arange(Gen& g) {
   std::optional<PartitionSpec> p;
   if (g.r.coin(0.7)) p = g.spec({n});
   int kind = g.r.below(3);
-  return mk(std::string(kind == 0 ? "arange" : kind == 1 ? "linspace" : "eye") + "(" + std::to_string(n) + ", " +
-                dn(d) + ", " + str(p) + ")",
+  return mk(std::string(kind == 0   ? "arange"
+                        : kind == 1 ? "linspace"
+                                    : "eye") +
+                "(" + std::to_string(n) + ", " + dn(d) + ", " + str(p) + ")",
             [=](const Ctx& c, const Array&, const Ins&) {
               if (kind == 0) return arange(0, static_cast<double>(n), 1, d, c.pl(p));
               if (kind == 1) return linspace(-1, 1, n, true, d, c.pl(p));
@@ -771,8 +842,10 @@ Step d_broadcasted_iota(Gen& g) {
   DType d = g.dtype();
   std::optional<PartitionSpec> p;
   if (g.r.coin(0.7)) p = g.spec(s);
-  return mk("broadcasted_iota(" + dn(d) + ", " + str(s) + ", " + std::to_string(dim) + ", " + str(p) + ")",
-            [=](const Ctx& c, const Array&, const Ins&) { return broadcasted_iota(d, s, dim, c.pl(p)); });
+  return mk(
+      "broadcasted_iota(" + dn(d) + ", " + str(s) + ", " + std::to_string(dim) + ", " + str(p) +
+          ")",
+      [=](const Ctx& c, const Array&, const Ins&) { return broadcasted_iota(d, s, dim, c.pl(p)); });
 }
 Step d_like(Gen& g) {
   int kind = g.r.below(3);
@@ -798,16 +871,21 @@ Step d_random(Gen& g) {
   if (g.r.coin(0.7)) p = g.out_spec(s);
   DType fd = g.float_dtype();
   static const char* names[] = {"uniform", "normal", "bits", "randint", "bernoulli"};
-  return mk("random." + std::string(names[kind]) + "(key(" + std::to_string(seed) + "), " + str(s) + ", " +
-                (kind < 2 ? dn(fd) + ", " : "") + str(p) + ")",
+  return mk("random." + std::string(names[kind]) + "(key(" + std::to_string(seed) + "), " + str(s) +
+                ", " + (kind < 2 ? dn(fd) + ", " : "") + str(p) + ")",
             [=](const Ctx& c, const Array&, const Ins&) {
               Array k = random::key(seed);
               switch (kind) {
-                case 0: return random::uniform(k, s, fd, 0.0, 1.0, c.sh(p));
-                case 1: return random::normal(k, s, fd, c.sh(p));
-                case 2: return random::bits(k, s, uint32, c.sh(p));
-                case 3: return random::randint(k, s, -5, 5, int32, c.sh(p));
-                default: return random::bernoulli(k, 0.5, s, c.sh(p));
+                case 0:
+                  return random::uniform(k, s, fd, 0.0, 1.0, c.sh(p));
+                case 1:
+                  return random::normal(k, s, fd, c.sh(p));
+                case 2:
+                  return random::bits(k, s, uint32, c.sh(p));
+                case 3:
+                  return random::randint(k, s, -5, 5, int32, c.sh(p));
+                default:
+                  return random::bernoulli(k, 0.5, s, c.sh(p));
               }
             });
 }
@@ -815,47 +893,108 @@ Step d_permutation(Gen& g) {
   int64_t seed = g.r.range(0, 1000);
   int a = g.axis(std::max(1, g.rank()));
   return mk("random.permutation(key(" + std::to_string(seed) + "), x, " + std::to_string(a) + ")",
-            [=](const Ctx&, const Array& x, const Ins&) { return random::permutation(random::key(seed), x, a); });
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return random::permutation(random::key(seed), x, a);
+            });
 }
 
-#define UN(f) {#f, 1, false, false, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); }}
-#define UNL(f) {#f, 1, false, true, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); }}
-#define BIN(f, lin) \
-  {#f, 2, false, lin, [](Gen& g) { return binary(g, #f, [](const AL& a, const AL& b) { return tsr::f(a, b); }); }}
-#define RED(f, os, dt, lin) {#f, 1, true, lin, [](Gen& g) { return reduce(g, #f, f##_, os, dt); }}
-#define CUM(f, ro, lin) {#f, 1, ro, lin, [](Gen& g) { return cumulative(g, #f, tsr::f); }}
+#define UN(f)                                                                                     \
+  {                                                                                               \
+#f, 1, false, false, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); } \
+  }
+#define UNL(f)                                                                                   \
+  {                                                                                              \
+#f, 1, false, true, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); } \
+  }
+#define BIN(f, lin)                                                                            \
+  {                                                                                            \
+#f, 2, false, lin,                                                                         \
+        [](Gen &                                                                               \
+           g) { return binary(g, #f, [](const AL& a, const AL& b) { return tsr::f(a, b); }); } \
+  }
+#define RED(f, os, dt, lin)                                               \
+  {                                                                       \
+#f, 1, true, lin, [](Gen & g) { return reduce(g, #f, f##_, os, dt); } \
+  }
+#define CUM(f, ro, lin)                                               \
+  {                                                                   \
+#f, 1, ro, lin, [](Gen & g) { return cumulative(g, #f, tsr::f); } \
+  }
 
 }  // namespace
 
 const std::vector<OpDef>& vocabulary() {
   // name, arity, reorders (float rounding may differ when sharded), linear, draw
   static const std::vector<OpDef> v = {
-      UNL(neg), UN(abs), UN(sign), UN(floor), UN(ceil), UN(round), UN(exp), UN(exp2), UN(log),
-      UN(log1p), UN(expm1), UN(sqrt), UN(rsqrt), UN(square), UN(sin), UN(cos), UN(tan), UN(tanh),
-      UN(logistic), UN(erf), UN(isfinite), UN(logical_not), UN(erfinv),
+      UNL(neg),
+      UN(abs),
+      UN(sign),
+      UN(floor),
+      UN(ceil),
+      UN(round),
+      UN(exp),
+      UN(exp2),
+      UN(log),
+      UN(log1p),
+      UN(expm1),
+      UN(sqrt),
+      UN(rsqrt),
+      UN(square),
+      UN(sin),
+      UN(cos),
+      UN(tan),
+      UN(tanh),
+      UN(logistic),
+      UN(erf),
+      UN(isfinite),
+      UN(logical_not),
+      UN(erfinv),
       {"integer_pow", 1, false, false, d_integer_pow},
       {"astype", 1, false, false, d_astype},
       {"convert_element_type", 1, false, true, d_convert},
       {"nan_to_num", 1, false, false, d_nan_to_num},
-      BIN(add, true), BIN(subtract, true), BIN(multiply, true), BIN(divide, true), BIN(rem, false),
-      BIN(power, false), BIN(maximum, false), BIN(minimum, false), BIN(atan2, false),
-      BIN(logical_and, false), BIN(logical_or, false), BIN(logical_xor, false),
-      BIN(bitwise_and, false), BIN(bitwise_or, false), BIN(bitwise_xor, false), BIN(equal, false),
-      BIN(not_equal, false), BIN(less, false), BIN(less_equal, false), BIN(greater, false),
+      BIN(add, true),
+      BIN(subtract, true),
+      BIN(multiply, true),
+      BIN(divide, true),
+      BIN(rem, false),
+      BIN(power, false),
+      BIN(maximum, false),
+      BIN(minimum, false),
+      BIN(atan2, false),
+      BIN(logical_and, false),
+      BIN(logical_or, false),
+      BIN(logical_xor, false),
+      BIN(bitwise_and, false),
+      BIN(bitwise_or, false),
+      BIN(bitwise_xor, false),
+      BIN(equal, false),
+      BIN(not_equal, false),
+      BIN(less, false),
+      BIN(less_equal, false),
+      BIN(greater, false),
       BIN(greater_equal, false),
       {"isclose", 2, false, false, d_isclose},
       {"where", 3, false, true, d_where},
       {"select_n", 3, false, true, d_select_n},
       {"clamp", 3, false, false, d_clamp},
       {"clip", 3, false, false, d_clip},
-      RED(sum, true, true, true), RED(prod, false, true, false), RED(max, true, false, false),
-      RED(min, true, false, false), RED(mean, false, false, false), RED(var, false, false, false),
-      RED(any, false, false, false), RED(all, false, false, false),
+      RED(sum, true, true, true),
+      RED(prod, false, true, false),
+      RED(max, true, false, false),
+      RED(min, true, false, false),
+      RED(mean, false, false, false),
+      RED(var, false, false, false),
+      RED(any, false, false, false),
+      RED(all, false, false, false),
       {"argmax/argmin", 1, false, false, d_argmax},
       {"logsumexp", 1, true, false, d_logsumexp},
       {"softmax", 1, true, false, d_softmax},
-      CUM(cumsum, false, true), CUM(cumprod, false, false), CUM(cummax, false, false),
-      CUM(cummin, false, false), CUM(cumlogsumexp, false, false),
+      CUM(cumsum, false, true),
+      CUM(cumprod, false, false),
+      CUM(cummax, false, false),
+      CUM(cummin, false, false),
+      CUM(cumlogsumexp, false, false),
       {"dot_general", 2, true, true, d_dot_general},
       {"dot_unreduced", 2, true, false, d_dot_unreduced},
       {"matmul/dot", 2, true, false, d_matmul},
