@@ -73,6 +73,9 @@ std::string ops_of(const fuzz::Case& c) {
       }
       std::string ann = "S\t" + std::to_string(i) + "\t" + ops + "\n";
       if (write(fd, ann.data(), ann.size()) < 0) _exit(3);
+      // Self-test of crash detection: TSR_FUZZ_CRASH_AT=I aborts while running case I.
+      if (const char* at = std::getenv("TSR_FUZZ_CRASH_AT"); at && std::stoll(at) == i)
+        std::abort();
       if (line.empty()) {
         fuzz::Result r = fuzz::run_case(c);
         line = "R\t" + std::to_string(i) + "\t" + fuzz::verdict_name(r.verdict) + "\t" + ops +
