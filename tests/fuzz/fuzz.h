@@ -1,0 +1,174 @@
+#pragma once
+// Differential fuzzer: cases (an op chain over random inputs, shardings and meshes),
+// the vocabulary of ops, and the runner that compares a sharded run (eager and jit)
+// against the 1-device unsharded oracle. See tests/fuzz/README.md.
+#include <tsr/tsr.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fuzz {
+
+/** splitmix64: small, fast and fully determined by its seed. */
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  /** Uniform in [0, n). */
+  int below(int n) { return n <= 0 ? 0 : static_cast<int>(next() % static_cast<uint64_t>(n)); }
+  /** Uniform in [lo, hi]. */
+  int range(int lo, int hi) { return lo + below(hi - lo + 1); }
+  /** True with probability p. */
+  bool coin(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(below(static_cast<int>(v.size())))];
+  }
+};
+
+/** One of the meshes the fuzzer draws: sizes and axis names (all Explicit). */
+struct MeshDef {
+  std::vector<int> sizes;
+  std::vector<std::string> names;
+  std::string str() const;
+};
+/** (1), (2), (4), (8), (2,2), (2,4), (2,2,2). */
+const std::vector<MeshDef>& meshes();
+
+/** How a program runs: the oracle (one device, every sharding argument dropped) or
+ *  sharded on a mesh (the context mesh is set). */
+struct Ctx {
+  bool oracle = true;
+  /** An out_sharding argument: none in the oracle. */
+  tsr::ShardingArg sh(const tsr::PartitionSpec& p) const {
+    return oracle ? tsr::ShardingArg{} : tsr::ShardingArg{p};
+  }
+  /** A creation placement: none (device 0) in the oracle. */
+  tsr::Placement pl(const tsr::PartitionSpec& p) const {
+    return oracle ? tsr::Placement{} : tsr::Placement{p};
+  }
+  /** An optional sharding argument (drawn or not). */
+  tsr::ShardingArg sh(const std::optional<tsr::PartitionSpec>& p) const {
+    return p ? sh(*p) : tsr::ShardingArg{};
+  }
+  tsr::Placement pl(const std::optional<tsr::PartitionSpec>& p) const {
+    return p ? pl(*p) : tsr::Placement{};
+  }
+};
+
+using Ins = std::vector<tsr::Array>;
+/** One step: maps the previous value x (and the case inputs) to the next value. */
+using OpFn = std::function<tsr::Array(const Ctx&, const tsr::Array& x, const Ins& in)>;
+
+struct Step {
+  std::string op;    // vocabulary name
+  std::string text;  // printed form; `x` is the previous value, in<k> the inputs
+  OpFn fn;
+};
+
+/** A case input: its host values, type and (sharded run) spec. */
+struct InputDef {
+  tsr::Shape shape;
+  tsr::DType dtype = tsr::float32;
+  std::optional<tsr::PartitionSpec> spec;  // none: replicated on the mesh
+  std::vector<double> values;
+  tsr::Array oracle;  // the value on device 0
+};
+
+struct Case {
+  uint64_t seed = 0;
+  int64_t index = 0;
+  int mesh = 0;
+  std::vector<InputDef> inputs;
+  std::vector<Step> steps;
+  bool reorders = false;  // a step may legitimately round differently when sharded
+  // The oracle's run, done while generating (later steps are drawn from its types).
+  bool oracle_ok = true;
+  std::string oracle_err_class, oracle_err;
+  tsr::Array oracle_out;
+  std::string program() const;
+};
+
+class Gen;
+/** One vocabulary entry: adding a primitive to the fuzzer is one of these. */
+struct OpDef {
+  const char* name;
+  int arity;      // array operands, counting x (documentation and the summary)
+  bool reorders;  // float results may differ from the oracle by rounding
+  bool linear;    // keeps an unreduced input unreduced (drawn after unreduced producers)
+  Step (*draw)(Gen&);
+};
+/** The vocabulary (vocab.cpp). */
+const std::vector<OpDef>& vocabulary();
+
+/** Drawing helpers handed to each OpDef::draw. x is the oracle value of the previous step. */
+class Gen {
+ public:
+  Gen(Rng& r, Case& c) : r(r), c(c) {}
+  Rng& r;
+  Case& c;
+  tsr::Array x;            // previous value (oracle)
+  bool unreduced = false;  // the step just drawn may produce an unreduced value
+  /** The sharded type's spec of x (a shadow eager run while generating), rank-normalized;
+   *  none when that run refused. Lets operands follow x's layout. */
+  std::optional<tsr::PartitionSpec> xspec;
+  /** Sharded copies of the inputs for the shadow run (invalid where device_put refused). */
+  std::vector<tsr::Array> shadow_in;
+  std::optional<tsr::Mesh> shadow_mesh;
+  const MeshDef& mesh() const { return meshes()[static_cast<size_t>(c.mesh)]; }
+  const tsr::Shape& xs() const { return x.shape(); }
+  int rank() const { return x.ndim(); }
+  tsr::DType dt() const { return x.dtype(); }
+
+  /** An axis of a rank-`rank` value, negative sometimes, rarely out of range. */
+  int axis(int rank, double invalid = 0.03);
+  /** A dimension size (0, 1 and mesh-divisible sizes are common). */
+  int64_t size();
+  tsr::Shape shape(int min_rank = 0, int max_rank = 4);
+  tsr::DType dtype();
+  tsr::DType float_dtype();
+  tsr::DType int_dtype();
+  /** A spec for a value of `shape`: mostly valid (divisible), sometimes not. */
+  tsr::PartitionSpec spec(const tsr::Shape& shape, double invalid = 0.06);
+  /** An out_sharding: a spec, sometimes with Unreduced/Reduced axes. */
+  tsr::PartitionSpec out_spec(const tsr::Shape& shape, double unreduced = 0.0);
+  /** spec() or none (half the time). */
+  std::optional<tsr::PartitionSpec> maybe_spec(const tsr::Shape& shape, double unreduced = 0.0);
+  /** A spec for an operand of `shape`: often x's layout aligned to the trailing dims. */
+  tsr::PartitionSpec operand_spec(const tsr::Shape& shape);
+  /** A new case input; returns its index (in<k> in programs). */
+  int input(const tsr::Shape& shape, tsr::DType dtype, bool sharded = true);
+  /** A shape broadcast-compatible with `s` (or, rarely, not). */
+  tsr::Shape bcast_shape(const tsr::Shape& s);
+};
+
+/** Builds case (seed, index): draws inputs and steps, running the oracle as it goes. */
+Case generate(uint64_t seed, int64_t index);
+
+/** The class of an outcome. */
+enum class Verdict { Agree, BothRefuse, TypedError, Mismatch, Untyped, Crash, Hang };
+const char* verdict_name(Verdict v);
+
+struct Result {
+  Verdict verdict = Verdict::Agree;
+  std::string detail;  // one line
+};
+
+/** Runs the case sharded (eager and jit) and compares with the oracle. `log` gets
+ *  the full story when set (--case). */
+Result run_case(Case& c, std::string* log = nullptr);
+
+// Printing helpers shared by the vocabulary.
+std::string str(const tsr::Shape& s);
+std::string str(const std::vector<int>& v);
+std::string str(const tsr::PartitionSpec& p);
+std::string str(const std::optional<tsr::PartitionSpec>& p);
+
+}  // namespace fuzz

@@ -1,0 +1,1043 @@
+// The fuzzer's vocabulary: one table entry per op (name, arity, flags, how to draw
+// its parameters). Adding a primitive is one line here; see README.md.
+#include <algorithm>
+#include <numeric>
+
+#include "fuzz.h"
+
+namespace fuzz {
+
+using namespace tsr;
+
+namespace {
+
+using AL = ArrayLike;
+
+Step mk(std::string text, OpFn fn) { return Step{"", std::move(text), std::move(fn)}; }
+
+std::string in_name(int k) { return "in" + std::to_string(k); }
+std::string ax(std::optional<int> a) { return a ? std::to_string(*a) : "None"; }
+std::string dn(DType d) { return dtype_name(d); }
+
+// ---- operand drawers -------------------------------------------------------------
+
+/** A second operand: a weak scalar or a new input broadcastable against x. */
+struct Operand {
+  int kind = 0;  // 0 input, 1 int, 2 double, 3 bool
+  int idx = 0;
+  int64_t iv = 0;
+  double dv = 0;
+  std::string text;
+  AL get(const Ins& in) const {
+    switch (kind) {
+      case 1:
+        return AL(iv);
+      case 2:
+        return AL(dv);
+      case 3:
+        return AL(iv != 0);
+      default:
+        return AL(in[static_cast<size_t>(idx)]);
+    }
+  }
+};
+
+Operand operand(Gen& g, std::optional<DType> dt = {}) {
+  Operand o;
+  if (g.r.coin(0.25)) {
+    o.kind = g.r.range(1, 3);
+    o.iv = g.r.range(-3, 3);
+    o.dv = g.r.range(-8, 8) / 4.0;
+    o.text = o.kind == 1   ? std::to_string(o.iv)
+             : o.kind == 2 ? std::to_string(o.dv)
+                           : (o.iv ? "true" : "false");
+    return o;
+  }
+  DType d = dt ? *dt : (g.r.coin(0.6) ? g.dt() : g.dtype());
+  o.idx = g.input(g.bcast_shape(g.xs()), d);
+  o.text = in_name(o.idx);
+  return o;
+}
+
+using Bin = Array (*)(const AL&, const AL&);
+Step binary(Gen& g, const char* name, Bin f, bool allow_swap = true) {
+  Operand b = operand(g);
+  bool swap = allow_swap && g.r.coin(0.3);
+  std::string t = std::string(name) + "(" + (swap ? b.text + ", x" : "x, " + b.text) + ")";
+  return mk(t, [=](const Ctx&, const Array& x, const Ins& in) {
+    return swap ? f(b.get(in), AL(x)) : f(AL(x), b.get(in));
+  });
+}
+
+using Un = Array (*)(const Array&);
+Step unary(const char* name, Un f) {
+  return mk(std::string(name) + "(x)",
+            [=](const Ctx&, const Array& x, const Ins&) { return f(x); });
+}
+
+/** Reduction axes: all, one, or several distinct. */
+AxisArg axes(Gen& g, std::string& text) {
+  int rank = g.rank();
+  if (g.r.coin(0.25)) {
+    text = "None";
+    return AxisArg();
+  }
+  if (rank == 0 || g.r.coin(0.6)) {
+    int a = g.axis(rank);
+    text = std::to_string(a);
+    return AxisArg(a);
+  }
+  std::vector<int> v;
+  for (int d = 0; d < rank; ++d)
+    if (g.r.coin(0.5)) v.push_back(d);
+  if (g.r.coin(0.05) && !v.empty()) v.push_back(v[0]);  // duplicate
+  text = str(v);
+  return AxisArg(v);
+}
+
+Shape reduced_shape(const Shape& s, const AxisArg& a, bool keepdims) {
+  int rank = static_cast<int>(s.size());
+  std::vector<bool> red(static_cast<size_t>(rank), a.all());
+  for (int x : a.axes())
+    if (x >= -rank && x < rank) red[static_cast<size_t>((x + rank) % rank)] = true;
+  Shape o;
+  for (int d = 0; d < rank; ++d)
+    if (!red[static_cast<size_t>(d)])
+      o.push_back(s[static_cast<size_t>(d)]);
+    else if (keepdims)
+      o.push_back(1);
+  return o;
+}
+
+using Red = Array (*)(const Array&, const AxisArg&, const ReduceOptions&);
+Step reduce(Gen& g, const char* name, Red f, bool out_sharding, bool dtype_opt) {
+  std::string at;
+  AxisArg a = axes(g, at);
+  bool keep = g.r.coin(0.25);
+  std::optional<PartitionSpec> os;
+  if (out_sharding && g.r.coin(0.5)) {
+    os = g.out_spec(reduced_shape(g.xs(), a, keep), 0.5);
+    g.unreduced = !os->unreduced().empty();
+  }
+  std::optional<DType> dt;
+  if (dtype_opt && g.r.coin(0.1)) dt = g.dtype();
+  std::string t = std::string(name) + "(x, axis=" + at + (keep ? ", keepdims" : "") +
+                  (os ? ", out_sharding=" + str(os) : "") + (dt ? ", dtype=" + dn(*dt) : "") + ")";
+  return mk(t, [=](const Ctx& c, const Array& x, const Ins&) {
+    ReduceOptions o;
+    o.keepdims = keep;
+    o.out_sharding = c.sh(os);
+    o.dtype = dt;
+    return f(x, a, o);
+  });
+}
+
+Array sum_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return sum(x, a, o); }
+Array prod_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return prod(x, a, o); }
+Array max_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return max(x, a, o); }
+Array min_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return min(x, a, o); }
+Array mean_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return mean(x, a, o); }
+Array var_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return var(x, a, 0, o); }
+Array any_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return any(x, a, o); }
+Array all_(const Array& x, const AxisArg& a, const ReduceOptions& o) { return tsr::all(x, a, o); }
+
+using Cum = Array (*)(const Array&, std::optional<int>, const CumOptions&);
+Step cumulative(Gen& g, const char* name, Cum f) {
+  std::optional<int> a;
+  if (g.r.coin(0.85)) a = g.axis(g.rank());
+  bool rev = g.r.coin(0.3);
+  std::string t = std::string(name) + "(x, axis=" + ax(a) + (rev ? ", reverse" : "") + ")";
+  return mk(t, [=](const Ctx&, const Array& x, const Ins&) {
+    CumOptions o;
+    o.reverse = rev;
+    return f(x, a, o);
+  });
+}
+
+// ---- individual draws --------------------------------------------------------------
+
+Step d_integer_pow(Gen& g) {
+  int y = g.r.range(-1, 3);
+  return mk("integer_pow(x, " + std::to_string(y) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return integer_pow(x, y); });
+}
+Step d_astype(Gen& g) {
+  DType d = g.dtype();
+  return mk("astype(x, " + dn(d) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return astype(x, d); });
+}
+Step d_convert(Gen& g) {
+  DType d = g.r.coin(0.5) ? g.float_dtype() : g.dtype();
+  std::optional<PartitionSpec> s;
+  if (g.r.coin(0.5)) s = g.out_spec(g.xs(), 0.3);
+  return mk("convert_element_type(x, " + dn(d) + ", sharding=" + str(s) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) {
+              return convert_element_type(x, d, {.sharding = c.sh(s)});
+            });
+}
+Step d_where(Gen& g) {
+  int ci = g.input(g.bcast_shape(g.xs()), bool_);
+  Operand y = operand(g);
+  return mk("where(" + in_name(ci) + ", x, " + y.text + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return where(in[static_cast<size_t>(ci)], x, y.get(in));
+            });
+}
+Step d_select_n(Gen& g) {
+  bool b = g.r.coin(0.6);
+  int wi = g.input(g.r.coin(0.9) ? g.xs() : g.shape(), b ? bool_ : int32);
+  if (!b)  // keep int32 cases in range 0..1
+    for (auto& v : g.c.inputs[static_cast<size_t>(wi)].values) v = v > 0 ? 1 : 0;
+  if (!b)
+    g.c.inputs[static_cast<size_t>(wi)].oracle =
+        array<double>(g.c.inputs[static_cast<size_t>(wi)].values,
+                      g.c.inputs[static_cast<size_t>(wi)].shape)
+            .astype(int32);
+  int ci = g.input(g.xs(), g.r.coin(0.9) ? g.dt() : g.dtype());
+  return mk("select_n(" + in_name(wi) + ", {x, " + in_name(ci) + "})",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return select_n(in[static_cast<size_t>(wi)], {x, in[static_cast<size_t>(ci)]});
+            });
+}
+Step d_clamp(Gen& g) {
+  Operand lo = operand(g), hi = operand(g);
+  return mk(
+      "clamp(" + lo.text + ", x, " + hi.text + ")",
+      [=](const Ctx&, const Array& x, const Ins& in) { return clamp(lo.get(in), x, hi.get(in)); });
+}
+Step d_clip(Gen& g) {
+  Operand lo = operand(g), hi = operand(g);
+  bool has_lo = g.r.coin(0.8), has_hi = g.r.coin(0.8);
+  return mk("clip(x, " + (has_lo ? lo.text : "None") + ", " + (has_hi ? hi.text : "None") + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              std::optional<AL> l, h;
+              if (has_lo) l = lo.get(in);
+              if (has_hi) h = hi.get(in);
+              return clip(x, l, h);
+            });
+}
+Step d_nan_to_num(Gen&) {
+  return mk("nan_to_num(x)", [](const Ctx&, const Array& x, const Ins&) { return nan_to_num(x); });
+}
+Step d_isclose(Gen& g) {
+  return binary(g, "isclose", [](const AL& a, const AL& b) { return isclose(a, b); });
+}
+
+Step d_argmax(Gen& g) {
+  std::optional<int> a;
+  if (g.r.coin(0.8)) a = g.axis(g.rank());
+  bool keep = g.r.coin(0.2), mx = g.r.coin(0.5);
+  return mk(std::string(mx ? "argmax" : "argmin") + "(x, axis=" + ax(a) +
+                (keep ? ", keepdims" : "") + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return mx ? argmax(x, a, keep) : argmin(x, a, keep);
+            });
+}
+Step d_logsumexp(Gen& g) {
+  std::string at;
+  AxisArg a = axes(g, at);
+  bool keep = g.r.coin(0.3);
+  return mk("logsumexp(x, axis=" + at + (keep ? ", keepdims" : "") + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return logsumexp(x, a, keep); });
+}
+Step d_softmax(Gen& g) {
+  int a = g.axis(g.rank());
+  bool lg = g.r.coin(0.5);
+  return mk(std::string(lg ? "log_softmax" : "softmax") + "(x, " + std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return lg ? log_softmax(x, a) : softmax(x, a);
+            });
+}
+
+/** dot_general of x with a new rhs: contract some dims of x, batch some. */
+Step d_dot_general(Gen& g) {
+  int rank = g.rank();
+  std::vector<int> dims(static_cast<size_t>(rank));
+  std::iota(dims.begin(), dims.end(), 0);
+  std::vector<int> lc, lb;
+  for (int d : dims) {
+    int k = g.r.below(4);
+    if (k == 0)
+      lc.push_back(d);
+    else if (k == 1 && g.r.coin(0.5))
+      lb.push_back(d);
+  }
+  // rhs: batch dims first, then contracting (in a shuffled order), then 0-2 free dims.
+  Shape rs;
+  DotDimensionNumbers dn_;
+  dn_.lhs_contracting = lc;
+  dn_.lhs_batch = lb;
+  for (int d : lb) {
+    dn_.rhs_batch.push_back(static_cast<int>(rs.size()));
+    rs.push_back(g.xs()[static_cast<size_t>(d)]);
+  }
+  for (int d : lc) {
+    dn_.rhs_contracting.push_back(static_cast<int>(rs.size()));
+    rs.push_back(g.xs()[static_cast<size_t>(d)] + (g.r.coin(0.03) ? 1 : 0));
+  }
+  int free = g.r.below(3);
+  for (int k = 0; k < free; ++k) rs.push_back(g.size());
+  DType rd = g.r.coin(0.8) ? g.dt() : g.dtype();
+  int ri = g.input(rs, rd);
+  std::optional<PartitionSpec> os;
+  Shape out;
+  for (int d : lb) out.push_back(g.xs()[static_cast<size_t>(d)]);
+  for (int d = 0; d < rank; ++d)
+    if (std::find(lc.begin(), lc.end(), d) == lc.end() &&
+        std::find(lb.begin(), lb.end(), d) == lb.end())
+      out.push_back(g.xs()[static_cast<size_t>(d)]);
+  for (int k = 0; k < free; ++k)
+    out.push_back(rs[rs.size() - static_cast<size_t>(free) + static_cast<size_t>(k)]);
+  std::set<std::string> contracted_axes;
+  if (g.xspec && g.r.coin(0.7)) {
+    // Follow x's layout: batch and contracting dims of rhs sharded as x's.
+    const auto& xe = g.xspec->entries();
+    std::vector<PartitionEntry> re(rs.size());
+    for (size_t k = 0; k < lb.size(); ++k) re[k] = xe[static_cast<size_t>(lb[k])];
+    for (size_t k = 0; k < lc.size(); ++k) {
+      re[lb.size() + k] = xe[static_cast<size_t>(lc[k])];
+      for (const auto& a : xe[static_cast<size_t>(lc[k])].axes()) contracted_axes.insert(a);
+    }
+    g.c.inputs[static_cast<size_t>(ri)].spec = PartitionSpec(re);
+  }
+  if (!contracted_axes.empty() && g.r.coin(0.6)) {
+    // The contraction leaves partial sums: keep them unreduced.
+    std::vector<PartitionEntry> oe;
+    for (int d : lb) oe.push_back(g.xspec->entries()[static_cast<size_t>(d)]);
+    os = PartitionSpec(oe, contracted_axes);
+    g.unreduced = true;
+  } else if (g.r.coin(0.5)) {
+    os = g.out_spec(out, 0.4);
+    g.unreduced = !os->unreduced().empty();
+  }
+  std::optional<DType> pet;
+  if (g.r.coin(0.1)) pet = g.dtype();
+  std::string t = "dot_general(x, " + in_name(ri) + ", contract=(" + str(dn_.lhs_contracting) +
+                  "," + str(dn_.rhs_contracting) + "), batch=(" + str(dn_.lhs_batch) + "," +
+                  str(dn_.rhs_batch) + "), out_sharding=" + str(os) +
+                  (pet ? ", preferred=" + dn(*pet) : "") + ")";
+  return mk(t, [=](const Ctx& c, const Array& x, const Ins& in) {
+    return dot_general(x, in[static_cast<size_t>(ri)], dn_,
+                       {.out_sharding = c.sh(os), .preferred_element_type = pet});
+  });
+}
+
+/** A fresh dot whose contracting dim is sharded on one axis on both sides, with an
+ *  Unreduced out_sharding: an unreduced intermediate for the next steps. Ignores x. */
+Step d_dot_unreduced(Gen& g) {
+  const MeshDef& m = g.mesh();
+  std::string a = g.r.pick(m.names);
+  int64_t k = 8, rows = g.r.pick(std::vector<int64_t>{1, 2, 4, 8}),
+          cols = g.r.pick(std::vector<int64_t>{1, 2, 4});
+  DType d = g.r.coin(0.7) ? float32 : g.dtype();
+  int li = g.input({rows, k}, d, false), ri = g.input({k, cols}, d, false);
+  g.c.inputs[static_cast<size_t>(li)].spec = P(nullptr, a.c_str());
+  g.c.inputs[static_cast<size_t>(ri)].spec = P(a.c_str(), nullptr);
+  PartitionSpec os = PartitionSpec({}, {a});
+  g.unreduced = true;
+  return mk("dot_general(" + in_name(li) + ", " + in_name(ri) +
+                ", contract=([1],[0]), out_sharding=" + str(os) + ")",
+            [=](const Ctx& c, const Array&, const Ins& in) {
+              return dot_general(in[static_cast<size_t>(li)], in[static_cast<size_t>(ri)],
+                                 {{1}, {0}}, {.out_sharding = c.sh(os)});
+            });
+}
+
+Step d_matmul(Gen& g) {
+  int rank = g.rank();
+  Shape rs;
+  if (rank == 0 || g.r.coin(0.2)) {
+    rs = g.shape(1, 2);
+  } else {
+    int64_t k = g.xs().back();
+    if (rank == 1 || g.r.coin(0.3))
+      rs = {k, g.size()};
+    else
+      rs = {k};
+    if (rank >= 3 && g.r.coin(0.5)) rs.insert(rs.begin(), g.xs()[static_cast<size_t>(rank - 3)]);
+  }
+  int ri = g.input(rs, g.r.coin(0.8) ? g.dt() : g.dtype());
+  bool dot_ = g.r.coin(0.3);
+  return mk(std::string(dot_ ? "dot" : "matmul") + "(x, " + in_name(ri) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return dot_ ? dot(x, in[static_cast<size_t>(ri)])
+                          : matmul(x, in[static_cast<size_t>(ri)]);
+            });
+}
+Step d_outer(Gen& g) {
+  int ri = g.input(g.shape(0, 2), g.dt());
+  bool kr = g.r.coin(0.4);
+  return mk(std::string(kr ? "kron" : "outer") + "(x, " + in_name(ri) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return kr ? kron(x, in[static_cast<size_t>(ri)])
+                        : outer(x, in[static_cast<size_t>(ri)]);
+            });
+}
+
+Step d_reshape(Gen& g) {
+  Shape s = g.xs();
+  int64_t n = numel(s);
+  Shape ns;
+  switch (g.r.below(4)) {
+    case 0:
+      ns = {n};
+      break;
+    case 1:  // split the first dim in two when it is even, else add a 1
+      ns = s;
+      if (!ns.empty() && ns[0] % 2 == 0 && ns[0] > 0) {
+        ns[0] /= 2;
+        ns.insert(ns.begin(), 2);
+      } else {
+        ns.insert(ns.begin(), 1);
+      }
+      break;
+    case 2:  // merge the last two
+      ns = s;
+      if (ns.size() >= 2) {
+        ns[ns.size() - 2] *= ns.back();
+        ns.pop_back();
+      }
+      break;
+    default:
+      ns = s;
+      if (!ns.empty()) ns[0] = -1;
+      if (g.r.coin(0.1)) ns.push_back(3);  // maybe invalid
+  }
+  std::optional<PartitionSpec> os;
+  if (g.r.coin(0.4)) {
+    Shape concrete = ns;
+    for (auto& d : concrete)
+      if (d < 0) d = s.empty() ? 1 : s[0];
+    os = g.out_spec(concrete, 0.1);
+  }
+  return mk("reshape(x, " + str(ns) + ", out_sharding=" + str(os) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) { return reshape(x, ns, c.sh(os)); });
+}
+Step d_transpose(Gen& g) {
+  std::vector<int> p(static_cast<size_t>(g.rank()));
+  std::iota(p.begin(), p.end(), 0);
+  for (size_t i = p.size(); i > 1; --i)
+    std::swap(p[i - 1], p[static_cast<size_t>(g.r.below(static_cast<int>(i)))]);
+  if (g.r.coin(0.2)) p.clear();
+  return mk("transpose(x, " + str(p) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return transpose(x, p); });
+}
+Step d_squeeze(Gen& g) {
+  std::vector<int> a;
+  for (int d = 0; d < g.rank(); ++d)
+    if (g.xs()[static_cast<size_t>(d)] == 1 && g.r.coin(0.7)) a.push_back(d);
+  if (g.r.coin(0.1) && g.rank()) a.push_back(g.axis(g.rank()));
+  bool all_ = a.empty() && g.r.coin(0.5);
+  return mk("squeeze(x, " + (all_ ? std::string("None") : str(a)) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return all_ ? squeeze(x) : squeeze(x, AxisArg(a));
+            });
+}
+Step d_expand_dims(Gen& g) {
+  int a = g.axis(g.rank() + 1);
+  return mk("expand_dims(x, " + std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return expand_dims(x, a); });
+}
+Step d_broadcast_to(Gen& g) {
+  Shape s = g.xs();
+  for (auto& d : s)
+    if (d == 1 && g.r.coin(0.5)) d = g.size();
+  if (g.r.coin(0.5)) s.insert(s.begin(), g.size());
+  std::optional<PartitionSpec> os;
+  if (g.r.coin(0.4)) os = g.out_spec(s);
+  return mk("broadcast_to(x, " + str(s) + ", out_sharding=" + str(os) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) { return broadcast_to(x, s, c.sh(os)); });
+}
+Step d_slice(Gen& g) {
+  Shape st, li, sd;
+  for (int64_t d : g.xs()) {
+    int64_t a = d ? g.r.below(static_cast<int>(d)) : 0;
+    int64_t b = a + g.r.below(static_cast<int>(d - a) + 1);
+    st.push_back(a);
+    li.push_back(b);
+    sd.push_back(g.r.coin(0.3) ? 2 : 1);
+  }
+  if (g.r.coin(0.05) && !li.empty()) li[0] += 1;
+  bool strides = g.r.coin(0.5);
+  return mk("slice(x, " + str(st) + ", " + str(li) + (strides ? ", " + str(sd) : "") + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return slice(x, st, li, strides ? sd : Shape{});
+            });
+}
+Step d_dynamic_slice(Gen& g) {
+  std::vector<int64_t> st;
+  Shape sz;
+  for (int64_t d : g.xs()) {
+    st.push_back(g.r.range(-1, static_cast<int>(d) + 1));
+    sz.push_back(d ? g.r.range(0, static_cast<int>(d)) : 0);
+  }
+  return mk("dynamic_slice(x, " + str(st) + ", " + str(sz) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              std::vector<AL> s;
+              for (auto v : st) s.emplace_back(v);
+              return dynamic_slice(x, s, sz);
+            });
+}
+Step d_dynamic_update_slice(Gen& g) {
+  Shape us;
+  std::vector<int64_t> st;
+  for (int64_t d : g.xs()) {
+    us.push_back(d ? g.r.range(0, static_cast<int>(d)) : 0);
+    st.push_back(g.r.range(-1, static_cast<int>(d)));
+  }
+  int ui = g.input(us, g.r.coin(0.9) ? g.dt() : g.dtype());
+  return mk("dynamic_update_slice(x, " + in_name(ui) + ", " + str(st) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              std::vector<AL> s;
+              for (auto v : st) s.emplace_back(v);
+              return dynamic_update_slice(x, in[static_cast<size_t>(ui)], s);
+            });
+}
+Step d_pad(Gen& g) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> cfg;
+  std::string t = "pad(x, 0, [";
+  for (int d = 0; d < g.rank(); ++d) {
+    int64_t lo = g.r.range(-1, 2), hi = g.r.range(-1, 2), in = g.r.coin(0.2) ? 1 : 0;
+    cfg.emplace_back(lo, hi, in);
+    t += "(" + std::to_string(lo) + "," + std::to_string(hi) + "," + std::to_string(in) + ")";
+  }
+  return mk(t + "])", [=](const Ctx&, const Array& x, const Ins&) { return pad(x, AL(0), cfg); });
+}
+Step d_concatenate(Gen& g) {
+  int a = g.axis(std::max(1, g.rank()));
+  Shape s = g.xs();
+  if (!s.empty())
+    s[static_cast<size_t>((a % static_cast<int>(s.size()) + static_cast<int>(s.size())) %
+                          static_cast<int>(s.size()))] = g.size();
+  int k = g.input(s, g.r.coin(0.8) ? g.dt() : g.dtype());
+  bool st = g.r.coin(0.3);
+  if (st) g.c.inputs[static_cast<size_t>(k)].shape = g.xs();
+  if (st) {
+    auto& id = g.c.inputs[static_cast<size_t>(k)];
+    id.values.resize(static_cast<size_t>(numel(id.shape)), 1.0);
+    id.oracle = array<double>(id.values, id.shape).astype(id.dtype);
+    id.spec = g.spec(id.shape);
+  }
+  return mk(std::string(st ? "stack" : "concatenate") + "({x, " + in_name(k) + "}, " +
+                std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return st ? stack({x, in[static_cast<size_t>(k)]}, a)
+                        : concatenate({x, in[static_cast<size_t>(k)]}, a);
+            });
+}
+Step d_split(Gen& g) {
+  int a = g.axis(std::max(1, g.rank()));
+  int64_t n = g.r.range(1, 4);
+  int pick = g.r.below(static_cast<int>(n));
+  return mk("split(x, " + std::to_string(n) + ", " + std::to_string(a) + ")[" +
+                std::to_string(pick) + "]",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return split(x, n, a)[static_cast<size_t>(pick)];
+            });
+}
+Step d_rev(Gen& g) {
+  std::vector<int> d;
+  for (int k = 0; k < g.rank(); ++k)
+    if (g.r.coin(0.5)) d.push_back(k);
+  bool fl = g.r.coin(0.3);
+  return mk(
+      std::string(fl ? "flip" : "rev") + "(x, " + str(d) + ")",
+      [=](const Ctx&, const Array& x, const Ins&) { return fl ? flip(x, AxisArg(d)) : rev(x, d); });
+}
+Step d_roll(Gen& g) {
+  int64_t s = g.r.range(-3, 3);
+  std::optional<int> a;
+  if (g.r.coin(0.8)) a = g.axis(g.rank());
+  return mk("roll(x, " + std::to_string(s) + ", " + ax(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return roll(x, s, a); });
+}
+Step d_tile(Gen& g) {
+  std::vector<int64_t> reps;
+  for (int k = 0, n = g.r.range(0, g.rank() + 1); k < n; ++k) reps.push_back(g.r.range(1, 2));
+  return mk("tile(x, " + str(reps) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return tile(x, reps); });
+}
+Step d_repeat(Gen& g) {
+  int64_t n = g.r.range(0, 2);
+  std::optional<int> a;
+  if (g.r.coin(0.8)) a = g.axis(g.rank());
+  return mk("repeat(x, " + std::to_string(n) + ", " + ax(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return repeat(x, n, a); });
+}
+Step d_triu(Gen& g) {
+  int k = g.r.range(-1, 1);
+  bool up = g.r.coin(0.5);
+  return mk(std::string(up ? "triu" : "tril") + "(x, " + std::to_string(k) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return up ? triu(x, k) : tril(x, k); });
+}
+Step d_diagonal(Gen& g) {
+  int off = g.r.range(-1, 1), a1 = g.axis(g.rank()), a2 = g.axis(g.rank());
+  bool tr = g.r.coin(0.3);
+  return mk(std::string(tr ? "trace" : "diagonal") + "(x, " + std::to_string(off) + ", " +
+                std::to_string(a1) + ", " + std::to_string(a2) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return tr ? trace(x, off, a1, a2) : diagonal(x, off, a1, a2);
+            });
+}
+Step d_swapaxes(Gen& g) {
+  int a = g.axis(g.rank()), b = g.axis(g.rank());
+  bool mv = g.r.coin(0.5);
+  return mk(std::string(mv ? "moveaxis" : "swapaxes") + "(x, " + std::to_string(a) + ", " +
+                std::to_string(b) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return mv ? moveaxis(x, a, b) : swapaxes(x, a, b);
+            });
+}
+Step d_ravel(Gen&) {
+  return mk("ravel(x)", [](const Ctx&, const Array& x, const Ins&) { return ravel(x); });
+}
+Step d_unstack(Gen& g) {
+  int a = g.axis(std::max(1, g.rank()));
+  int pick = g.r.below(2);
+  return mk("unstack(x, " + std::to_string(a) + ")[" + std::to_string(pick) + "]",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              auto v = unstack(x, a);
+              return v.empty() ? x : v[static_cast<size_t>(pick) % v.size()];
+            });
+}
+
+// ---- sharding ------------------------------------------------------------------------
+Step d_reshard(Gen& g) {
+  PartitionSpec s = g.out_spec(g.xs(), 0.3);
+  g.unreduced = !s.unreduced().empty();
+  bool dp = g.r.coin(0.3);
+  return mk(std::string(dp ? "device_put" : "reshard") + "(x, " + str(s) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) {
+              if (c.oracle) return x;
+              return dp ? device_put(x, s) : reshard(x, s);
+            });
+}
+Step d_wsc(Gen& g) {
+  PartitionSpec s = g.spec(g.xs());
+  return mk("with_sharding_constraint(x, " + str(s) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) {
+              return c.oracle ? x : with_sharding_constraint(x, s);
+            });
+}
+
+// ---- indexing ------------------------------------------------------------------------
+Step d_getitem(Gen& g) {
+  std::vector<Index> idx;
+  std::string t = "x[";
+  for (int d = 0; d < g.rank() && g.r.coin(0.8); ++d) {
+    int64_t n = g.xs()[static_cast<size_t>(d)];
+    switch (g.r.below(4)) {
+      case 0: {
+        int64_t i = n ? g.r.range(-static_cast<int>(n), static_cast<int>(n) - 1) : 0;
+        idx.emplace_back(i);
+        t += std::to_string(i) + ",";
+        break;
+      }
+      case 1: {
+        int64_t st = g.r.range(-2, 3);
+        int64_t step = g.r.coin(0.2) ? -1 : g.r.range(1, 2);
+        idx.emplace_back(Slice{st, std::nullopt, step});
+        t += std::to_string(st) + "::" + std::to_string(step) + ",";
+        break;
+      }
+      case 2:
+        idx.emplace_back(newaxis);
+        t += "None,";
+        break;
+      default:
+        idx.emplace_back(tsr::all);
+        t += ":,";
+    }
+  }
+  return mk(t + "]", [=](const Ctx&, const Array& x, const Ins&) { return tsr::index(x, idx); });
+}
+
+/** An int32 index array with values in [-n-1, n]. */
+int index_input(Gen& g, int64_t n, const Shape& s) {
+  int k = g.input(s, int32);
+  auto& in = g.c.inputs[static_cast<size_t>(k)];
+  for (auto& v : in.values) v = g.r.range(-static_cast<int>(n) - 1, static_cast<int>(n));
+  in.oracle = array<double>(in.values, in.shape).astype(int32);
+  return k;
+}
+
+Step d_gather_index(Gen& g) {
+  if (g.rank() == 0) return d_getitem(g);
+  int64_t n = g.xs()[0];
+  int k = index_input(g, n, g.shape(0, 2));
+  std::optional<PartitionSpec> os;
+  if (g.r.coin(0.4)) os = g.out_spec(g.shape(0, 2));
+  static const std::vector<std::optional<IndexMode>> modes = {
+      std::nullopt, IndexMode::FillOrDrop, IndexMode::Clip, IndexMode::PromiseInBounds};
+  int mi = g.r.below(4);
+  return mk(
+      "x.at[" + in_name(k) + "].get(mode=" + std::to_string(mi) + ", out_sharding=" + str(os) + ")",
+      [=](const Ctx& c, const Array& x, const Ins& in) {
+        GetOptions o;
+        o.out_sharding = c.sh(os);
+        o.mode = modes[static_cast<size_t>(mi)];
+        if (o.mode == IndexMode::PromiseInBounds) o.mode = IndexMode::Clip;  // OOB would be UB
+        return At(x, {Index(in[static_cast<size_t>(k)])}).get(o);
+      });
+}
+Step d_scatter(Gen& g) {
+  if (g.rank() == 0) return d_getitem(g);
+  int64_t n = g.xs()[0];
+  Shape is = g.shape(0, 1);
+  int k = index_input(g, n, is);
+  Shape us = is;
+  for (size_t d = 1; d < g.xs().size(); ++d) us.push_back(g.xs()[d]);
+  if (g.r.coin(0.3)) us = g.bcast_shape(us);
+  Operand u;
+  if (g.r.coin(0.2)) {
+    u = operand(g);
+  } else {
+    u.idx = g.input(us, g.r.coin(0.8) ? g.dt() : g.dtype());
+    u.text = in_name(u.idx);
+  }
+  int kind = g.r.below(6);
+  static const char* names[] = {"set", "add", "subtract", "mul", "min", "max"};
+  std::optional<PartitionSpec> os;
+  if (g.r.coin(0.3)) os = g.out_spec(g.xs());
+  bool clipm = g.r.coin(0.3);
+  return mk("x.at[" + in_name(k) + "]." + names[kind] + "(" + u.text +
+                (clipm ? ", mode=clip" : "") + ", out_sharding=" + str(os) + ")",
+            [=](const Ctx& c, const Array& x, const Ins& in) {
+              UpdateOptions o;
+              o.out_sharding = c.sh(os);
+              if (clipm) o.mode = IndexMode::Clip;
+              At a(x, {Index(in[static_cast<size_t>(k)])});
+              AL v = u.get(in);
+              switch (kind) {
+                case 0:
+                  return a.set(v, o);
+                case 1:
+                  return a.add(v, o);
+                case 2:
+                  return a.subtract(v, o);
+                case 3:
+                  return a.mul(v, o);
+                case 4:
+                  return a.min(v, o);
+                default:
+                  return a.max(v, o);
+              }
+            });
+}
+Step d_take(Gen& g) {
+  std::optional<int> a;
+  if (g.r.coin(0.7)) a = g.axis(g.rank());
+  int64_t n =
+      g.rank() ? g.xs()[static_cast<size_t>(((a ? *a : 0) % g.rank() + g.rank()) % g.rank())] : 1;
+  int k = index_input(g, n, g.shape(0, 2));
+  return mk("take(x, " + in_name(k) + ", " + ax(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return take(x, in[static_cast<size_t>(k)], a);
+            });
+}
+Step d_take_along(Gen& g) {
+  int a = g.axis(std::max(1, g.rank()));
+  Shape s = g.xs();
+  int64_t n = 1;
+  if (!s.empty()) {
+    size_t d = static_cast<size_t>((a % g.rank() + g.rank()) % g.rank());
+    n = s[d];
+    s[d] = g.size();
+  }
+  int k = index_input(g, n, s);
+  return mk("take_along_axis(x, " + in_name(k) + ", " + std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return take_along_axis(x, in[static_cast<size_t>(k)], a);
+            });
+}
+Step d_one_hot(Gen& g) {
+  int64_t n = g.r.range(0, 5);
+  DType d = g.dtype();
+  int a = g.r.coin(0.7) ? -1 : g.axis(g.rank() + 1);
+  std::optional<PartitionSpec> os;
+  if (g.r.coin(0.3)) {
+    Shape s = g.xs();
+    s.push_back(n);
+    os = g.out_spec(s);
+  }
+  return mk(
+      "one_hot(x, " + std::to_string(n) + ", " + dn(d) + ", " + std::to_string(a) + ", " + str(os) +
+          ")",
+      [=](const Ctx& c, const Array& x, const Ins&) { return one_hot(x, n, d, a, c.sh(os)); });
+}
+
+// ---- sorting ---------------------------------------------------------------------
+Step d_sort(Gen& g) {
+  std::optional<int> a;
+  if (g.r.coin(0.85)) a = g.axis(g.rank());
+  bool desc = g.r.coin(0.3), arg = g.r.coin(0.4);
+  return mk(
+      std::string(arg ? "argsort" : "sort") + "(x, " + ax(a) + (desc ? ", descending" : "") + ")",
+      [=](const Ctx&, const Array& x, const Ins&) {
+        return arg ? argsort(x, a, true, desc) : sort(x, a, true, desc);
+      });
+}
+Step d_top_k(Gen& g) {
+  int64_t k = g.r.range(0, 4);
+  bool idx = g.r.coin(0.5);
+  return mk("top_k(x, " + std::to_string(k) + ")." + (idx ? "indices" : "values"),
+            [=](const Ctx&, const Array& x, const Ins&) {
+              auto p = top_k(x, k);
+              return idx ? p.second : p.first;
+            });
+}
+Step d_searchsorted(Gen& g) {
+  int k = g.input(g.shape(1, 1), g.dt());
+  auto& in = g.c.inputs[static_cast<size_t>(k)];
+  std::sort(in.values.begin(), in.values.end());
+  in.oracle = array<double>(in.values, in.shape).astype(in.dtype);
+  bool right = g.r.coin(0.5);
+  return mk("searchsorted(" + in_name(k) + ", x, " + (right ? "right" : "left") + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return searchsorted(in[static_cast<size_t>(k)], AL(x), right ? "right" : "left");
+            });
+}
+
+// ---- creation (ignore x) ---------------------------------------------------------
+Step d_full(Gen& g) {
+  Shape s = g.shape();
+  DType d = g.dtype();
+  std::optional<PartitionSpec> p;
+  if (g.r.coin(0.7)) p = g.spec(s);
+  int kind = g.r.below(4);
+  static const char* names[] = {"zeros", "ones", "full", "iota"};
+  return mk(std::string(names[kind]) + "(" + str(s) + ", " + dn(d) + ", " + str(p) + ")",
+            [=](const Ctx& c, const Array&, const Ins&) {
+              switch (kind) {
+                case 0:
+                  return zeros(s, d, c.pl(p));
+                case 1:
+                  return ones(s, d, c.pl(p));
+                case 2:
+                  return full(s, 2.5, d, c.pl(p));
+                default:
+                  return iota(s, d, c.pl(p));
+              }
+            });
+}
+Step d_arange(Gen& g) {
+  int64_t n = g.size();
+  DType d = g.r.coin(0.5) ? int32 : g.dtype();
+  std::optional<PartitionSpec> p;
+  if (g.r.coin(0.7)) p = g.spec({n});
+  int kind = g.r.below(3);
+  return mk(std::string(kind == 0   ? "arange"
+                        : kind == 1 ? "linspace"
+                                    : "eye") +
+                "(" + std::to_string(n) + ", " + dn(d) + ", " + str(p) + ")",
+            [=](const Ctx& c, const Array&, const Ins&) {
+              if (kind == 0) return arange(0, static_cast<double>(n), 1, d, c.pl(p));
+              if (kind == 1) return linspace(-1, 1, n, true, d, c.pl(p));
+              return eye(n, -1, 0, d, c.pl(p));
+            });
+}
+Step d_broadcasted_iota(Gen& g) {
+  Shape s = g.shape(1, 4);
+  int dim = g.axis(static_cast<int>(s.size()));
+  DType d = g.dtype();
+  std::optional<PartitionSpec> p;
+  if (g.r.coin(0.7)) p = g.spec(s);
+  return mk(
+      "broadcasted_iota(" + dn(d) + ", " + str(s) + ", " + std::to_string(dim) + ", " + str(p) +
+          ")",
+      [=](const Ctx& c, const Array&, const Ins&) { return broadcasted_iota(d, s, dim, c.pl(p)); });
+}
+Step d_like(Gen& g) {
+  int kind = g.r.below(3);
+  std::optional<DType> d;
+  if (g.r.coin(0.3)) d = g.dtype();
+  std::optional<PartitionSpec> p;
+  if (g.r.coin(0.3)) p = g.spec(g.xs());
+  static const char* names[] = {"zeros_like", "ones_like", "full_like"};
+  return mk(std::string(names[kind]) + "(x, " + (d ? dn(*d) : "None") + ", " + str(p) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) {
+              if (kind == 0) return zeros_like(x, d, c.pl(p));
+              if (kind == 1) return ones_like(x, d, c.pl(p));
+              return full_like(x, -1.5, d, c.pl(p));
+            });
+}
+
+// ---- random ------------------------------------------------------------------------
+Step d_random(Gen& g) {
+  Shape s = g.shape();
+  int kind = g.r.below(5);
+  int64_t seed = g.r.range(0, 1000);
+  std::optional<PartitionSpec> p;
+  if (g.r.coin(0.7)) p = g.out_spec(s);
+  DType fd = g.float_dtype();
+  static const char* names[] = {"uniform", "normal", "bits", "randint", "bernoulli"};
+  return mk("random." + std::string(names[kind]) + "(key(" + std::to_string(seed) + "), " + str(s) +
+                ", " + (kind < 2 ? dn(fd) + ", " : "") + str(p) + ")",
+            [=](const Ctx& c, const Array&, const Ins&) {
+              Array k = random::key(seed);
+              switch (kind) {
+                case 0:
+                  return random::uniform(k, s, fd, 0.0, 1.0, c.sh(p));
+                case 1:
+                  return random::normal(k, s, fd, c.sh(p));
+                case 2:
+                  return random::bits(k, s, uint32, c.sh(p));
+                case 3:
+                  return random::randint(k, s, -5, 5, int32, c.sh(p));
+                default:
+                  return random::bernoulli(k, 0.5, s, c.sh(p));
+              }
+            });
+}
+Step d_permutation(Gen& g) {
+  int64_t seed = g.r.range(0, 1000);
+  int a = g.axis(std::max(1, g.rank()));
+  return mk("random.permutation(key(" + std::to_string(seed) + "), x, " + std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return random::permutation(random::key(seed), x, a);
+            });
+}
+
+#define UN(f)                                                                                     \
+  {                                                                                               \
+#f, 1, false, false, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); } \
+  }
+#define UNL(f)                                                                                   \
+  {                                                                                              \
+#f, 1, false, true, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); } \
+  }
+#define BIN(f, lin)                                                                            \
+  {                                                                                            \
+#f, 2, false, lin,                                                                         \
+        [](Gen &                                                                               \
+           g) { return binary(g, #f, [](const AL& a, const AL& b) { return tsr::f(a, b); }); } \
+  }
+#define RED(f, os, dt, lin)                                               \
+  {                                                                       \
+#f, 1, true, lin, [](Gen & g) { return reduce(g, #f, f##_, os, dt); } \
+  }
+#define CUM(f, ro, lin)                                               \
+  {                                                                   \
+#f, 1, ro, lin, [](Gen & g) { return cumulative(g, #f, tsr::f); } \
+  }
+
+}  // namespace
+
+const std::vector<OpDef>& vocabulary() {
+  // name, arity, reorders (float rounding may differ when sharded), linear, draw
+  static const std::vector<OpDef> v = {
+      UNL(neg),
+      UN(abs),
+      UN(sign),
+      UN(floor),
+      UN(ceil),
+      UN(round),
+      UN(exp),
+      UN(exp2),
+      UN(log),
+      UN(log1p),
+      UN(expm1),
+      UN(sqrt),
+      UN(rsqrt),
+      UN(square),
+      UN(sin),
+      UN(cos),
+      UN(tan),
+      UN(tanh),
+      UN(logistic),
+      UN(erf),
+      UN(isfinite),
+      UN(logical_not),
+      UN(erfinv),
+      {"integer_pow", 1, false, false, d_integer_pow},
+      {"astype", 1, false, false, d_astype},
+      {"convert_element_type", 1, false, true, d_convert},
+      {"nan_to_num", 1, false, false, d_nan_to_num},
+      BIN(add, true),
+      BIN(subtract, true),
+      BIN(multiply, true),
+      BIN(divide, true),
+      BIN(rem, false),
+      BIN(power, false),
+      BIN(maximum, false),
+      BIN(minimum, false),
+      BIN(atan2, false),
+      BIN(logical_and, false),
+      BIN(logical_or, false),
+      BIN(logical_xor, false),
+      BIN(bitwise_and, false),
+      BIN(bitwise_or, false),
+      BIN(bitwise_xor, false),
+      BIN(equal, false),
+      BIN(not_equal, false),
+      BIN(less, false),
+      BIN(less_equal, false),
+      BIN(greater, false),
+      BIN(greater_equal, false),
+      {"isclose", 2, false, false, d_isclose},
+      {"where", 3, false, true, d_where},
+      {"select_n", 3, false, true, d_select_n},
+      {"clamp", 3, false, false, d_clamp},
+      {"clip", 3, false, false, d_clip},
+      RED(sum, true, true, true),
+      RED(prod, false, true, false),
+      RED(max, true, false, false),
+      RED(min, true, false, false),
+      RED(mean, false, false, false),
+      RED(var, false, false, false),
+      RED(any, false, false, false),
+      RED(all, false, false, false),
+      {"argmax/argmin", 1, false, false, d_argmax},
+      {"logsumexp", 1, true, false, d_logsumexp},
+      {"softmax", 1, true, false, d_softmax},
+      CUM(cumsum, false, true),
+      CUM(cumprod, false, false),
+      CUM(cummax, false, false),
+      CUM(cummin, false, false),
+      CUM(cumlogsumexp, false, false),
+      {"dot_general", 2, true, true, d_dot_general},
+      {"dot_unreduced", 2, true, false, d_dot_unreduced},
+      {"matmul/dot", 2, true, false, d_matmul},
+      {"outer/kron", 2, false, false, d_outer},
+      {"reshape", 1, false, true, d_reshape},
+      {"transpose", 1, false, true, d_transpose},
+      {"squeeze", 1, false, true, d_squeeze},
+      {"expand_dims", 1, false, true, d_expand_dims},
+      {"broadcast_to", 1, false, false, d_broadcast_to},
+      {"slice", 1, false, true, d_slice},
+      {"dynamic_slice", 1, false, false, d_dynamic_slice},
+      {"dynamic_update_slice", 2, false, false, d_dynamic_update_slice},
+      {"pad", 1, false, true, d_pad},
+      {"concatenate/stack", 2, false, false, d_concatenate},
+      {"split", 1, false, false, d_split},
+      {"rev/flip", 1, false, true, d_rev},
+      {"roll", 1, false, false, d_roll},
+      {"tile", 1, false, false, d_tile},
+      {"repeat", 1, false, false, d_repeat},
+      {"triu/tril", 1, false, false, d_triu},
+      {"diagonal/trace", 1, false, false, d_diagonal},
+      {"swapaxes/moveaxis", 1, false, true, d_swapaxes},
+      {"ravel", 1, false, false, d_ravel},
+      {"unstack", 1, false, false, d_unstack},
+      {"reshard/device_put", 1, false, true, d_reshard},
+      {"with_sharding_constraint", 1, false, false, d_wsc},
+      {"getitem", 1, false, false, d_getitem},
+      {"gather(.at.get)", 2, false, false, d_gather_index},
+      {"scatter(.at.set/add/..)", 3, false, false, d_scatter},
+      {"take", 2, false, false, d_take},
+      {"take_along_axis", 2, false, false, d_take_along},
+      {"one_hot", 1, false, false, d_one_hot},
+      {"sort/argsort", 1, false, false, d_sort},
+      {"top_k", 1, false, false, d_top_k},
+      {"searchsorted", 2, false, false, d_searchsorted},
+      {"zeros/ones/full/iota", 0, false, false, d_full},
+      {"arange/linspace/eye", 0, false, false, d_arange},
+      {"broadcasted_iota", 0, false, false, d_broadcasted_iota},
+      {"*_like", 1, false, false, d_like},
+      {"random", 0, false, false, d_random},
+      {"random.permutation", 1, false, false, d_permutation},
+  };
+  return v;
+}
+
+}  // namespace fuzz
