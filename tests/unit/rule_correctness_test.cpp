@@ -285,4 +285,47 @@ TEST_F(RuleCorrectness, MaxKindValuesAndRefusals) {
   }
 }
 
+// Fuzzer finding (seed 7 case 2917): an out_sharding that asks reshape (or any op
+// that reshards to it) for a new max-kind unreduced axis was refused eagerly by
+// the reshard but accepted under jit until the value was used.
+TEST_F(RuleCorrectness, OutShardingUnreducedMovesCheckedInTheRule) {
+  Array x = device_put(iota({4}), P());
+  PartitionSpec to = P(nullptr, nullptr, Unreduced{{"x"}, UnreducedKind::Max});
+  auto m = error_of<ValueError>([&] { reshape(x, {2, 2}, to); });
+  EXPECT_HAS(m, "cannot be more unreduced than the input");
+  auto dead = error_of<ValueError>([&] {
+    jit([&](const Array& v) {
+      (void)reshape(v, {2, 2}, to);
+      return v;
+    })(x);
+  });
+  EXPECT_EQ(m, dead);
+  auto b = error_of<ValueError>([&] { broadcast_to(x, {2, 4}, to); });
+  EXPECT_HAS(b, "[broadcast_in_dim]");
+}
+
+// Fuzzer finding (seed 7 case 9632): float operands with an integer
+// preferred_element_type rounded each device's partial product before the sum.
+TEST_F(RuleCorrectness, DotGeneralPreferredTypeFollowsLax) {
+  Array a = device_put(full({2, 4}, 0.75), P(nullptr, "x"));
+  Array b = device_put(ones({4, 1}), P("x", nullptr));
+  auto m = error_of<TypeError>([&] {
+    dot_general(a, b, {{1}, {0}}, {.out_sharding = P(), .preferred_element_type = int32});
+  });
+  EXPECT_HAS(m, "Input type is incompatible with `preferred_element_type`.");
+  EXPECT_HAS(error_of<TypeError>([&] {
+               dot_general(a.astype(int32), b.astype(int32), {{1}, {0}},
+                           {.preferred_element_type = uint32});
+             }),
+             "`preferred_element_type` must have the same signedness as the original type.");
+  EXPECT_HAS(error_of<TypeError>([&] {
+               dot_general(a.astype(float64), b.astype(float64), {{1}, {0}},
+                           {.preferred_element_type = float32});
+             }),
+             "`preferred_element_type` must not be narrower than the original type.");
+  Array ok = dot_general(a.astype(int32), b.astype(int32), {{1}, {0}},
+                         {.out_sharding = P(), .preferred_element_type = float32});
+  expect_values(ok, zeros({2, 1}), "int inputs with a float preferred type");
+}
+
 }  // namespace

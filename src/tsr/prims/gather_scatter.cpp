@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tsr/prims/common.h"
+#include "tsr/prims/sharding_ops.h"
 #include "tsr/sharding/format.h"
 
 namespace tsr::prim {
@@ -136,7 +137,10 @@ std::vector<ArrayType> Gather::infer(const std::vector<ArrayType>& in) const {
   size_t w = 0, b = 0;
   for (int i = 0; i < out_rank; ++i)
     shape[i] = has_dim(dn.offset_dims, i) ? slice_sizes_[wd[w++]] : I.shape[b++];
-  if (out_sharding_) return {make_type(shape, O.dtype, O.weak, *out_sharding_)};
+  if (out_sharding_) {
+    check_unreduced_move(O, *out_sharding_, "gather");
+    return {make_type(shape, O.dtype, O.weak, *out_sharding_)};
+  }
 
   no_unreduced("gather", in);
   AbstractMesh mesh = rule_mesh(in);
@@ -311,7 +315,10 @@ std::vector<ArrayType> Scatter::infer(const std::vector<ArrayType>& in) const {
     if (O.shape[dn.operand_batching_dims[i]] != I.shape[dn.scatter_indices_batching_dims[i]])
       bad(op, "paired batching dims must have equal sizes", O.str() + " and " + I.str(),
           "equal sizes.");
-  if (out_sharding_) return {make_type(O.shape, O.dtype, O.weak, *out_sharding_)};
+  if (out_sharding_) {
+    check_unreduced_move(O, *out_sharding_, op);
+    return {make_type(O.shape, O.dtype, O.weak, *out_sharding_)};
+  }
 
   const PartitionSpec sets = scatter_sets(kind_, op, O, I, U);
   AbstractMesh mesh = rule_mesh(in);

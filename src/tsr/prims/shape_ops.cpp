@@ -6,6 +6,7 @@
 
 #include "tsr/prims/common.h"
 #include "tsr/prims/reshape_rule.h"
+#include "tsr/prims/sharding_ops.h"
 #include "tsr/sharding/format.h"
 
 namespace tsr::prim {
@@ -78,7 +79,10 @@ std::vector<ArrayType> Reshape::infer(const std::vector<ArrayType>& in) const {
                     shape_str(sizes_) + " (size " + std::to_string(numel(sizes_)) + ") for shape " +
                     shape_str(x.shape) + " (size " + std::to_string(numel(x.shape)) +
                     "). Pick sizes with the same product.");
-  if (out_sharding_) return {make_type(sizes_, x.dtype, x.weak, *out_sharding_)};
+  if (out_sharding_) {
+    check_unreduced_move(x, *out_sharding_, "reshape");  // partition reshards to it
+    return {make_type(sizes_, x.dtype, x.weak, *out_sharding_)};
+  }
   ReshapePlan p = plan_reshape(x, sizes_);
   if (!p.ok)
     throw ShardingTypeError(
@@ -182,7 +186,10 @@ std::vector<ArrayType> BroadcastInDim::infer(const std::vector<ArrayType>& in) c
                     ints(bdims_) +
                     ". Got those; expected increasing dims whose operand sizes "
                     "are 1 or equal to the target's.");
-  if (out_sharding_) return {make_type(shape_, x.dtype, x.weak, *out_sharding_)};
+  if (out_sharding_) {
+    check_unreduced_move(x, *out_sharding_, "broadcast_in_dim");
+    return {make_type(shape_, x.dtype, x.weak, *out_sharding_)};
+  }
   auto e = entries_of(x);
   std::vector<PartitionEntry> oe(shape_.size());
   for (size_t i = 0; i < bdims_.size(); ++i)

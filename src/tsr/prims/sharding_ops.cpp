@@ -9,24 +9,29 @@ namespace {
 const bool registered = register_primitive("reshard") && register_primitive("jit");
 }
 
-std::vector<ArrayType> Reshard::infer(const std::vector<ArrayType>& in) const {
-  const ArrayType& x = in.at(0);
+void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op) {
   const auto& us = x.sharding.spec().unreduced();
-  const auto& ut = dst_.spec().unreduced();
-  if (!ut.empty() && dst_.spec().unreduced_kind() != UnreducedKind::Sum) {
+  const auto& ut = dst.spec().unreduced();
+  std::string pre = std::string("[") + op + "] ";
+  if (!ut.empty() && dst.spec().unreduced_kind() != UnreducedKind::Sum) {
     for (const auto& a : ut)
       if (!us.count(a))
-        throw ValueError(
-            "[reshard] out_sharding passed to `reshard` cannot be more unreduced than "
-            "the input. Got input " +
-            x.sharding.spec().repr() + " and out_sharding " + dst_.spec().repr() +
-            "; expected no new unreduced axes of a max/min kind.");
+        throw ValueError(pre + "out_sharding passed to `" + op +
+                         "` cannot be more unreduced than the input. Got input " +
+                         x.sharding.spec().repr() + " and out_sharding " + dst.spec().repr() +
+                         "; expected no new unreduced axes of a max/min kind. Drop them from "
+                         "out_sharding.");
   }
   if (!us.empty() && !ut.empty() &&
-      x.sharding.spec().unreduced_kind() != dst_.spec().unreduced_kind())
-    throw ValueError("[reshard] the unreduced kinds differ. Got input " + x.sharding.spec().repr() +
-                     " and out_sharding " + dst_.spec().repr() +
-                     "; expected the same unreduced_kind. Reduce first.");
+      x.sharding.spec().unreduced_kind() != dst.spec().unreduced_kind())
+    throw ValueError(pre + "the unreduced kinds differ. Got input " + x.sharding.spec().repr() +
+                     " and out_sharding " + dst.spec().repr() +
+                     "; expected the same unreduced_kind. Reduce first with reshard(x, P(...)).");
+}
+
+std::vector<ArrayType> Reshard::infer(const std::vector<ArrayType>& in) const {
+  const ArrayType& x = in.at(0);
+  check_unreduced_move(x, dst_, "reshard");
   ArrayType t = make_type(x.shape, x.dtype, x.weak, dst_);
   t.vma = x.vma;
   return {t};

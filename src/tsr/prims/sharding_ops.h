@@ -6,6 +6,10 @@
 
 namespace tsr::prim {
 
+/** Refuses what no reshard can do to x's unreduced axes on the way to dst: new
+ * axes of a max/min kind, or a change of kind. `op` prefixes the message. */
+void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op);
+
 /** reshard(x, dst): the type becomes exactly dst; data moves by the planner. */
 class Reshard : public detail::Primitive {
  public:
