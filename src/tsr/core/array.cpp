@@ -195,9 +195,7 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
     s = NamedSharding(ctx, *ps);
   } else {
     const Device& d = std::get<Device>(where);
-    if (d.id < 0 || d.id >= device_count())
-      throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
-                       "; expected an id in [0, " + std::to_string(device_count()) + ").");
+    detail::check_device(d, api);
     s = NamedSharding(device_mesh(d), P());
   }
   s.check_rank(rank);
