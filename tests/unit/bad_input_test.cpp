@@ -19,6 +19,12 @@
 
 using namespace tsr;
 
+// Under AddressSanitizer, a huge malloc aborts unless the allocator may return
+// null; the library turns that null into BackendError, which a test checks.
+extern "C" __attribute__((used, visibility("default"))) const char* __asan_default_options() {
+  return "allocator_may_return_null=1";
+}
+
 namespace {
 
 // --- item 5: host data + shape -------------------------------------------------
@@ -128,6 +134,7 @@ TEST(BadInput, NegativeSizesRefusedByRandomAndSlicing) {
   error_of<ValueError>([&] { random::bits(k, {-1}); });
   error_of<ValueError>([&] { random::randint(k, {-1}, 0, 10); });
   error_of<ValueError>([&] { random::bernoulli(k, 0.5, {-1}); });
+  error_of<ValueError>([&] { random::categorical(k, zeros({3}), -1, Shape{-2}); });
   error_of<ValueError>([&] { dynamic_slice(iota({8}), {0}, {-1}); });
 }
 

@@ -239,6 +239,7 @@ Array categorical(const Array& key, const Array& logits, int axis, std::optional
   Shape batch = logits.shape();
   batch.erase(batch.begin() + ax);
   Shape s = shape ? *shape : batch;
+  check_shape(s, "categorical", itemsize(logits.dtype()));
   bool ok = s.size() >= batch.size();
   for (size_t d = 0; ok && d < batch.size(); ++d) {
     int64_t bd = batch[batch.size() - 1 - d], sd = s[s.size() - 1 - d];
