@@ -1,12 +1,14 @@
 #pragma once
 /** The sharded Array value handle, its type, and the calls that create, place,
  *  read and re-lay-out arrays. */
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -137,19 +139,33 @@ class Array {
 /** The array's type (as jax.typeof). */
 const ArrayType& typeof(const Array& x);
 
-/** Copies host data of `shape` (default: 1-D of data's length) onto a placement. */
+/** Copies host data of `shape` onto a placement; `data` must hold numel(shape)
+ *  elements (prefer array() or the counted overload, which check that). */
 Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where = {});
-/** An array from a vector; shape defaults to 1-D. */
+/** Copies `count` host elements of `dtype` into an array of `shape`; ValueError
+ *  naming `api` when count != numel(shape) or the shape is invalid. */
+Array from_host(const void* data, size_t count, DType dtype, const Shape& shape,
+                const Placement& where, const char* api);
+namespace detail {
+/** array()/device_put() of a vector: shape {-1} means 1-D of data's length. */
 template <typename T>
-Array array(const std::vector<T>& data, const Shape& shape = {-1}, const Placement& where = {}) {
+Array host_array(const std::vector<T>& data, const Shape& shape, const Placement& where,
+                 const char* api) {
   Shape s =
       (shape.size() == 1 && shape[0] == -1) ? Shape{static_cast<int64_t>(data.size())} : shape;
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(data.begin(), data.end());
-    return from_host(bytes.data(), dtype_v<T>, s, where);
+    return from_host(bytes.data(), bytes.size(), dtype_v<T>, s, where, api);
   } else {
-    return from_host(data.data(), dtype_v<T>, s, where);
+    return from_host(data.data(), data.size(), dtype_v<T>, s, where, api);
   }
+}
+}  // namespace detail
+/** An array from a vector; shape defaults to 1-D. ValueError unless the vector
+ *  holds exactly numel(shape) elements. */
+template <typename T>
+Array array(const std::vector<T>& data, const Shape& shape = {-1}, const Placement& where = {}) {
+  return detail::host_array(data, shape, where, "array");
 }
 /** An array from a braced list: array({1.f, 2.f}). */
 template <typename T>
@@ -180,10 +196,11 @@ Array iota(const Shape& shape, DType dtype = float32, const Placement& where = {
 
 /** Copies an array (or moves it between device sets) to a placement. */
 Array device_put(const Array& x, const Placement& where);
-/** Puts host data (1-D, or of `shape`) on a placement: device_put(vec, P("x")). */
+/** Puts host data (1-D, or of `shape`: exactly numel(shape) elements) on a placement:
+ *  device_put(vec, P("x")). */
 template <typename T>
 Array device_put(const std::vector<T>& data, const Placement& where, const Shape& shape = {-1}) {
-  return array(data, shape, where);
+  return detail::host_array(data, shape, where, "device_put");
 }
 /** Changes an array's sharding with collectives on device data (never via the
  *  host). Same devices or not; replicated<->sharded<->unreduced. */

@@ -27,12 +27,14 @@ std::ostream& operator<<(std::ostream& os, const Device& d);
 
 /** Options for init(). */
 struct InitOptions {
-  /** Number of simulated CPU devices; 0 means TSR_NUM_CPU_DEVICES, else 8. */
+  /** Number of simulated CPU devices, at most 4096; 0 means TSR_NUM_CPU_DEVICES, else 8. */
   int num_cpu_devices = 0;
 };
 
 /** Starts the runtime. Called implicitly with default options on first use;
- *  calling it again with a different device count raises ValueError. */
+ *  calling it again with a different device count raises ValueError, and so do a
+ *  count past 4096 and a malformed TSR_* variable; BackendError when the device
+ *  threads cannot start. */
 void init(const InitOptions& options = {});
 /** True once the runtime has started. */
 bool is_initialized();

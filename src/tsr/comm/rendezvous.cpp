@@ -1,11 +1,11 @@
 #include "tsr/comm/rendezvous.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <sstream>
 #include <thread>
 
 #include "tsr/error.h"
+#include "tsr/runtime/env.h"
 
 namespace tsr::detail {
 namespace {
@@ -20,12 +20,10 @@ constexpr int kPollUs = 20;
 int64_t resolve_timeout_ms(int64_t timeout_ms) {
   constexpr int64_t kDefaultTimeoutMs = 120000;
   if (timeout_ms > 0) return timeout_ms;
-  if (const char* env = std::getenv("TSR_COMM_TIMEOUT_MS")) {
-    char* end = nullptr;
-    long long v = std::strtoll(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0) return v;
-  }
-  return kDefaultTimeoutMs;
+  // At most a year: the deadline (now + timeout) must stay inside steady_clock.
+  auto v = env_int({"TSR_COMM_TIMEOUT_MS", 1, int64_t{365} * 24 * 3600 * 1000, "comm",
+                    "milliseconds a collective waits for its peers before a CommError", "120000"});
+  return v ? *v : kDefaultTimeoutMs;
 }
 
 Rendezvous::Rendezvous(int size, int64_t timeout_ms, const char* backend)

@@ -195,9 +195,7 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
     s = NamedSharding(ctx, *ps);
   } else {
     const Device& d = std::get<Device>(where);
-    if (d.id < 0 || d.id >= device_count())
-      throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
-                       "; expected an id in [0, " + std::to_string(device_count()) + ").");
+    detail::check_device(d, api);
     s = NamedSharding(device_mesh(d), P());
   }
   s.check_rank(rank);
@@ -215,15 +213,22 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
   return s;
 }
 
-Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where) {
-  for (int64_t d : shape)
-    if (d < 0)
-      throw ValueError("[array] negative dimension. Got shape " + shape_str(shape) +
-                       "; expected sizes >= 0.");
-  NamedSharding s = resolve_placement(where, shape, "device_put");
+namespace {
+
+Array put_host(const void* data, DType dtype, const Shape& shape, const Placement& where,
+               const char* api) {
+  int64_t bytes = checked_nbytes(shape, itemsize(dtype), api);
+  NamedSharding s = resolve_placement(where, shape, api);
   size_t isz = static_cast<size_t>(itemsize(dtype));
   // The caller may free `data` once we return; the tasks read a private copy.
-  auto host = std::make_shared<std::vector<char>>(static_cast<size_t>(numel(shape)) * isz);
+  std::shared_ptr<std::vector<char>> host;
+  try {
+    host = std::make_shared<std::vector<char>>(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    throw BackendError(std::string("[") + api + "] out of memory. Got a request for " +
+                       std::to_string(bytes) + " bytes of host staging for shape " +
+                       shape_str(shape) + "; expected it to fit in host memory. Free arrays.");
+  }
   if (!host->empty()) std::memcpy(host->data(), data, host->size());
   Shape local = s.shard_shape(shape);
   size_t local_bytes = static_cast<size_t>(numel(local)) * isz;
@@ -237,6 +242,23 @@ Array from_host(const void* data, DType dtype, const Shape& shape, const Placeme
         detail::copy_box(host->data(), shape, origin, out, local, Shape(local.size(), 0), local,
                          isz);
       });
+}
+
+}  // namespace
+
+Array from_host(const void* data, size_t count, DType dtype, const Shape& shape,
+                const Placement& where, const char* api) {
+  int64_t n = check_shape(shape, api, itemsize(dtype));
+  if (count != static_cast<size_t>(n))
+    throw ValueError(std::string("[") + api + "] the host data does not match the shape. Got " +
+                     std::to_string(count) + " elements for shape " + shape_str(shape) +
+                     "; expected " + std::to_string(n) +
+                     " (the shape's element count). Pass that many values, or change the shape.");
+  return put_host(data, dtype, shape, where, api);
+}
+
+Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where) {
+  return put_host(data, dtype, shape, where, "from_host");
 }
 
 Array device_put(const Array& x, const Placement& where) {

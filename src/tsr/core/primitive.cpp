@@ -112,7 +112,11 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
     }
   }
   try {
-    return prim.infer(in);
+    std::vector<ArrayType> out = prim.infer(in);
+    // Every result type passes the one shape check, so no rule can hand the
+    // lowering a negative size or an element count / byte size past int64.
+    for (const auto& t : out) check_shape(t.shape, name, itemsize(t.dtype));
+    return out;
   } catch (const IllegalResult& e) {
     // Step 7: a proposed spec that uses an axis twice.
     throw ShardingTypeError(std::string("[") + name + "] " + name +

@@ -11,20 +11,14 @@ namespace tsr {
 using namespace detail;
 
 namespace {
-void check_shape(const Shape& shape, const char* api) {
-  for (int64_t d : shape)
-    if (d < 0)
-      throw ValueError(std::string("[") + api + "] negative dimension. Got shape " +
-                       shape_str(shape) + "; expected sizes >= 0.");
-}
 Array make_full(const Shape& shape, double v, DType dtype, const Placement& where,
                 const char* api) {
-  check_shape(shape, api);
+  check_shape(shape, api, itemsize(dtype));
   return bind1(
       std::make_shared<prim::Full>(shape, dtype, v, false, resolve_placed(where, shape, api)), {});
 }
 Array make_iota(DType dtype, const Shape& shape, int dim, const Placement& where, const char* api) {
-  check_shape(shape, api);
+  check_shape(shape, api, itemsize(dtype));
   return bind1(std::make_shared<prim::Iota>(dtype, shape, dim, resolve_placed(where, shape, api)),
                {});
 }
@@ -48,8 +42,14 @@ Array broadcasted_iota(DType dtype, const Shape& shape, int dimension, const Pla
 
 Array arange(double start, double stop, double step, DType dtype, const Placement& where) {
   if (step == 0) throw ValueError("[arange] step is zero. Got step=0; expected a non-zero step.");
-  double span = (stop - start) / step;
-  int64_t n = span > 0 ? static_cast<int64_t>(std::ceil(span)) : 0;
+  double span = std::ceil((stop - start) / step);
+  // 2^63 is exact in a double; a span at or past it (or NaN) has no int64 length.
+  if (std::isnan(span) || span >= 9223372036854775808.0)
+    throw ValueError("[arange] the number of elements is not a valid length. Got start=" +
+                     std::to_string(start) + ", stop=" + std::to_string(stop) +
+                     ", step=" + std::to_string(step) +
+                     "; expected finite bounds giving fewer than 2**63 elements.");
+  int64_t n = span > 0 ? static_cast<int64_t>(span) : 0;
   if (start == 0 && step == 1) return make_iota(dtype, {n}, 0, where, "arange");
   // start + step * i, computed in the output dtype's precision class like jnp.arange.
   DType work =
@@ -62,6 +62,7 @@ Array arange(int n, const Placement& where) { return arange(0, n, 1, int32, wher
 
 Array eye(int64_t n, int64_t m, int64_t k, DType dtype, const Placement& where) {
   if (m < 0) m = n;
+  check_shape({n, m}, "eye", itemsize(dtype));
   Array r = broadcasted_iota(DType::Int32, {n, m}, 0, where);
   Array c = broadcasted_iota(DType::Int32, {n, m}, 1, where);
   return astype(equal(add(r, static_cast<int64_t>(k)), c), dtype);

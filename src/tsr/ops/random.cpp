@@ -19,13 +19,6 @@ using namespace tsr::detail;
 
 namespace {
 
-void check_shape(const Shape& shape, const char* api) {
-  for (int64_t d : shape)
-    if (d < 0)
-      throw ValueError(std::string("[") + api + "] negative dimension. Got shape " +
-                       shape_str(shape) + "; expected sizes >= 0.");
-}
-
 void check_float(DType dtype, const char* api) {
   if (!is_floating(dtype))
     throw ValueError(std::string("[") + api + "] dtype argument to `" + api +
@@ -42,7 +35,7 @@ prim::Placed placed(const ShardingArg& s, const Shape& shape, const char* api) {
 Array draw(prim::RandomDist dist, const Array& key, const Shape& shape, DType dtype, double flo,
            double fhi, int64_t ilo, int64_t ihi, const ShardingArg& out_sharding, const char* api) {
   check_key(key.type(), api);
-  check_shape(shape, api);
+  check_shape(shape, api, itemsize(dtype));
   return bind1(std::make_shared<prim::RandomBits>(dist, shape, dtype, flo, fhi, ilo, ihi,
                                                   placed(out_sharding, shape, api)),
                {key});
@@ -246,6 +239,7 @@ Array categorical(const Array& key, const Array& logits, int axis, std::optional
   Shape batch = logits.shape();
   batch.erase(batch.begin() + ax);
   Shape s = shape ? *shape : batch;
+  check_shape(s, "categorical", itemsize(logits.dtype()));
   bool ok = s.size() >= batch.size();
   for (size_t d = 0; ok && d < batch.size(); ++d) {
     int64_t bd = batch[batch.size() - 1 - d], sd = s[s.size() - 1 - d];

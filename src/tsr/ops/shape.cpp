@@ -15,17 +15,18 @@ using namespace detail;
 
 Array reshape(const Array& x, Shape shape, const ShardingArg& out_sharding) {
   int unknown = -1;
-  int64_t known = 1;
   for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
-    if (shape[i] == -1) {
-      if (unknown >= 0)
-        throw ValueError("[reshape] can only specify one unknown dimension. Got " +
-                         shape_str(shape) + "; expected at most one -1.");
-      unknown = i;
-    } else {
-      known *= shape[i];
-    }
+    if (shape[i] != -1) continue;
+    if (unknown >= 0)
+      throw ValueError("[reshape] can only specify one unknown dimension. Got " + shape_str(shape) +
+                       "; expected at most one -1.");
+    unknown = i;
   }
+  // The known sizes pass the one shape check (negative sizes other than the
+  // single -1, and products past int64, are refused).
+  Shape known_dims = shape;
+  if (unknown >= 0) known_dims.erase(known_dims.begin() + unknown);
+  int64_t known = check_shape(known_dims, "reshape", itemsize(x.dtype()));
   if (unknown >= 0) {
     if (known == 0 || x.size() % known != 0)
       throw TypeError("[reshape] cannot reshape array of shape " + shape_str(x.shape()) +
@@ -89,11 +90,13 @@ Array expand_dims(const Array& x, const AxisArg& axis) {
 
 Array broadcast_in_dim(const Array& x, const Shape& shape, const std::vector<int>& bdims,
                        const ShardingArg& out_sharding) {
+  check_shape(shape, "broadcast_in_dim", itemsize(x.dtype()));
   auto s = canonicalize_sharding(out_sharding, "broadcast_in_dim");
   return bind1(std::make_shared<prim::BroadcastInDim>(shape, bdims, s), {x});
 }
 
 Array broadcast_to(const Array& x, const Shape& shape, const ShardingArg& out_sharding) {
+  check_shape(shape, "broadcast_to", itemsize(x.dtype()));
   int r = static_cast<int>(shape.size());
   if (x.ndim() > r)
     throw ValueError("[broadcast_to] input rank " + std::to_string(x.ndim()) +
@@ -146,6 +149,7 @@ std::vector<Array> index_arrays(const std::vector<ArrayLike>& start, const Array
 }  // namespace
 
 Array dynamic_slice(const Array& x, const std::vector<ArrayLike>& start, const Shape& sizes) {
+  check_shape(sizes, "dynamic_slice", itemsize(x.dtype()));
   std::vector<Array> in{x};
   for (auto& a : index_arrays(start, x, "dynamic_slice")) in.push_back(a);
   return bind1(std::make_shared<prim::DynamicSlice>(sizes), in);

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "tsr/error.h"
@@ -23,18 +24,19 @@ size_t CachingAllocator::size_class(size_t bytes) {
 
 void* CachingAllocator::allocate(size_t bytes) {
   size_t cls = size_class(bytes);
+  void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(cls);
     if (it != free_.end() && !it->second.empty()) {
-      void* p = it->second.back();
+      p = it->second.back();
       it->second.pop_back();
       cached_ -= cls;
       live_ += cls;
-      return p;
     }
   }
-  void* p = std::aligned_alloc(64, cls);
+  if (p) return poisoned(p, cls);
+  p = std::aligned_alloc(64, cls);
   if (!p) {
     clear_cache();
     p = std::aligned_alloc(64, cls);
@@ -43,8 +45,15 @@ void* CachingAllocator::allocate(size_t bytes) {
     throw BackendError("[allocator] out of memory. Got a request for " + std::to_string(bytes) +
                        " bytes; expected it to fit in host memory. Free arrays or use fewer "
                        "devices.");
-  std::lock_guard<std::mutex> lock(mu_);
-  live_ += cls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_ += cls;
+  }
+  return poisoned(p, cls);
+}
+
+void* CachingAllocator::poisoned(void* p, size_t bytes) const {
+  if (poison_.load(std::memory_order_relaxed)) std::memset(p, 0xFF, bytes);
   return p;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Per-device caching allocator: 64-byte aligned blocks, freed blocks kept in
 // size-class free lists so steady-state dispatch does not call malloc.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -27,15 +28,20 @@ class CachingAllocator {
   size_t cached_bytes() const;
   /** Bytes handed out and not yet released. */
   size_t live_bytes() const;
+  /** Fill every block allocate() hands out with 0xFF bytes (TSR_ALLOCATOR_POISON):
+   *  a kernel that leaves an output element unwritten then shows NaN / -1. */
+  void set_poison(bool on) { poison_.store(on, std::memory_order_relaxed); }
   /** The size class a request of `bytes` is rounded to. */
   static size_t size_class(size_t bytes);
 
  private:
+  void* poisoned(void* p, size_t bytes) const;
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cache_limit_;
   size_t cached_ = 0;
   size_t live_ = 0;
+  std::atomic<bool> poison_{false};
 };
 
 }  // namespace tsr::detail

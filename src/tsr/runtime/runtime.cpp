@@ -1,10 +1,15 @@
 #include "tsr/runtime/runtime.h"
 
+#include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <optional>
 #include <string>
+#include <system_error>
 
+#include "tsr/comm/rendezvous.h"
 #include "tsr/error.h"
+#include "tsr/runtime/env.h"
 
 namespace tsr::detail {
 namespace {
@@ -13,21 +18,9 @@ Runtime* g_runtime = nullptr;
 std::mutex g_start_mu;
 
 int default_device_count() {
-  if (const char* env = std::getenv("TSR_NUM_CPU_DEVICES")) {
-    char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end == env || *end != '\0' || n < 1 || n > 4096)
-      throw ValueError(std::string("[init] TSR_NUM_CPU_DEVICES is not a device count. Got '") +
-                       env + "'; expected an integer in [1, 4096]. Set it to e.g. 8.");
-    return static_cast<int>(n);
-  }
-  return 8;
-}
-
-size_t cache_limit() {
-  if (const char* env = std::getenv("TSR_ALLOCATOR_CACHE_BYTES"))
-    return std::strtoull(env, nullptr, 10);
-  return size_t{256} << 20;
+  auto n = env_int({"TSR_NUM_CPU_DEVICES", 1, kMaxCpuDevices, "init",
+                    "the number of simulated CPU devices", "8"});
+  return n ? static_cast<int>(*n) : 8;
 }
 
 }  // namespace
@@ -42,11 +35,62 @@ void DeviceBuffer::wait() const {
   if (error) std::rethrow_exception(error);
 }
 
-Runtime::Runtime(int n) {
-  for (int i = 0; i < n; ++i) {
-    allocators_.push_back(std::make_unique<CachingAllocator>(cache_limit()));
-    streams_.push_back(std::make_unique<Stream>());
+size_t allocator_cache_limit() {
+  auto v = env_int({"TSR_ALLOCATOR_CACHE_BYTES", 0, INT64_MAX, "init",
+                    "bytes of freed blocks each device's allocator keeps for reuse", "268435456"});
+  return v ? static_cast<size_t>(*v) : size_t{256} << 20;
+}
+
+bool allocator_poison() {
+  return env_flag("TSR_ALLOCATOR_POISON", "init",
+                  "1 fills every fresh allocation with 0xFF bytes, to expose unwritten outputs");
+}
+
+std::vector<std::unique_ptr<Stream>> start_streams(int n) {
+  std::vector<std::unique_ptr<Stream>> streams;
+  auto fail = [&](const char* why) {
+    // Destroying `streams` joins the workers that did start.
+    size_t started = streams.size();
+    streams.clear();
+    throw BackendError("[init] could not start the worker threads of " + std::to_string(n) +
+                       " simulated devices (" + why + "; " + std::to_string(started) +
+                       " started). Got num_cpu_devices=" + std::to_string(n) +
+                       "; expected a count this host can run one thread each for. Use fewer "
+                       "devices (tsr::init({.num_cpu_devices = 8}) or TSR_NUM_CPU_DEVICES).");
+  };
+  try {
+    streams.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) streams.push_back(std::make_unique<Stream>());
+  } catch (const std::system_error& e) {
+    fail(e.what());
+  } catch (const std::bad_alloc&) {
+    fail("out of memory");
   }
+  return streams;
+}
+
+void check_device(const Device& d, const char* api) {
+  int n = Runtime::get().num_devices();
+  if (d.platform != Platform::CPU || d.id < 0 || d.id >= n)
+    throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
+                     "; expected a CPU device with an id in [0, " + std::to_string(n) +
+                     ") (this build has simulated CPU devices only). Use tsr::devices() to list "
+                     "them.");
+}
+
+Runtime::Runtime(int n) {
+  // Every TSR_* variable is parsed at start-up, so a bad value fails init, not
+  // the first collective that happens to read it.
+  size_t cache = allocator_cache_limit();
+  bool poison = allocator_poison();
+  resolve_timeout_ms(0);
+  for (int i = 0; i < n; ++i) allocators_.push_back(std::make_unique<CachingAllocator>(cache));
+  set_allocator_poison(poison);
+  streams_ = start_streams(n);
+}
+
+void Runtime::set_allocator_poison(bool on) {
+  for (auto& a : allocators_) a->set_poison(on);
 }
 
 // The runtime is never destroyed: arrays in static storage may outlive any
@@ -154,10 +198,12 @@ void launch(int dev, std::vector<BufferPtr> ins, std::vector<BufferPtr> outs,
 namespace tsr {
 
 void init(const InitOptions& options) {
-  if (options.num_cpu_devices < 0)
-    throw ValueError("[init] num_cpu_devices is negative. Got " +
+  if (options.num_cpu_devices < 0 || options.num_cpu_devices > detail::kMaxCpuDevices)
+    throw ValueError("[init] num_cpu_devices is out of range. Got " +
                      std::to_string(options.num_cpu_devices) +
-                     "; expected 0 (default) or a positive count.");
+                     "; expected 0 (TSR_NUM_CPU_DEVICES, else 8) or a count in [1, " +
+                     std::to_string(detail::kMaxCpuDevices) +
+                     "], the same cap as TSR_NUM_CPU_DEVICES. Use fewer simulated devices.");
   detail::Runtime::start(options.num_cpu_devices);
 }
 

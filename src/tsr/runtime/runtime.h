@@ -39,6 +39,20 @@ struct DeviceBuffer {
 };
 using BufferPtr = std::shared_ptr<DeviceBuffer>;
 
+/** The most simulated CPU devices init and TSR_NUM_CPU_DEVICES accept. */
+constexpr int kMaxCpuDevices = 4096;
+
+/** TSR_ALLOCATOR_CACHE_BYTES, parsed (default 256 MiB). */
+size_t allocator_cache_limit();
+/** TSR_ALLOCATOR_POISON, parsed (default off). */
+bool allocator_poison();
+/** One stream (worker thread) per device; BackendError naming the count when the
+ *  host cannot start them (std::system_error from std::thread). */
+std::vector<std::unique_ptr<Stream>> start_streams(int n);
+/** ValueError (naming `api`) unless d is one of devices(): a platform this build
+ *  has and an id in range. */
+void check_device(const Device& d, const char* api);
+
 class Runtime {
  public:
   /** The runtime, started with defaults on first use. */
@@ -62,6 +76,8 @@ class Runtime {
   std::shared_ptr<GroupImpl> group(const std::vector<int>& device_ids);
   /** Waits for every stream. */
   void synchronize();
+  /** Turns TSR_ALLOCATOR_POISON's fill of fresh allocations on or off (tests). */
+  void set_allocator_poison(bool on);
 
  private:
   explicit Runtime(int n);

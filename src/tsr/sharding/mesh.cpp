@@ -1,6 +1,7 @@
 #include "tsr/mesh.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <set>
 
@@ -65,6 +66,11 @@ std::shared_ptr<const detail::AbstractMeshData> make_abstract(std::vector<int> s
     if (s < 1)
       throw ValueError(std::string("[") + who + "] mesh axis sizes must be positive. Got " +
                        ints_tuple(sizes) + "; expected every size >= 1.");
+  int total = 1;
+  for (int s : sizes)
+    if (__builtin_mul_overflow(total, s, &total))
+      throw ValueError(std::string("[") + who + "] the mesh's device count overflows int. Got " +
+                       ints_tuple(sizes) + "; expected a product of axis sizes below 2**31.");
   auto d = std::make_shared<detail::AbstractMeshData>();
   d->sizes = std::move(sizes);
   d->names = std::move(names);
@@ -222,12 +228,9 @@ Mesh::Mesh(std::vector<Device> devices, std::vector<int> axis_sizes,
                      std::to_string(devices.size()) +
                      " devices for axis_sizes=" + ints_tuple(axis_sizes) + "; expected " +
                      std::to_string(prod) + ". Pass exactly prod(axis_sizes) devices.");
-  int n = device_count();
   std::set<int> ids;
   for (const Device& dev : devices) {
-    if (dev.id < 0 || dev.id >= n)
-      throw ValueError("[Mesh] unknown device. Got " + dev.str() + "; expected an id in [0, " +
-                       std::to_string(n) + "). Use tsr::devices() to list them.");
+    detail::check_device(dev, "Mesh");
     if (!ids.insert(dev.id).second)
       throw ValueError("[Mesh] a device appears twice. Got " + dev.str() +
                        " twice; expected each device at most once in a mesh.");
@@ -295,7 +298,7 @@ std::vector<Device> create_device_mesh(const std::vector<int>& mesh_shape,
           "[create_device_mesh] `mesh_shape` passed to `create_device_mesh` should "
           "be a sequence of positive ints. Got " +
           ints_tuple(mesh_shape) + ".");
-    prod *= s;
+    if (__builtin_mul_overflow(prod, s, &prod)) prod = INT64_MAX;  // never equals a count
   }
   if (prod != static_cast<int64_t>(all.size()))
     throw ValueError("[create_device_mesh] Number of devices " + std::to_string(all.size()) +
@@ -317,7 +320,7 @@ Mesh make_mesh(const std::vector<int>& axis_sizes, const std::vector<std::string
           "[make_mesh] `axis_sizes` passed to `make_mesh` should be a sequence of "
           "positive ints. Got " +
           ints_tuple(axis_sizes) + ".");
-    prod *= s;
+    if (__builtin_mul_overflow(prod, s, &prod)) prod = INT64_MAX;  // more than any count
   }
   if (prod > static_cast<int64_t>(all.size()))
     throw ValueError("[make_mesh] Number of devices " + std::to_string(all.size()) +
