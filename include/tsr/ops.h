@@ -274,10 +274,21 @@ Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers&
 Array matmul(const Array& a, const Array& b, const DotOptions& o = {});
 /** NumPy dot. */
 Array dot(const Array& a, const Array& b, const DotOptions& o = {});
-/** Einstein summation, e.g. einsum("ij,jk->ik", {a, b}); any number of operands,
- *  contracted pairwise left to right. */
+/** How einsum orders its pairwise contractions. */
+enum class EinsumPath : uint8_t {
+  Greedy,      /**< opt_einsum's greedy path: the pair whose result is smallest minus its inputs */
+  LeftToRight, /**< ((a b) c) ...: the operands' order (JAX's optimize=False) */
+};
+/** Options of einsum. */
+struct EinsumOptions {
+  ShardingArg out_sharding = {}; /**< the result's sharding (the only contract) */
+  std::optional<DType> preferred_element_type = {}; /**< output dtype of each contraction */
+  EinsumPath optimize = EinsumPath::Greedy;         /**< contraction order */
+};
+/** Einstein summation, e.g. einsum("ij,jk->ik", {a, b}), with `...`, repeated labels
+ *  (diagonals, traces) and any number of operands contracted as one unit. */
 Array einsum(const std::string& subscripts, const std::vector<Array>& operands,
-             const DotOptions& o = {});
+             const EinsumOptions& o = {});
 
 // ---- shape -----------------------------------------------------------------------
 /** Row-major reshape; one size may be -1. */
