@@ -373,12 +373,13 @@ Array roll(const Array& a, int64_t shift, std::optional<int> axis = {});
 Array roll(const Array& a, const std::vector<int64_t>& shifts, const std::vector<int>& axes);
 /** Repeats x reps[i] times along dim i (tiled dims must be unsharded). */
 Array tile(const Array& x, const std::vector<int64_t>& reps);
-/** Repeats each element `repeats` times along axis (nullopt: flattened). In an
- *  Explicit mesh, without out_sharding, axis must be given and unsharded. */
+/** Repeats each element `repeats` times along axis; no axis: along axis 0 of the
+ *  flattened array (jnp.repeat(arange(4), 2) is [0,0,1,1,2,2,3,3]). In an Explicit
+ *  mesh, without out_sharding, the repeated axis must be unsharded. */
 Array repeat(const Array& a, int64_t repeats, std::optional<int> axis = {},
              std::optional<int64_t> total_repeat_length = {}, const ShardingArg& out_sharding = {});
-/** Repeats element i repeats[i] times along axis; total_repeat_length truncates or
- *  pads with the last value. */
+/** Repeats element i repeats[i] times along axis (no axis: of the flattened array);
+ *  total_repeat_length truncates or pads with the last value. */
 Array repeat(const Array& a, const std::vector<int64_t>& repeats, std::optional<int> axis = {},
              std::optional<int64_t> total_repeat_length = {}, const ShardingArg& out_sharding = {});
 /** Reverses the given axes (all by default). */

@@ -61,6 +61,11 @@ std::vector<Record> numpy_records() {
   add(
       {"reshard"}, "repeat_out_sharding", {{{8, 4}}},
       [](auto& a) { return repeat(a[0], 2, 0, std::nullopt, P("x")); }, specs());
+  add({"broadcast_in_dim", "reshape"}, "repeat_no_axis", {{{8, 4}}},
+      [](auto& a) { return repeat(a[0], 2); }, {{P()}});
+  add(
+      {"reshard"}, "repeat_no_axis_out_sharding", {{{8, 4}}},
+      [](auto& a) { return repeat(a[0], {3}, std::nullopt, std::nullopt, P("x")); }, specs());
   add(
       {"rev"}, "flip", {{{8, 4}}}, [](auto& a) { return flip(a[0], 1); }, specs());
   add(
