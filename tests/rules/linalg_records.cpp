@@ -67,6 +67,11 @@ std::vector<Record> linalg_records() {
                }),
                {{P(), P()}, {P("x"), P()}, {P("x", "y"), P("y")}}});
   r.push_back({{"dot_general"},
+               "tensordot",
+               {{{8, 4, 2}}, {{4, 2, 8}}},
+               one([](const std::vector<Array>& a) { return tensordot(a[0], a[1]); }),
+               {{P(), P()}, {P("x"), P()}, {P("x"), P(nullptr, nullptr, "y")}}});
+  r.push_back({{"dot_general"},
                "einsum_batch_transpose",
                {{{4, 8, 2}}, {{4, 2, 8}}},
                one([](const std::vector<Array>& a) {
