@@ -111,6 +111,11 @@ class At {
   Array min(const ArrayLike& v, const UpdateOptions& o = {}) const;
   /** x with x[idx] = maximum(x[idx], v). */
   Array max(const ArrayLike& v, const UpdateOptions& o = {}) const;
+  /** x / ones_like(x).at[idx].mul(v) (JAX's .at[].divide: true division, so integer
+   *  x gives a float result; duplicates divide repeatedly). */
+  Array divide(const ArrayLike& v, const UpdateOptions& o = {}) const;
+  /** x ** ones_like(x).at[idx].mul(v) (JAX's .at[].power). */
+  Array power(const ArrayLike& v, const UpdateOptions& o = {}) const;
   /** x with f applied (elementwise) once to every indexed element. */
   Array apply(const std::function<Array(const Array&)>& f, const UpdateOptions& o = {}) const;
 
@@ -160,10 +165,36 @@ Array take_along_axis(const Array& a, const Array& indices, int axis, const GetO
 Array one_hot(const Array& x, int64_t num_classes, DType dtype = float32, int axis = -1,
               const ShardingArg& out_sharding = {});
 /** jnp.bincount with a static `length`: counts (or sums weights) of each value in
- *  [0, length); others are dropped. The result is replicated (out_sharding may only
- *  say so: spec §12.12). */
+ *  [0, length); larger values are dropped, negative ones count in bin 0. out_sharding
+ *  may only be fully replicated, P(), or fully unreduced over every mesh axis,
+ *  P(Unreduced{{all axes}}): each device then counts its own part of x. */
 Array bincount(const Array& x, int64_t length, const std::optional<Array>& weights = {},
                const ShardingArg& out_sharding = {});
+
+/** Options of the segment reductions (jax.ops.segment_*). */
+struct SegmentOptions {
+  bool indices_are_sorted = false;        /**< hint; never changes the result */
+  bool unique_indices = false;            /**< hint; never changes the result */
+  IndexMode mode = IndexMode::FillOrDrop; /**< out-of-range ids are dropped by default */
+  /** Result sharding: any layout (computed as a scatter with out_sharding); segment_sum
+   *  also takes P(Unreduced{{all mesh axes}}), each device reducing its own part. */
+  ShardingArg out_sharding = {};
+};
+/** jax.ops.segment_sum: out[s] = sum of data[i] with segment_ids[i] == s, for s in
+ *  [0, num_segments); empty segments hold 0. */
+Array segment_sum(const Array& data, const Array& segment_ids, int64_t num_segments,
+                  const SegmentOptions& o = {});
+/** jax.ops.segment_prod: products; empty segments hold 1. */
+Array segment_prod(const Array& data, const Array& segment_ids, int64_t num_segments,
+                   const SegmentOptions& o = {});
+/** jax.ops.segment_max: maxima; empty segments hold -inf (integers: the lowest value,
+ *  bool: false). */
+Array segment_max(const Array& data, const Array& segment_ids, int64_t num_segments,
+                  const SegmentOptions& o = {});
+/** jax.ops.segment_min: minima; empty segments hold +inf (integers: the largest value,
+ *  bool: true). */
+Array segment_min(const Array& data, const Array& segment_ids, int64_t num_segments,
+                  const SegmentOptions& o = {});
 
 template <typename... I>
 At Array::at(const I&... idx) const {

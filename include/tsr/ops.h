@@ -80,6 +80,14 @@ Array ones_like(const Array& x, std::optional<DType> dtype = {}, const Placement
 Array full_like(const Array& x, double value, std::optional<DType> dtype = {},
                 const Placement& where = {});
 
+/** jnp.full with an array fill value: fill_value (any rank, broadcast to shape)
+ *  converted to dtype (default: its dtype, weak type kept for a weak scalar). */
+Array full(const Shape& shape, const Array& fill_value, std::optional<DType> dtype = {},
+           const Placement& where = {});
+/** jnp.full_like with an array fill value: x's shape, dtype (default x's) and sharding. */
+Array full_like(const Array& x, const Array& fill_value, std::optional<DType> dtype = {},
+                const Placement& where = {});
+
 // ---- elementwise ---------------------------------------------------------------
 /** -x. */
 Array neg(const Array& x);
@@ -274,14 +282,53 @@ Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers&
 Array matmul(const Array& a, const Array& b, const DotOptions& o = {});
 /** NumPy dot. */
 Array dot(const Array& a, const Array& b, const DotOptions& o = {});
-/** Einstein summation, e.g. einsum("ij,jk->ik", {a, b}); any number of operands,
- *  contracted pairwise left to right. */
+/** How einsum orders its pairwise contractions. */
+enum class EinsumPath : uint8_t {
+  Greedy,      /**< opt_einsum's greedy path: the pair whose result is smallest minus its inputs */
+  LeftToRight, /**< ((a b) c) ...: the operands' order (JAX's optimize=False) */
+};
+/** Options of einsum. */
+struct EinsumOptions {
+  ShardingArg out_sharding = {}; /**< the result's sharding (the only contract) */
+  std::optional<DType> preferred_element_type = {}; /**< output dtype of each contraction */
+  EinsumPath optimize = EinsumPath::Greedy;         /**< contraction order */
+};
+/** Einstein summation, e.g. einsum("ij,jk->ik", {a, b}), with `...`, repeated labels
+ *  (diagonals, traces) and any number of operands contracted as one unit. */
 Array einsum(const std::string& subscripts, const std::vector<Array>& operands,
-             const DotOptions& o = {});
+             const EinsumOptions& o = {});
+
+/** Contraction axes of tensordot: an int n (the last n dims of a with the first n
+ *  of b) or two equal-length lists. */
+class TensordotAxes {
+ public:
+  /** The last n dims of a with the first n of b. */
+  TensordotAxes(int n) : n_(n) {}  // NOLINT: implicit by design
+  /** a's dims `a` with b's dims `b`, pairwise. */
+  TensordotAxes(std::vector<int> a, std::vector<int> b)
+      : n_(-1), a_(std::move(a)), b_(std::move(b)) {}
+  /** n, or -1 when lists were given. */
+  int n() const { return n_; }
+  /** a's contracted dims (lists form). */
+  const std::vector<int>& a() const { return a_; }
+  /** b's contracted dims (lists form). */
+  const std::vector<int>& b() const { return b_; }
+
+ private:
+  int n_;
+  std::vector<int> a_, b_;
+};
+/** jnp.tensordot: contracts the given dims; the result is (a's free dims, b's free dims). */
+Array tensordot(const Array& a, const Array& b, const TensordotAxes& axes = 2,
+                const DotOptions& o = {});
 
 // ---- shape -----------------------------------------------------------------------
 /** Row-major reshape; one size may be -1. */
 Array reshape(const Array& x, Shape new_shape, const ShardingArg& out_sharding = {});
+/** Element order of reshape: C (row-major) or F (column-major, Fortran). */
+enum class Order : uint8_t { C, F };
+/** reshape(..., order='F'): reads and writes elements in column-major order. */
+Array reshape(const Array& x, Shape new_shape, Order order, const ShardingArg& out_sharding = {});
 /** Permutes dims (reverses them by default). */
 Array transpose(const Array& x, std::vector<int> perm = {});
 /** Removes size-1 dims (the named ones, or all). */
@@ -360,14 +407,18 @@ Array searchsorted(const Array& sorted, const ArrayLike& v, const std::string& s
 Array roll(const Array& a, int64_t shift, std::optional<int> axis = {});
 /** Rolls along several axes (shifts and axes broadcast against each other). */
 Array roll(const Array& a, const std::vector<int64_t>& shifts, const std::vector<int>& axes);
+/** jnp.roll with a traced shift: `shift` is a 0-d or 1-d integer array broadcast
+ *  against `axes` (empty: roll the flattened array). Rolled axes must be unsharded. */
+Array roll(const Array& a, const Array& shift, const std::vector<int>& axes = {});
 /** Repeats x reps[i] times along dim i (tiled dims must be unsharded). */
 Array tile(const Array& x, const std::vector<int64_t>& reps);
-/** Repeats each element `repeats` times along axis (nullopt: flattened). In an
- *  Explicit mesh, without out_sharding, axis must be given and unsharded. */
+/** Repeats each element `repeats` times along axis; no axis: along axis 0 of the
+ *  flattened array (jnp.repeat(arange(4), 2) is [0,0,1,1,2,2,3,3]). In an Explicit
+ *  mesh, without out_sharding, the repeated axis must be unsharded. */
 Array repeat(const Array& a, int64_t repeats, std::optional<int> axis = {},
              std::optional<int64_t> total_repeat_length = {}, const ShardingArg& out_sharding = {});
-/** Repeats element i repeats[i] times along axis; total_repeat_length truncates or
- *  pads with the last value. */
+/** Repeats element i repeats[i] times along axis (no axis: of the flattened array);
+ *  total_repeat_length truncates or pads with the last value. */
 Array repeat(const Array& a, const std::vector<int64_t>& repeats, std::optional<int> axis = {},
              std::optional<int64_t> total_repeat_length = {}, const ShardingArg& out_sharding = {});
 /** Reverses the given axes (all by default). */

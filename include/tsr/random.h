@@ -83,8 +83,11 @@ Array categorical(const Array& key, const Array& logits, int axis = -1,
  *  the result is replicated, or laid out as out_sharding. */
 Array permutation(const Array& key, int64_t n, const ShardingArg& out_sharding = {});
 /** x shuffled along `axis` (jax.random.permutation(key, x)): one permutation of
- *  whole slices, or with `independent` each 1-D slice on its own. `axis` must be
- *  unsharded (the shuffle sorts along it). Same values as JAX's sort-based shuffle. */
-Array permutation(const Array& key, const Array& x, int axis = 0, bool independent = false);
+ *  whole slices, or with `independent` each 1-D slice on its own. Without
+ *  out_sharding `axis` must be unsharded (the shuffle sorts along it); with it, the
+ *  shuffle runs replicated and the result is laid out as asked (JAX's auto_axes).
+ *  Same values as JAX's sort-based shuffle. */
+Array permutation(const Array& key, const Array& x, int axis = 0, bool independent = false,
+                  const ShardingArg& out_sharding = {});
 
 }  // namespace tsr::random

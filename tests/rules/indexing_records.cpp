@@ -110,6 +110,35 @@ std::vector<Record> indexing_records() {
   r.push_back(rec({"scatter_add"}, "bincount", {{{8}, int32, Gen::Index}},
                   [](const std::vector<Array>& a) { return bincount(a[0], 4); },
                   {{P()}, {P("x")}, {P("y")}}));
+  auto all_unreduced = [] {
+    const auto& n = get_abstract_mesh().axis_names();
+    return PartitionSpec({}, std::set<std::string>(n.begin(), n.end()));
+  };
+  r.push_back(rec({"scatter_add", "reduce_sum"}, "bincount_unreduced", {{{16}, int32, Gen::Index}},
+                  [all_unreduced](const std::vector<Array>& a) {
+                    return reshard(bincount(a[0], 4, {}, all_unreduced()), P());
+                  },
+                  {{P()}, {P("x")}, {P(Axes{"x", "y"})}}));
+  r.push_back(rec(
+      {"scatter_add"}, "segment_sum", {{{16, 4}}, {{16}, int32, Gen::Index}},
+      [](const std::vector<Array>& a) { return segment_sum(a[0], a[1], 4, {.out_sharding = P()}); },
+      {{P(), P()}, {P("x"), P("x")}, {P("x", "y"), P("x")}}));
+  r.push_back(rec({"scatter_max"}, "segment_max", {{{16, 4}}, {{16}, int32, Gen::Index}},
+                  [](const std::vector<Array>& a) {
+                    return segment_max(a[0], a[1], 4, {.out_sharding = P(nullptr, "x")});
+                  },
+                  {{P(), P()}, {P("x"), P("x")}}));
+  r.push_back(rec({"scatter_add", "reduce_sum"}, "segment_sum_unreduced",
+                  {{{16, 4}}, {{16}, int32, Gen::Index}},
+                  [all_unreduced](const std::vector<Array>& a) {
+                    return reshard(segment_sum(a[0], a[1], 4, {.out_sharding = all_unreduced()}),
+                                   P());
+                  },
+                  {{P(), P()}, {P("x"), P("x")}}));
+  r.push_back(rec(
+      {"scatter_mul"}, "at_divide", {kX, kIdx4},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).divide(2.0, {.out_sharding = P()}); },
+      {{P(), P()}, {P("x"), P()}}));
   r.push_back(rec({"eq"}, "one_hot", {{{8}, int32, Gen::Index}},
                   [](const std::vector<Array>& a) { return one_hot(a[0], 4); }, {{P()}, {P("x")}}));
   return r;

@@ -51,6 +51,27 @@ std::vector<Record> linalg_records() {
                }),
                {{P(), P(), P()}, {P("x"), P(), P()}, {P("x"), P(nullptr, "y"), P()}}});
   r.push_back({{"dot_general"},
+               "einsum_three_out_sharding",
+               {{{8, 8}}, {{8, 8}}, {{8, 8}}},
+               one([](const std::vector<Array>& a) {
+                 return einsum("ab,bc,ac->c", {a[0], a[1], a[2]}, {.out_sharding = P()});
+               }),
+               {{P("x", "y"), P("y", nullptr), P("x", nullptr)},
+                {P("x"), P("x"), P(nullptr, "x")},
+                {P(), P(), P()}}});
+  r.push_back({{"dot_general", "reduce_sum"},
+               "einsum_ellipsis_and_trace",
+               {{{4, 8, 8}}, {{8, 2}}},
+               one([](const std::vector<Array>& a) {
+                 return einsum("...ii,ij->...j", {a[0], a[1]}, {.out_sharding = P()});
+               }),
+               {{P(), P()}, {P("x"), P()}, {P("x", "y"), P("y")}}});
+  r.push_back({{"dot_general"},
+               "tensordot",
+               {{{8, 4, 2}}, {{4, 2, 8}}},
+               one([](const std::vector<Array>& a) { return tensordot(a[0], a[1]); }),
+               {{P(), P()}, {P("x"), P()}, {P("x"), P(nullptr, nullptr, "y")}}});
+  r.push_back({{"dot_general"},
                "einsum_batch_transpose",
                {{{4, 8, 2}}, {{4, 2, 8}}},
                one([](const std::vector<Array>& a) {

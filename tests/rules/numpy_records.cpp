@@ -61,6 +61,21 @@ std::vector<Record> numpy_records() {
   add(
       {"reshard"}, "repeat_out_sharding", {{{8, 4}}},
       [](auto& a) { return repeat(a[0], 2, 0, std::nullopt, P("x")); }, specs());
+  add({"dynamic_slice", "concatenate"}, "roll_traced_shift", {{{8, 4}}, {{}, int32, Gen::Index}},
+      [](auto& a) { return roll(a[0], a[1], {1}); }, {{P(), P()}, {P("x"), P()}});
+  add({"reshape", "transpose"}, "reshape_order_f", {{{8, 4}}},
+      [](auto& a) {
+        return reshape(a[0], {4, 8}, Order::F);
+      },
+      {{P()}, {P(nullptr, "x")}});
+  add({"broadcast_in_dim"}, "full_like_array_fill", {{{8, 4}}, {{}}},
+      [](auto& a) { return full_like(a[0], a[1]); },
+      {{P(), P()}, {P("x"), P()}, {P("x", "y"), P()}});
+  add({"broadcast_in_dim", "reshape"}, "repeat_no_axis", {{{8, 4}}},
+      [](auto& a) { return repeat(a[0], 2); }, {{P()}});
+  add(
+      {"reshard"}, "repeat_no_axis_out_sharding", {{{8, 4}}},
+      [](auto& a) { return repeat(a[0], {3}, std::nullopt, std::nullopt, P("x")); }, specs());
   add(
       {"rev"}, "flip", {{{8, 4}}}, [](auto& a) { return flip(a[0], 1); }, specs());
   add(

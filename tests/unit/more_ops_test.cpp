@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "support/error_of.h"
+#include "unit/oracle_harness.h"
 
 #include <cfloat>
 #include <cmath>
@@ -311,8 +312,29 @@ TEST_F(MoreOpsSharded, RepeatNeedsOutSharding) {
   const char* want = "[repeat] Please pass sharding to `jnp.repeat` via `out_sharding` parameter.";
   EXPECT_HAS(error_of<ValueError>([&] { repeat(x, 2, 0); }), want);
   EXPECT_HAS(error_of<ValueError>([&] { repeat(x, 2); }), want);
-  // Replicated but no axis: still refused in an Explicit mesh (as jnp.repeat).
-  EXPECT_HAS(error_of<ValueError>([&] { repeat(device_put(zeros({4}), P()), 2); }), want);
+}
+
+// Item 18: no axis repeats the flattened array along axis 0 (jnp.repeat ravels
+// first, so a replicated operand is accepted in an Explicit mesh).
+TEST_F(MoreOpsSharded, RepeatWithoutAxisFlattens) {
+  Array r = repeat(device_put(arange(4), P()), 2);
+  EXPECT_EQ(typeof(r).str(), "i32[8]");
+  EXPECT_EQ(iv(r), (std::vector<int32_t>{0, 0, 1, 1, 2, 2, 3, 3}));
+  Array m = device_put(arange(4).reshape({2, 2}), P());
+  EXPECT_EQ(iv(repeat(m, {1, 0, 2, 1})), (std::vector<int32_t>{0, 2, 2, 3}));
+  EXPECT_EQ(iv(repeat(m, 2, std::nullopt, 5)), (std::vector<int32_t>{0, 0, 1, 1, 2}));
+  auto f = jit([](const Array& a) { return repeat(a, 2); });
+  EXPECT_EQ(iv(f(m)), (std::vector<int32_t>{0, 0, 1, 1, 2, 2, 3, 3}));
+}
+
+TEST(MoreOpsRepeat, WithoutAxisMatchesTheOracleOnManyMeshes) {
+  for (auto spec : {P(), P("x"), P("x", "y")})
+    oracle::check("repeat no axis", {oracle::ramp({8, 4})}, {spec},
+                  [](const std::vector<Array>& a) {
+                    return repeat(a[0], 3, std::nullopt, std::nullopt, P());
+                  });
+  oracle::check("repeat no axis replicated", {oracle::ramp({8, 4})}, {P()},
+                [](const std::vector<Array>& a) { return repeat(a[0], {2}); });
 }
 
 // ---- bad inputs --------------------------------------------------------------------

@@ -538,6 +538,13 @@ Array At::max(const ArrayLike& v, const UpdateOptions& o) const {
   return update(x_, idx_, ScatterKind::Max, v, o, "max");
 }
 
+Array At::divide(const ArrayLike& v, const UpdateOptions& o) const {
+  return tsr::divide(x_, update(ones_like(x_), idx_, ScatterKind::Mul, v, o, "divide"));
+}
+Array At::power(const ArrayLike& v, const UpdateOptions& o) const {
+  return tsr::power(x_, update(ones_like(x_), idx_, ScatterKind::Mul, v, o, "power"));
+}
+
 Array At::apply(const std::function<Array(const Array&)>& f, const UpdateOptions& o) const {
   // f runs elementwise over x; a mask picks the indexed elements. Unlike JAX,
   // a duplicated index applies f once (documented in docs/design/0005).
@@ -690,36 +697,6 @@ Array one_hot(const Array& x, int64_t n, DType dtype, int axis, const ShardingAr
   }
   Array io = broadcasted_iota(is_integer(x.dtype()) ? x.dtype() : DType::Int32, is, ax, where);
   return equal(expand_dims(x, ax), io).astype(dtype);
-}
-
-Array bincount(const Array& x, int64_t length, const std::optional<Array>& weights,
-               const ShardingArg& out_sharding) {
-  const char* op = "bincount";
-  if (x.ndim() != 1 || !is_integer(x.dtype()))
-    throw TypeError("[bincount] x must be a 1-D integer array. Got " + x.type().str() +
-                    "; expected a 1-D integer array. Flatten with ravel and convert with astype.");
-  if (length < 0)
-    throw ValueError("[bincount] length must be non-negative. Got length=" +
-                     std::to_string(length) + "; expected length >= 0.");
-  if (weights && weights->shape() != x.shape())
-    throw ValueError("[bincount] shape of weights must match shape of x. Got " +
-                     weights->type().str() + " and " + x.type().str() + "; expected equal shapes.");
-  auto out = canonicalize_sharding(out_sharding, op);
-  if (out && (!out->spec().partition_axes().empty() || !out->spec().unreduced().empty()))
-    throw NotImplementedError(
-        "[bincount] out_sharding can only be fully replicated (a fully unreduced result is not "
-        "implemented yet). Got " +
-        out->spec().repr() + "; expected P(). Reshard the result afterwards.");
-  AbstractMesh mesh = x.type().sharding.mesh();
-  UpdateOptions o;
-  o.mode = IndexMode::FillOrDrop;
-  if (!mesh.empty()) o.out_sharding = NamedSharding(mesh, P());
-  Placement where = mesh.empty() ? Placement() : Placement(NamedSharding(mesh, P()));
-  DType dt = weights ? weights->dtype() : DType::Int32;
-  Array w = weights ? *weights : ones_like(x, DType::Int32);
-  // Negative values count in bin 0, as jnp.bincount (which clips at 0).
-  Array xi = maximum(x, 0);
-  return zeros({length}, dt, where).at(xi).add(w, o);
 }
 
 }  // namespace tsr

@@ -175,22 +175,24 @@ Array repeat(const Array& a, const std::vector<int64_t>& repeats, std::optional<
         repeat_impl(reshard(a, NamedSharding(s->mesh(), P())), repeats, axis, total_repeat_length);
     return reshard(r, *s);
   }
+  // As jnp.repeat: no axis means the flattened array along axis 0.
+  Array flat = axis ? a : ravel(a);
+  int ax = axis ? norm_axis(*axis, a.ndim(), "repeat") : 0;
   const AbstractMesh& ctx = get_abstract_mesh();
   bool explicit_ctx = !ctx.empty() && ctx.are_all_axes_explicit();
-  auto e = entries_of(a.type());
+  auto e = entries_of(flat.type());
   bool sharded = false;
   for (const auto& x : e) sharded = sharded || !x.is_none();
   if (explicit_ctx || sharded) {
-    bool bad = !axis ? true : !e[norm_axis(*axis, a.ndim(), "repeat")].is_none();
-    if (bad)
+    if (!e[ax].is_none())
       throw ValueError(
           "[repeat] Please pass sharding to `jnp.repeat` via `out_sharding` parameter. Got "
           "input type=" +
           a.type().str() + " and axis=" + (axis ? std::to_string(*axis) : "None") +
-          "; without out_sharding the axis must be given and unsharded (tsr::repeat's "
-          "out_sharding argument).");
+          "; without out_sharding the repeated axis (axis 0 of the flattened array when axis "
+          "is None) must be unsharded. Pass tsr::repeat's out_sharding argument.");
   }
-  return repeat_impl(a, repeats, axis, total_repeat_length);
+  return repeat_impl(flat, repeats, ax, total_repeat_length);
 }
 
 Array flip(const Array& x, const AxisArg& axis) {

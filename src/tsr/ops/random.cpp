@@ -296,10 +296,17 @@ Array permutation(const Array& key, int64_t n, const ShardingArg& out_sharding) 
   return s ? tsr::reshard(p, Placement(*s)) : p;
 }
 
-Array permutation(const Array& key, const Array& x, int axis, bool independent) {
+Array permutation(const Array& key, const Array& x, int axis, bool independent,
+                  const ShardingArg& out_sharding) {
   if (x.ndim() == 0)
     throw ValueError("[permutation] x must be an array of rank >= 1. Got " + x.type().str() +
                      "; expected an array, or pass the integer n for a permutation of arange(n).");
+  if (auto s = canonicalize_sharding(out_sharding, "permutation")) {
+    // As auto_axes: shuffle replicated (any axis may be sharded), then lay out.
+    Array r = permutation(key, tsr::reshard(x, Placement(NamedSharding(s->mesh(), P()))), axis,
+                          independent);
+    return tsr::reshard(r, Placement(*s));
+  }
   int ax = norm_axis(axis, x.ndim(), "permutation");
   if (independent || x.ndim() == 1) return shuffle(key, x, ax);
   Array ind = shuffle(key, tsr::arange(static_cast<int>(x.shape()[ax])), 0);
