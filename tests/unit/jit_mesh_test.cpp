@@ -42,3 +42,49 @@ TEST(JitMesh, VisualizeTracedArray) {
   EXPECT_HAS(plain, "f32[2]");
   EXPECT_HAS(plain, "holds the whole value");
 }
+
+TEST(JitMesh, InOutShardingsCountMustMatch) {
+  Mesh m = make_mesh({2}, {"X"});
+  MeshScope scope(m);
+  Array a = iota({4, 2});
+  auto more_in = jit([](const Array& x) { return x; }, {.in_shardings = {P("X"), P()}});
+  std::string e = error_of<ValueError>([&] { more_in(a); });
+  EXPECT_HAS(e,
+             "jit in_shardings is the wrong length: got a tuple or list of length 2 for an "
+             "args tuple of length 1");
+  auto fewer_in =
+      jit([](const Array& x, const Array& y) { return x + y; }, {.in_shardings = {P("X")}});
+  e = error_of<ValueError>([&] { fewer_in(a, a); });
+  EXPECT_HAS(e, "length 1 for an args tuple of length 2");
+  auto more_out = jit([](const Array& x) { return x; }, {.out_shardings = {P("X"), P()}});
+  e = error_of<ValueError>([&] { more_out(a); });
+  EXPECT_HAS(e, "Got 2 out_shardings for 1 result");
+  auto fewer_out =
+      jit([](const Array& x) { return std::make_pair(x, x); }, {.out_shardings = {P("X")}});
+  e = error_of<ValueError>([&] { fewer_out(a); });
+  EXPECT_HAS(e, "Got 1 out_shardings for 2 results");
+  // Matching counts (monostate keeps a leaf's sharding) still work.
+  auto ok = jit(
+      [](const Array& x, const Array& y) { return std::make_pair(x, y); },
+      {.in_shardings = {P("X"), std::monostate{}}, .out_shardings = {std::monostate{}, P("X")}});
+  auto [r0, r1] = ok(a, a);
+  EXPECT_EQ(typeof(r0).str(), "f32[4@X,2]");
+  EXPECT_EQ(typeof(r1).str(), "f32[4@X,2]");
+}
+
+TEST(JitMesh, RecursionThroughJitIsBounded) {
+  std::function<Array(const Array&)> self;
+  auto f = jit([&self](const Array& x) { return self(x) + 1.0; }, {.name = "runaway"});
+  self = [&f](const Array& x) { return f(x); };
+  std::string e = error_of<ValueError>([&] { f(iota({4})); });
+  EXPECT_HAS(e, "jit of `runaway`");
+  EXPECT_HAS(e, "would nest 65 jit traces (limit 64)");
+  EXPECT_HAS(e, "Stop the recursion");
+  // Recursion with a static base case traces once per depth and runs.
+  std::function<Array(const Array&, int)> down;
+  auto g = jit([&down](const Array& x, int n) { return n == 0 ? x : down(x, n - 1) + 1.0; });
+  down = [&g](const Array& x, int n) { return g(x, n); };
+  EXPECT_EQ(g(iota({4}), 20).to_vector<float>()[3], 23.f);
+  // The guard unwound cleanly: jit still works on this thread.
+  EXPECT_EQ(jit([](const Array& x) { return x * 2.0; })(iota({4})).to_vector<float>()[3], 6.f);
+}

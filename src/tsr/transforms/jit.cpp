@@ -16,6 +16,9 @@ namespace tsr::detail {
 
 namespace {
 
+/** Deepest nesting of jit traces on one thread (recursion guard). */
+constexpr int kMaxJitTraceDepth = 64;
+
 struct SigKey {
   std::string statics;
   std::vector<ArrayType> types;
@@ -35,6 +38,16 @@ struct SigHash {
   size_t operator()(const SigKey& k) const { return k.hash; }
 };
 
+// Nested jit traces on this thread: a jitted function that calls itself would
+// otherwise recurse until the stack overflows.
+thread_local int t_jit_depth = 0;
+struct DepthGuard {
+  DepthGuard() { ++t_jit_depth; }
+  ~DepthGuard() { --t_jit_depth; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+};
+
 struct Entry {
   std::shared_ptr<const Program> prog;
   std::vector<std::pair<std::vector<NamedSharding>, std::shared_ptr<const Executable>>> exes;
@@ -50,6 +63,16 @@ struct JitCore::Impl {
 
   std::vector<Array> apply_in_shardings(const std::vector<Array>& args) {
     std::vector<Array> out = args;
+    if (!opts.in_shardings.empty() && opts.in_shardings.size() != args.size())
+      throw ValueError(
+          "[jit] jit in_shardings specification must be a tree prefix of the positional "
+          "arguments tuple. In particular, jit in_shardings must either be a Sharding, a "
+          "PartitionSpec, or a tuple of length equal to the number of positional arguments. But "
+          "jit in_shardings is the wrong length: got a tuple or list of length " +
+          std::to_string(opts.in_shardings.size()) + " for an args tuple of length " +
+          std::to_string(args.size()) + " (jit of `" + opts.name +
+          "`; counted in Array leaves). Give one entry per Array leaf; std::monostate{} keeps "
+          "that leaf's own sharding.");
     for (size_t i = 0; i < out.size(); ++i) {
       if (!out[i].valid())
         throw ValueError("[jit] argument leaf " + std::to_string(i) +
@@ -89,11 +112,31 @@ struct JitCore::Impl {
       if (it != cache.end()) return it->second;
     }
     auto e = std::make_shared<Entry>();
+    if (t_jit_depth >= kMaxJitTraceDepth)
+      throw ValueError("[jit] tracing jit of `" + opts.name + "` would nest " +
+                       std::to_string(t_jit_depth + 1) + " jit traces (limit " +
+                       std::to_string(kMaxJitTraceDepth) +
+                       "): the function calls itself through jit without end. Got trace depth " +
+                       std::to_string(t_jit_depth + 1) + "; expected at most " +
+                       std::to_string(kMaxJitTraceDepth) +
+                       ". Stop the recursion: give it a base case on a static argument (jit "
+                       "traces once per static value), or write the repetition as a C++ loop of "
+                       "ops (or a control-flow op) instead of a recursive jitted call.");
+    DepthGuard depth;
     {
       Trace trace;
       std::vector<Array> ins;
       for (const auto& t : key.types) ins.push_back(trace.new_input(t));
       std::vector<Array> outs = fn(ins);
+      if (!opts.out_shardings.empty() && opts.out_shardings.size() != outs.size())
+        throw ValueError(
+            "[jit] jit out_shardings specification must be a tree prefix of the corresponding "
+            "value. Got " +
+            std::to_string(opts.out_shardings.size()) + " out_shardings for " +
+            std::to_string(outs.size()) + (outs.size() == 1 ? " result" : " results") +
+            " of jit of `" + opts.name +
+            "`; expected one entry per result Array. Use std::monostate{} for a result that "
+            "keeps its traced sharding.");
       for (size_t i = 0; i < outs.size() && i < opts.out_shardings.size(); ++i)
         if (!std::holds_alternative<std::monostate>(opts.out_shardings[i])) {
           if (const auto* ps = std::get_if<PartitionSpec>(&opts.out_shardings[i]))
