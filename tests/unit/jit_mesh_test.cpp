@@ -88,3 +88,42 @@ TEST(JitMesh, RecursionThroughJitIsBounded) {
   // The guard unwound cleanly: jit still works on this thread.
   EXPECT_EQ(jit([](const Array& x) { return x * 2.0; })(iota({4})).to_vector<float>()[3], 6.f);
 }
+
+TEST(JitMesh, ReshardOntoRenamedContextMesh) {
+  const std::vector<AxisType> ex{AxisType::Explicit, AxisType::Explicit};
+  Mesh xy = make_mesh({2, 1}, {"x", "y"});
+  Mesh ab(xy.devices(), {2, 1}, {"a", "b"}, ex);
+  std::vector<float> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(i);
+  Array a = array(v, {4, 2}, NamedSharding(xy, P("x", "y")));
+  {
+    MeshScope scope(ab);
+    Array r = reshard(a, P("a", "b"));  // eager
+    EXPECT_EQ(typeof(r).str(), "f32[4@a,2@b]");
+    EXPECT_EQ(r.sharding(), NamedSharding(ab, P("a", "b")));
+    EXPECT_EQ(r.to_vector<float>(), v);
+    Array s = r * 2.0;  // ops now run on the context mesh
+    EXPECT_EQ(s.to_vector<float>()[7], 14.f);
+    // Under jit: the reshard and the ops after it lower on the renamed mesh.
+    auto f = jit([](const Array& x) { return reshard(x, P(nullptr, "a")) + 1.0; });
+    Array j = f(a);
+    EXPECT_EQ(typeof(j).str(), "f32[4,2@a]");
+    EXPECT_EQ(j.sharding(), NamedSharding(ab, P(nullptr, "a")));
+    EXPECT_EQ(j.to_vector<float>()[5], 6.f);
+    // Other ops on the old mesh still name the mismatch, and the advised reshard works.
+    std::string e = error_of<ValueError>([&] { (void)(a * 2.0); });
+    EXPECT_HAS(e, "should match the aval mesh");
+    EXPECT_HAS(e, "reshard the array onto the context mesh");
+    EXPECT_EQ((reshard(a, P("a")) * 2.0).to_vector<float>()[7], 14.f);
+  }
+  // A NamedSharding on another mesh, eager and under jit, with no context mesh.
+  Array b = reshard(a, NamedSharding(ab, P(nullptr, "a")));
+  EXPECT_EQ(b.to_vector<float>(), v);
+  auto g = jit([&](const Array& x) { return reshard(x, NamedSharding(ab, P("a"))) * 3.0; });
+  Array gb = g(a);
+  EXPECT_EQ(gb.sharding(), NamedSharding(ab, P("a", nullptr)));
+  EXPECT_EQ(gb.to_vector<float>()[3], 9.f);
+  // From an unsharded single-device value onto a mesh, under jit.
+  auto h = jit([&](const Array& x) { return reshard(x, NamedSharding(ab, P("a"))) * 2.0; });
+  EXPECT_EQ(h(array(v, {4, 2})).to_vector<float>()[7], 14.f);
+}

@@ -18,6 +18,8 @@ class Reshard : public detail::Primitive {
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
   const Mesh* placement_mesh() const override { return mesh_ ? &*mesh_ : nullptr; }
+  /** reshard is how a value changes meshes: no context-mesh check. */
+  bool checks_context_mesh() const override { return false; }
 
  private:
   NamedSharding dst_;
