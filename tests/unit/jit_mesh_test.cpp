@@ -127,3 +127,34 @@ TEST(JitMesh, ReshardOntoRenamedContextMesh) {
   auto h = jit([&](const Array& x) { return reshard(x, NamedSharding(ab, P("a"))) * 2.0; });
   EXPECT_EQ(h(array(v, {4, 2})).to_vector<float>()[7], 14.f);
 }
+
+TEST(JitMesh, OutShardingsMayNameAutoAxes) {
+  Mesh m = make_mesh({2, 4}, {"x", "y"}, {AxisType::Auto, AxisType::Explicit});
+  MeshScope scope(m);
+  std::vector<float> v(32);
+  for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i);
+  Array a = array(v, {4, 8}, NamedSharding(m, P()));
+  auto f = jit([](const Array& x) { return x * 2.0; }, {.out_shardings = {P("x", "y")}});
+  Array r = f(a);
+  EXPECT_EQ(typeof(r).str(), "f32[4,8@y]");                // the type keeps the Explicit part
+  EXPECT_EQ(r.sharding(), NamedSharding(m, P("x", "y")));  // the layout the whole spec
+  EXPECT_EQ(r.to_vector<float>()[31], 62.f);
+  EXPECT_EQ(r.addressable_shards()[4].index[0].start, 2);  // device 4 holds rows 2:4
+  // A NamedSharding works the same; an indivisible shape is E22.
+  auto g = jit([](const Array& x) { return x + 1.0; },
+               {.out_shardings = {NamedSharding(m, P(Axes{"y", "x"}))}});
+  Array s = g(array(v, {8, 4}, NamedSharding(m, P())));
+  EXPECT_EQ(s.sharding(), NamedSharding(m, P(Axes{"y", "x"}, nullptr)));
+  EXPECT_EQ(s.to_vector<float>()[31], 32.f);
+  std::string e = error_of<IndivisibleError>([&] { f(array(v, {1, 32}, NamedSharding(m, P()))); });
+  EXPECT_HAS(e, "One of pjit outputs with pytree key path result[0] was given the sharding");
+  EXPECT_HAS(e, "should evenly divide the shape");
+  // All-Auto meshes (Auto mode) take out_shardings too.
+  Mesh au = make_mesh({8}, {"d"}, {AxisType::Auto});
+  MeshScope inner(au);
+  auto h = jit([](const Array& x) { return x - 1.0; }, {.out_shardings = {P("d")}});
+  Array t = h(array(v, {32}, NamedSharding(au, P())));
+  EXPECT_EQ(typeof(t).str(), "f32[32]");
+  EXPECT_EQ(t.sharding(), NamedSharding(au, P("d")));
+  EXPECT_EQ(t.to_vector<float>()[31], 30.f);
+}

@@ -200,7 +200,13 @@ std::shared_ptr<const Executable> lower(
   lw.lower_program(p);
   for (size_t o = 0; o < p.out_vars.size(); ++o) {
     int v = lw.val.at(p.out_vars[o].get());
-    if (o < out_layouts.size() && out_layouts[o]) v = lw.reshard(v, *out_layouts[o]);
+    if (o < out_layouts.size() && out_layouts[o]) {
+      // A layout on an abstract mesh (jit out_shardings by spec) takes that mesh's devices.
+      const NamedSharding& l = *out_layouts[o];
+      int rank = static_cast<int>(lw.ex.values[v].shape.size());
+      v = lw.reshard(v, l.concrete_mesh() ? l.normalized(rank)
+                                          : layout_on(lw.mesh_for(l.mesh()), l.spec(), rank));
+    }
     ex->outputs.push_back(v);
   }
 

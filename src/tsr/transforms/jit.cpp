@@ -48,8 +48,62 @@ struct DepthGuard {
   DepthGuard& operator=(const DepthGuard&) = delete;
 };
 
+// Splits a jit out_sharding that names Auto axes (spec §13.6): the type takes the
+// Explicit part (through reshard), the result's concrete layout the whole spec.
+// Checks rank and divisibility of the whole spec (E21, E22). Specs without Auto
+// axes come back unchanged with no layout.
+Placement split_auto_axes(const Placement& p, const Array& out, size_t index,
+                          std::optional<NamedSharding>& layout) {
+  const PartitionSpec* ps = std::get_if<PartitionSpec>(&p);
+  const NamedSharding* ns = std::get_if<NamedSharding>(&p);
+  if (!ps && !ns) return p;
+  AbstractMesh m = ps ? get_abstract_mesh() : ns->mesh();
+  const PartitionSpec& spec = ps ? *ps : ns->spec();
+  bool any_auto = false;
+  for (const auto& a : spec.partition_axes())
+    any_auto = any_auto || (m.axis_index(a) >= 0 && m.axis_type(a) == AxisType::Auto);
+  if (!any_auto) return p;  // reshard checks (and refuses) the rest
+  NamedSharding full = ns ? *ns : NamedSharding(m, spec);
+  if (ps) {
+    Mesh ctx = get_mesh();
+    if (!ctx.empty() && ctx.abstract_mesh() == m) full = NamedSharding(ctx, spec);
+  }
+  // JAX's pjit_check_aval_sharding wording around E21 / E22.
+  std::string what =
+      "One of pjit outputs with pytree key path result[" + std::to_string(index) + "]";
+  auto inner = [](const Error& e) {
+    std::string m = e.what();
+    return m.rfind("[NamedSharding] ", 0) == 0 ? m.substr(16) : m;
+  };
+  try {
+    full.check_rank(out.ndim());
+  } catch (const ValueError& e) {
+    throw ValueError("[jit] " + what + " is incompatible with its sharding annotation " +
+                     full.str() + ": " + inner(e));
+  }
+  full = full.normalized(out.ndim());
+  try {
+    full.shard_shape(out.shape());
+  } catch (const IndivisibleError& e) {
+    throw IndivisibleError("[jit] " + what + " was given the sharding " + inner(e) + ".");
+  }
+  layout = full;
+  std::vector<PartitionEntry> kept;
+  for (const auto& e : full.spec().entries()) {
+    Axes axes;
+    for (const auto& a : e.axes())
+      if (m.axis_type(a) != AxisType::Auto) axes.push_back(a);
+    kept.emplace_back(std::move(axes));
+  }
+  PartitionSpec typed(kept, spec.unreduced(), spec.reduced(), spec.unreduced_kind());
+  if (ps) return typed;
+  return full.concrete_mesh() ? NamedSharding(*full.concrete_mesh(), typed)
+                              : NamedSharding(full.mesh(), typed);
+}
+
 struct Entry {
   std::shared_ptr<const Program> prog;
+  std::vector<std::optional<NamedSharding>> out_layouts;  // concrete layouts of Auto axes
   std::vector<std::pair<std::vector<NamedSharding>, std::shared_ptr<const Executable>>> exes;
 };
 
@@ -146,7 +200,12 @@ struct JitCore::Impl {
                     "[jit] Unconstrained dims are not allowed when passed to "
                     "out_shardings: " +
                     ps->repr() + ". Name the axes or use None.");
-          outs[i] = reshard(outs[i], opts.out_shardings[i]);
+          std::optional<NamedSharding> layout;
+          outs[i] = reshard(outs[i], split_auto_axes(opts.out_shardings[i], outs[i], i, layout));
+          if (layout) {
+            e->out_layouts.resize(outs.size());
+            e->out_layouts[i] = layout;
+          }
         }
       e->prog = std::make_shared<const Program>(dce(cse(trace.finish(outs))));
     }
@@ -169,7 +228,7 @@ struct JitCore::Impl {
       for (const auto& [l, ex] : e.exes)
         if (l == layouts) return ex;
     }
-    auto ex = detail::lower(*e.prog, layouts);
+    auto ex = detail::lower(*e.prog, layouts, e.out_layouts);
     std::lock_guard<std::mutex> lock(mu);
     if (e.exes.size() > 64) e.exes.clear();
     e.exes.emplace_back(std::move(layouts), ex);
