@@ -158,3 +158,54 @@ TEST(JitMesh, OutShardingsMayNameAutoAxes) {
   EXPECT_EQ(t.sharding(), NamedSharding(au, P("d")));
   EXPECT_EQ(t.to_vector<float>()[31], 30.f);
 }
+
+TEST(JitMesh, ReshardLongerSpecIsE24) {
+  Mesh m = make_mesh({2, 2}, {"x", "y"});
+  MeshScope scope(m);
+  Array a = iota({2, 2, 2});
+  const char* want = "Length of sharding.spec (4) must be equal to aval's ndim (3)";
+  EXPECT_HAS(error_of<ValueError>([&] { reshard(a, P("x", nullptr, "y", nullptr)); }), want);
+  auto f = jit([](const Array& x) { return reshard(x, P("x", nullptr, "y", nullptr)); });
+  EXPECT_HAS(error_of<ValueError>([&] { f(a); }), want);
+}
+
+TEST(JitMesh, MaxMinUnreducedPlacement) {
+  Mesh m = make_mesh({2, 4}, {"x", "y"});
+  MeshScope scope(m);
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i) - 9.5f;  // negatives too
+  Array a = array(v, {8, 2}, NamedSharding(m, P("x")));
+  for (UnreducedKind k : {UnreducedKind::Max, UnreducedKind::Min}) {
+    P target("x", Unreduced{{"y"}, k});
+    Array put = device_put(a, target);
+    EXPECT_EQ(put.sharding().spec(), P("x", nullptr, Unreduced{{"y"}, k}));
+    Array back = reshard(put, P());
+    EXPECT_EQ(back.to_vector<float>(), v);
+    // Every device's block max/min-reduces to the value (here: holds it).
+    for (const Shard& s : put.addressable_shards()) {
+      auto got = s.data->to_vector<float>();
+      for (int64_t i = s.index[0].start; i < s.index[0].stop; ++i)
+        for (int j = 0; j < 2; ++j) EXPECT_EQ(got[(i - s.index[0].start) * 2 + j], v[i * 2 + j]);
+    }
+    // reshard to it, eager and under jit, and on from host data.
+    EXPECT_EQ(reshard(reshard(a, target), P()).to_vector<float>(), v);
+    auto f = jit([&](const Array& x) { return reshard(reshard(x, target), P()); });
+    EXPECT_EQ(f(a).to_vector<float>(), v);
+    EXPECT_EQ(reshard(array(v, {8, 2}, target), P()).to_vector<float>(), v);
+    // Reducing with the kind's own op keeps the value: max(x, x) over copies.
+    Array r = k == UnreducedKind::Max ? maximum(put, put) : minimum(put, put);
+    EXPECT_EQ(reshard(r, P()).to_vector<float>(), v);
+  }
+}
+
+TEST(JitMesh, ErrorClassesAndOrder) {
+  // with_sharding_constraint with a spec and no mesh is RuntimeError (spec §13.3).
+  std::string e = error_of<RuntimeError>([] { with_sharding_constraint(iota({4}), P()); });
+  EXPECT_HAS(e, "with_sharding_constraint requires a non-empty mesh in context");
+  // An empty axis name is reported before the count mismatch.
+  std::vector<Device> d{devices()[0], devices()[1]};
+  e = error_of<ValueError>([&] { Mesh(d, {2}, {"x", ""}); });
+  EXPECT_HAS(e, "Mesh axis names cannot be empty");
+  e = error_of<ValueError>([&] { AbstractMesh({2}, {"", "y"}); });
+  EXPECT_HAS(e, "Mesh axis names cannot be empty");
+}

@@ -13,15 +13,8 @@ std::vector<ArrayType> Reshard::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& x = in.at(0);
   const auto& us = x.sharding.spec().unreduced();
   const auto& ut = dst_.spec().unreduced();
-  if (!ut.empty() && dst_.spec().unreduced_kind() != UnreducedKind::Sum) {
-    for (const auto& a : ut)
-      if (!us.count(a))
-        throw ValueError(
-            "[reshard] out_sharding passed to `reshard` cannot be more unreduced than "
-            "the input. Got input " +
-            x.sharding.spec().repr() + " and out_sharding " + dst_.spec().repr() +
-            "; expected no new unreduced axes of a max/min kind.");
-  }
+  // Beyond JAX: new max/min-unreduced axes are allowed; every device of such an
+  // axis holds the value itself (a max/min of copies is the value).
   if (!us.empty() && !ut.empty() &&
       x.sharding.spec().unreduced_kind() != dst_.spec().unreduced_kind())
     throw ValueError("[reshard] the unreduced kinds differ. Got input " + x.sharding.spec().repr() +

@@ -40,6 +40,11 @@ std::shared_ptr<const detail::AbstractMeshData> make_abstract(std::vector<int> s
                                                               AxisType default_type,
                                                               const char* who) {
   if (types.empty()) types.assign(names.size(), default_type);
+  // Name checks first (as JAX's None check precedes its count check).
+  for (const auto& n : names)
+    if (n.empty())
+      throw ValueError(std::string("[") + who + "] Mesh axis names cannot be empty. Got: " +
+                       names_tuple(names) + "; expected non-empty names such as \"x\".");
   if (sizes.size() != names.size())
     throw ValueError(std::string("[") + who + "] " + who +
                      " requires as many axis sizes as axis names. Got axis_sizes=" +
