@@ -209,3 +209,117 @@ TEST(JitMesh, ErrorClassesAndOrder) {
   e = error_of<ValueError>([&] { AbstractMesh({2}, {"", "y"}); });
   EXPECT_HAS(e, "Mesh axis names cannot be empty");
 }
+
+TEST(JitMesh, MeshUpdate) {
+  Mesh m = make_mesh({2, 4}, {"x", "y"});
+  AbstractMesh am = m.abstract_mesh();
+  AbstractMesh renamed = am.update({.axis_names = std::vector<std::string>{"a", "b"}});
+  EXPECT_EQ(renamed.str(), "AbstractMesh('a': 2, 'b': 4, axis_types=(Explicit, Explicit))");
+  EXPECT_EQ(am.update({.axis_sizes = std::vector<int>{4, 2}}).axis_sizes(),
+            (std::vector<int>{4, 2}));
+  EXPECT_EQ(am.update({.axis_types = std::vector<AxisType>{AxisType::Auto, AxisType::Explicit}})
+                .auto_axes(),
+            (std::vector<std::string>{"x"}));
+  EXPECT_EQ(am.update_axis_types({{"y", AxisType::Auto}}).auto_axes(),
+            (std::vector<std::string>{"y"}));
+  EXPECT_THROW(am.update({.devices = devices()}), ValueError);
+  EXPECT_THROW(am.update({.axis_names = std::vector<std::string>{"a"}}), ValueError);
+
+  Mesh mr = m.update({.axis_names = std::vector<std::string>{"a", "b"}});
+  EXPECT_EQ(mr.devices(), m.devices());
+  EXPECT_EQ(mr.abstract_mesh(), renamed);
+  Mesh flat =
+      m.update({.axis_sizes = std::vector<int>{8}, .axis_names = std::vector<std::string>{"d"}});
+  EXPECT_EQ(flat.str(), "Mesh('d': 8, axis_types=(Auto,))");
+  std::vector<Device> two{devices()[6], devices()[7]};
+  Mesh moved = m.update({.axis_sizes = std::vector<int>{2, 1}, .devices = two});
+  EXPECT_EQ(moved.devices(), two);
+  EXPECT_EQ(moved.axis_names(), m.axis_names());
+  EXPECT_THROW(m.update({.devices = two}), ValueError);  // 2 devices for (2, 4)
+}
+
+TEST(JitMesh, UseAbstractMesh) {
+  Mesh m = make_mesh({2, 4}, {"x", "y"});
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i);
+  Array a = array(v, {8, 2}, NamedSharding(m, P("x")));
+  MeshScope scope(m);
+  AbstractMesh ab = m.abstract_mesh().update({.axis_names = std::vector<std::string>{"a", "b"}});
+  {
+    use_abstract_mesh inner(ab);
+    EXPECT_EQ(get_abstract_mesh(), ab);
+    EXPECT_EQ(get_mesh(), m);      // the concrete context is unchanged
+    Array r = reshard(a, P("b"));  // eager: onto the renamed devices
+    EXPECT_EQ(typeof(r).str(), "f32[8@b,2]");
+    EXPECT_EQ((r * 2.0).to_vector<float>()[15], 30.f);
+    {
+      MeshScope again(m);  // set_mesh inside replaces both contexts
+      EXPECT_EQ(get_abstract_mesh(), m.abstract_mesh());
+    }
+    EXPECT_EQ(get_abstract_mesh(), ab);
+    std::string e = error_of<ValueError>([&] {
+      AbstractMeshScope bad(AbstractMesh({2, 2}, {"p", "q"}));
+    });
+    EXPECT_HAS(e,
+               "use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
+               "AbstractMesh('p': 2, 'q': 2");
+    EXPECT_HAS(e, "with size=4 and prev mesh: AbstractMesh('a': 2, 'b': 4");
+  }
+  EXPECT_EQ(get_abstract_mesh(), m.abstract_mesh());
+  // Inside jit: rename, compute, come back; and make an axis Auto for a region.
+  auto f = jit([&](const Array& x) {
+    Array y;
+    {
+      AbstractMeshScope inner(
+          typeof(x).sharding.mesh().update({.axis_names = std::vector<std::string>{"a", "b"}}));
+      y = sin(reshard(x, P(nullptr, "a"))) * 0.0 + reshard(x, P(nullptr, "a"));
+    }
+    Array z;
+    {
+      AbstractMeshScope auto_x(get_abstract_mesh().update_axis_types({{"x", AxisType::Auto}}));
+      z = reshard(x, P()) + 1.0;
+      EXPECT_EQ(typeof(z).sharding.mesh().auto_axes(), (std::vector<std::string>{"x"}));
+    }
+    return std::make_pair(reshard(y, P("x")), reshard(z, P("x")));
+  });
+  auto [y, z] = f(a);
+  EXPECT_EQ(typeof(y).str(), "f32[8@x,2]");
+  EXPECT_EQ(y.to_vector<float>(), v);
+  EXPECT_EQ(z.to_vector<float>()[15], 16.f);
+}
+
+TEST(JitMesh, PartitionSpecConcatenation) {
+  EXPECT_EQ(P("x") + P(nullptr, "y"), P("x", nullptr, "y"));
+  EXPECT_EQ(P("x", Unreduced{{"z"}}) + P("y", Reduced{{"w"}}),
+            P("x", "y", Unreduced{{"z"}}, Reduced{{"w"}}));
+  EXPECT_EQ((P("x") + std::vector<PartitionEntry>{nullptr, Axes{"y", "z"}}),
+            (P("x", nullptr, Axes{"y", "z"})));
+  EXPECT_EQ(std::vector<PartitionEntry>{"a"} + P("b"), P("a", "b"));
+  P p("x");
+  p += {nullptr, "y"};
+  EXPECT_EQ(p, P("x", nullptr, "y"));
+  p += P(Unreduced{{"u"}});
+  EXPECT_EQ(p.unreduced(), (std::set<std::string>{"u"}));
+  std::string e = error_of<TypeError>(
+      [] { (void)(P("x", Unreduced{{"u"}}) + std::vector<PartitionEntry>{"y"}); });
+  EXPECT_HAS(e, "other ('y',) cannot be of instance `tuple` when self");
+  EXPECT_HAS(e, "has unreduced in `__add__` of PartitionSpec");
+  e = error_of<TypeError>([] {
+    (void)(P(Unreduced{{"u"}, UnreducedKind::Max}) + P(Unreduced{{"v"}}));
+  });
+  EXPECT_HAS(e, "PartitionSpec can't be added if the unreduced_kind differs in self and other");
+  // The sets must stay disjoint from the partitions (as the constructor).
+  EXPECT_THROW((void)(P("x") + P(Unreduced{{"x"}})), ValueError);
+}
+
+TEST(JitMesh, SingleDeviceSharding) {
+  SingleDeviceSharding s(devices()[3]);
+  EXPECT_EQ(s.device(), devices()[3]);
+  EXPECT_EQ(static_cast<const NamedSharding&>(s), NamedSharding(device_mesh(devices()[3]), P()));
+  Array a = device_put(iota({4}), s);
+  EXPECT_TRUE(a.sharding().is_equivalent_to(s, 1));
+  EXPECT_EQ(a.addressable_shards().at(0).device, devices()[3]);
+  Array b = array({1.f, 2.f}, {2}, SingleDeviceSharding(devices()[5]));
+  EXPECT_EQ(b.addressable_shards().at(0).device, devices()[5]);
+  EXPECT_EQ(reshard(a, SingleDeviceSharding(devices()[1])).to_vector<float>()[3], 3.f);
+}
