@@ -207,9 +207,10 @@ Array device_put(const std::vector<T>& data, const Placement& where, const Shape
 Array reshard(const Array& x, const Placement& where);
 
 /** A terminal box diagram of which device holds which block, for any rank, plus
- *  the per-device shard shape and bytes. */
+ *  the per-device shard shape and bytes. On a traced array (inside jit) it draws the
+ *  type's layout, by mesh position unless the context mesh names the devices. */
 std::string visualize(const Array& x);
-/** Same diagram for a type laid out on a concrete sharding. */
+/** Same diagram for a type laid out on a sharding (concrete, or abstract: positions). */
 std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding);
 
 /** Resolves a placement to a concrete sharding for a value of `shape` (internal to

@@ -63,6 +63,14 @@ class AssertionError : public Error {
   using Error::Error;
 };
 
+/** A call that needs state the program does not have (Python's RuntimeError):
+ *  with_sharding_constraint with a PartitionSpec and no context mesh (spec §13.3). */
+class RuntimeError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
 /** A NamedSharding maps one mesh axis to two dimensions (spec E18). */
 class DuplicateSpecError : public ValueError {
  public:

@@ -20,6 +20,16 @@ const char* axis_type_name(AxisType t);
 /** Prints axis_type_name. */
 std::ostream& operator<<(std::ostream& os, AxisType t);
 
+/** Fields changed by AbstractMesh::update / Mesh::update (JAX's keyword arguments);
+ *  an unset field keeps the current value. Spelled m.update({.axis_names =
+ * std::vector<std::string>{"a", "b"}}). */
+struct MeshUpdate {
+  std::optional<std::vector<int>> axis_sizes = {}; /**< sizes (a Mesh reshapes its devices) */
+  std::optional<std::vector<std::string>> axis_names = {}; /**< names, one per axis */
+  std::optional<std::vector<AxisType>> axis_types = {};    /**< types, one per axis */
+  std::optional<std::vector<Device>> devices = {};         /**< Mesh only: devices, row-major */
+};
+
 namespace detail {
 struct AbstractMeshData;
 struct MeshData;
@@ -63,8 +73,11 @@ class AbstractMesh {
   bool are_all_axes_auto() const;
   /** True if the mesh is non-empty and every axis is Manual. */
   bool are_all_axes_manual() const;
-  /** Copy with some axis types changed. */
+  /** Copy with some axis types changed (ValueError for a name not in the mesh). */
   AbstractMesh update_axis_types(const std::vector<std::pair<std::string, AxisType>>& u) const;
+  /** Copy with other sizes, names or types (JAX's AbstractMesh.update); validated as
+   *  the constructor. Usable inside jit, e.g. with AbstractMeshScope to rename axes. */
+  AbstractMesh update(const MeshUpdate& u) const;
   /** "AbstractMesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit))". */
   std::string str() const;
   /** Structural equality. */
@@ -108,6 +121,9 @@ class Mesh {
   int index_of(const Device& d) const;
   /** Size of a named axis. */
   int axis_size(const std::string& name) const { return abstract_mesh().axis_size(name); }
+  /** A new mesh (JAX's Mesh.update): other devices, or the same devices under other
+   *  names, types or sizes (prod(axis_sizes) must equal the device count). */
+  Mesh update(const MeshUpdate& u) const;
   /** "Mesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit))". */
   std::string str() const;
   /** "Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), axis_types=(Explicit, Explicit))". */
@@ -146,7 +162,8 @@ Mesh get_mesh();
 /** The abstract context mesh (empty when none). */
 AbstractMesh get_abstract_mesh();
 
-/** Scoped context mesh, like `with jax.set_mesh(mesh):`; restores on destruction. */
+/** Scoped context mesh, like `with jax.set_mesh(mesh):`; restores on destruction.
+ *  Sets both the concrete and the abstract context mesh. */
 class MeshScope {
  public:
   /** Makes `mesh` the context mesh until this object dies. */
@@ -157,7 +174,27 @@ class MeshScope {
 
  private:
   std::optional<Mesh> previous_;
+  std::optional<AbstractMesh> previous_abstract_;
 };
+
+/** Scoped abstract context mesh, like `with jax.sharding.use_abstract_mesh(m):`:
+ *  get_abstract_mesh() (what specs resolve against and rules check) becomes `mesh`;
+ *  the concrete context mesh is unchanged. Usable inside jit. It may rename axes or
+ *  change their sizes and types, not the total size (ValueError), unless the
+ *  previous or the new mesh is empty. */
+class AbstractMeshScope {
+ public:
+  /** Makes `mesh` the abstract context mesh until this object dies. */
+  explicit AbstractMeshScope(const AbstractMesh& mesh);
+  ~AbstractMeshScope();
+  AbstractMeshScope(const AbstractMeshScope&) = delete;
+  AbstractMeshScope& operator=(const AbstractMeshScope&) = delete;
+
+ private:
+  std::optional<AbstractMesh> previous_;
+};
+/** JAX's spelling: `use_abstract_mesh scope(m);`. */
+using use_abstract_mesh = AbstractMeshScope;
 
 }  // namespace tsr
 

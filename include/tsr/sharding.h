@@ -117,6 +117,15 @@ class PartitionSpec {
                           UnreducedKind kind = UnreducedKind::Sum) const;
   /** "P('x', None)", "P('x',)", "P()", "P(unreduced={'x'}, unreduced_kind=sum)". */
   std::string repr() const;
+  /** Concatenation (JAX's P.__add__): entries of both, unions of their unreduced and
+   *  reduced sets; TypeError when the unreduced kinds differ. */
+  PartitionSpec operator+(const PartitionSpec& o) const;
+  /** Appends entries (P + tuple); TypeError when this spec has unreduced/reduced axes. */
+  PartitionSpec operator+(const std::vector<PartitionEntry>& entries) const;
+  /** Appends entries in place: `p += {"y", nullptr};` (same rules as operator+). */
+  PartitionSpec& operator+=(std::initializer_list<PartitionEntry> entries);
+  /** Appends another spec in place (same rules as operator+). */
+  PartitionSpec& operator+=(const PartitionSpec& o);
   /** Structural equality: P("x") != P("x", nullptr), as JAX. */
   bool operator==(const PartitionSpec&) const = default;
   /** Hash consistent with ==. */
@@ -140,6 +149,10 @@ class PartitionSpec {
 
 /** JAX's short spelling. */
 using P = PartitionSpec;
+
+/** Prepends entries (tuple + P, JAX's P.__radd__); TypeError when `p` has
+ *  unreduced/reduced axes. */
+PartitionSpec operator+(const std::vector<PartitionEntry>& entries, const PartitionSpec& p);
 
 /** One dimension of a shard's index: [start, stop), or the whole dimension. */
 struct ShardSlice {
@@ -210,6 +223,17 @@ class NamedSharding {
   AbstractMesh abstract_;
   std::optional<Mesh> mesh_;
   PartitionSpec spec_;
+};
+
+/** JAX's SingleDeviceSharding(device): a NamedSharding on the one-device mesh with no
+ *  axes (device_mesh(d)) and spec P(), the layout of every single-device array. Use it
+ *  wherever a NamedSharding or Placement is taken. */
+class SingleDeviceSharding : public NamedSharding {
+ public:
+  /** All of the value on device d. */
+  explicit SingleDeviceSharding(const Device& d);
+  /** The device. */
+  const Device& device() const { return concrete_mesh()->devices()[0]; }
 };
 
 /** Prints NamedSharding::str(). */

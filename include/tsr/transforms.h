@@ -14,7 +14,11 @@
 namespace tsr {
 
 /** Options of jit. Indices count Array leaves of the arguments, left to right
- *  (a std::vector<Array> argument contributes one leaf per element). */
+ *  (a std::vector<Array> argument contributes one leaf per element). A non-empty
+ *  in_shardings / out_shardings needs exactly one entry per leaf / result (ValueError
+ *  naming both counts). out_shardings may name Auto axes: the result's type keeps
+ *  the Explicit part, its concrete layout the whole spec (spec §13.6). Traces nest at
+ *  most 64 deep per thread (recursion through jit is a ValueError). */
 struct JitOptions {
   std::vector<Placement> in_shardings = {};  /**< per leaf; monostate: keep the argument's */
   std::vector<Placement> out_shardings = {}; /**< per output; monostate: the traced type's */

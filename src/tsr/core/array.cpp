@@ -74,7 +74,8 @@ Shape origin_of(const ShardIndex& idx) {
 // True when the device at flat position i must hold zeros because the target adds
 // an unreduced axis and i is not at coordinate 0 along it (spec §9).
 bool zero_for_unreduced(const NamedSharding& s, int i) {
-  if (s.spec().unreduced().empty()) return false;
+  // Max/min-unreduced copies of the value reduce to the value: no identity needed.
+  if (s.spec().unreduced().empty() || s.spec().unreduced_kind() != UnreducedKind::Sum) return false;
   std::vector<int> c = s.concrete_mesh()->coords(i);
   for (const auto& a : s.spec().unreduced())
     if (c[s.mesh().axis_index(a)] != 0) return true;

@@ -89,13 +89,14 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
   // Spec §11 step 1: the context mesh must match each input's mesh.
   for (const auto& t : in) {
     const AbstractMesh& m = t.sharding.mesh();
+    if (!prim.checks_context_mesh()) break;
     if (m.empty() || ctx.empty() || (m.are_all_axes_auto() && ctx.are_all_axes_auto())) continue;
     if (!(m == ctx))
       throw ValueError(std::string("[") + name + "] For primitive " + name + ", context mesh " +
                        ctx.str() + " should match the aval mesh " + m.str() + " for shape " +
                        t.str() +
                        ". Enter the array's mesh with MeshScope, or reshard the array onto the "
-                       "context mesh.");
+                       "context mesh (reshard(x, P(...)) resolves the spec there).");
   }
   // Step 3: all non-empty input meshes must be equal (two all-Auto meshes pass).
   const AbstractMesh* first = nullptr;
@@ -106,9 +107,9 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
       first = &m;
     } else if (!(m == *first) && (has_explicit(m) || has_explicit(*first))) {
       throw ShardingTypeError(
-          std::string("[") + name +
-          "] Mesh for all inputs should be equal. Got one mesh: " + first->str() +
-          " and another mesh: " + m.str() + ". Reshard the inputs onto one mesh first.");
+          std::string("[") + name + "] Mesh for all inputs should be equal. Got one mesh: " +
+          first->str() + " and another mesh: " + m.str() +
+          ". Reshard the inputs onto one mesh first (reshard(x, NamedSharding(mesh, spec))).");
     }
   }
   try {

@@ -57,6 +57,9 @@ class Primitive {
   /** True when the kernel reads its inputs' block origins and global shapes
    *  (KernelArgs::in_origin / in_global), as gather and scatter do. */
   virtual bool needs_input_origins() const { return false; }
+  /** False for primitives that may move a value to another mesh (reshard skips the
+   *  context-mesh check, spec §13.2). */
+  virtual bool checks_context_mesh() const { return true; }
   /** True for primitives that may not be merged or dropped (none yet). */
   virtual bool effectful() const { return false; }
 };

@@ -250,7 +250,13 @@ Array reshard(const Array& x, const Placement& where) {
     dst = NamedSharding(mesh->abstract_mesh(), c.spec());
     canonicalize_sharding(dst, "reshard", false);
   }
-  dst.check_rank(x.ndim());
+  // JAX normalizes (pads) the spec, then the type check refuses a longer one (E24).
+  if (dst.spec().size() > x.ndim())
+    throw ValueError("[reshard] Length of sharding.spec (" + std::to_string(dst.spec().size()) +
+                     ") must be equal to aval's ndim (" + std::to_string(x.ndim()) +
+                     "). Got sharding.spec " + dst.spec().repr() + ", aval.ndim " +
+                     std::to_string(x.ndim()) + " and sharding " + dst.str() +
+                     ". Give at most one spec entry per dimension.");
   dst = dst.normalized(x.ndim());
   if (!traced && mesh && NamedSharding(*mesh, dst.spec()) == x.sharding()) return x;
   return bind1(std::make_shared<prim::Reshard>(dst, mesh), {x});
@@ -263,7 +269,7 @@ Array with_sharding_constraint(const Array& x, const ShardingArg& sharding) {
   if (const auto* ps = std::get_if<PartitionSpec>(&sharding)) {
     m = get_abstract_mesh();
     if (m.empty())
-      throw ValueError(
+      throw RuntimeError(
           "[with_sharding_constraint] with_sharding_constraint requires a non-empty "
           "mesh in context if you are passing `PartitionSpec`s to shardings. Got " +
           ps->repr() + " with no context mesh. Enter one with MeshScope.");

@@ -13,15 +13,8 @@ void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const ch
   const auto& us = x.sharding.spec().unreduced();
   const auto& ut = dst.spec().unreduced();
   std::string pre = std::string("[") + op + "] ";
-  if (!ut.empty() && dst.spec().unreduced_kind() != UnreducedKind::Sum) {
-    for (const auto& a : ut)
-      if (!us.count(a))
-        throw ValueError(pre + "out_sharding passed to `" + op +
-                         "` cannot be more unreduced than the input. Got input " +
-                         x.sharding.spec().repr() + " and out_sharding " + dst.spec().repr() +
-                         "; expected no new unreduced axes of a max/min kind. Drop them from "
-                         "out_sharding.");
-  }
+  // Beyond JAX: new max/min-unreduced axes are allowed; every device of such an
+  // axis holds the value itself (a max/min of copies is the value).
   if (!us.empty() && !ut.empty() &&
       x.sharding.spec().unreduced_kind() != dst.spec().unreduced_kind())
     throw ValueError(pre + "the unreduced kinds differ. Got input " + x.sharding.spec().repr() +

@@ -6,8 +6,8 @@
 
 namespace tsr::prim {
 
-/** Refuses what no reshard can do to x's unreduced axes on the way to dst: new
- * axes of a max/min kind, or a change of kind. `op` prefixes the message. */
+/** Refuses what no reshard can do to x's unreduced axes on the way to dst (a
+ * change of kind), so ops that reshard to an out_sharding refuse in infer. */
 void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op);
 
 /** reshard(x, dst): the type becomes exactly dst; data moves by the planner. */
@@ -22,6 +22,8 @@ class Reshard : public detail::Primitive {
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
   const Mesh* placement_mesh() const override { return mesh_ ? &*mesh_ : nullptr; }
+  /** reshard is how a value changes meshes: no context-mesh check. */
+  bool checks_context_mesh() const override { return false; }
 
  private:
   NamedSharding dst_;

@@ -29,6 +29,34 @@ struct Lowerer {
   Executable& ex;
   Mesh mesh;  // the program's mesh
   std::unordered_map<const Var*, int> val;
+  std::vector<Mesh> known;  // concrete meshes met so far (inputs, placements, renamings)
+
+  // The devices of an abstract mesh: a concrete mesh already met with that
+  // abstract mesh, else the context mesh, else the program's devices under the new
+  // names (a renamed mesh or use_abstract_mesh: same devices, same order).
+  const Mesh& mesh_for(const AbstractMesh& am) {
+    if (am.empty() || am == mesh.abstract_mesh()) return mesh;
+    for (const Mesh& m : known)
+      if (m.abstract_mesh() == am) return m;
+    Mesh ctx = get_mesh();
+    if (!ctx.empty() && ctx.abstract_mesh() == am) return known.emplace_back(ctx);
+    if (am.size() == mesh.size())
+      return known.emplace_back(
+          Mesh(mesh.devices(), am.axis_sizes(), am.axis_names(), am.axis_types()));
+    throw ValueError("[jit] no devices for " + am.str() + ". Got a program on " + mesh.str() +
+                     " (" + std::to_string(mesh.size()) + " devices); expected a mesh of " +
+                     std::to_string(am.size()) +
+                     " devices. Reshard onto a NamedSharding built from a concrete Mesh, or call "
+                     "under MeshScope(mesh).");
+  }
+  // The abstract mesh an equation computes on: its first typed output's, else input's.
+  static AbstractMesh eqn_mesh(const Eqn& e) {
+    for (const auto& v : e.outs)
+      if (!v->type.sharding.mesh().empty()) return v->type.sharding.mesh();
+    for (const auto& v : e.ins)
+      if (!v->type.sharding.mesh().empty()) return v->type.sharding.mesh();
+    return AbstractMesh();
+  }
   std::map<std::pair<int, size_t>, std::vector<std::pair<NamedSharding, int>>> resharded;
 
   int add_value(const Shape& shape, DType dtype, bool weak, const NamedSharding& layout) {
@@ -74,11 +102,18 @@ struct Lowerer {
       for (size_t j = 0; j < e.outs.size(); ++j) {
         const ArrayType& t = e.outs[j]->type;
         val[e.outs[j].get()] =
-            reshard(val.at(sub->out_vars[j].get()), layout_on(mesh, t.sharding.spec(), t.ndim()));
+            reshard(val.at(sub->out_vars[j].get()),
+                    layout_on(mesh_for(t.sharding.mesh()), t.sharding.spec(), t.ndim()));
       }
       return;
     }
-    const Mesh& me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh;
+    if (const Mesh* pm = e.prim->placement_mesh()) {
+      bool seen = false;
+      for (const Mesh& m : known) seen = seen || m == *pm;
+      if (!seen) known.push_back(*pm);
+    }
+    // A copy: `known` may grow (and move its elements) while this equation lowers.
+    const Mesh me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh_for(eqn_mesh(e));
     if (std::string_view(e.prim->name()) == "reshard") {
       // A pure layout change: one reshard step, no kernel.
       const ArrayType& t = e.outs[0]->type;
@@ -147,7 +182,13 @@ std::shared_ptr<const Executable> lower(
     const Program& p, const std::vector<NamedSharding>& in_layouts,
     const std::vector<std::optional<NamedSharding>>& out_layouts) {
   auto ex = std::make_shared<Executable>();
-  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}};
+  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}, {}};
+  for (const auto& l : in_layouts)
+    if (l.concrete_mesh() && !l.concrete_mesh()->empty()) {
+      bool seen = false;
+      for (const Mesh& m : lw.known) seen = seen || m == *l.concrete_mesh();
+      if (!seen) lw.known.push_back(*l.concrete_mesh());
+    }
   std::vector<ArrayType> in_t = p.in_types();
   std::vector<VarPtr> in_vars = p.const_vars;
   in_vars.insert(in_vars.end(), p.in_vars.begin(), p.in_vars.end());
@@ -159,7 +200,13 @@ std::shared_ptr<const Executable> lower(
   lw.lower_program(p);
   for (size_t o = 0; o < p.out_vars.size(); ++o) {
     int v = lw.val.at(p.out_vars[o].get());
-    if (o < out_layouts.size() && out_layouts[o]) v = lw.reshard(v, *out_layouts[o]);
+    if (o < out_layouts.size() && out_layouts[o]) {
+      // A layout on an abstract mesh (jit out_shardings by spec) takes that mesh's devices.
+      const NamedSharding& l = *out_layouts[o];
+      int rank = static_cast<int>(lw.ex.values[v].shape.size());
+      v = lw.reshard(v, l.concrete_mesh() ? l.normalized(rank)
+                                          : layout_on(lw.mesh_for(l.mesh()), l.spec(), rank));
+    }
     ex->outputs.push_back(v);
   }
 

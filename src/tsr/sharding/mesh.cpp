@@ -41,6 +41,11 @@ std::shared_ptr<const detail::AbstractMeshData> make_abstract(std::vector<int> s
                                                               AxisType default_type,
                                                               const char* who) {
   if (types.empty()) types.assign(names.size(), default_type);
+  // Name checks first (as JAX's None check precedes its count check).
+  for (const auto& n : names)
+    if (n.empty())
+      throw ValueError(std::string("[") + who + "] Mesh axis names cannot be empty. Got: " +
+                       names_tuple(names) + "; expected non-empty names such as \"x\".");
   if (sizes.size() != names.size())
     throw ValueError(std::string("[") + who + "] " + who +
                      " requires as many axis sizes as axis names. Got axis_sizes=" +
@@ -91,6 +96,8 @@ const std::shared_ptr<const detail::AbstractMeshData>& empty_abstract() {
 }
 
 thread_local std::optional<Mesh> t_context_mesh;
+// Set by AbstractMeshScope; when unset the abstract context is the concrete one's.
+thread_local std::optional<AbstractMesh> t_abstract_mesh;
 
 }  // namespace
 
@@ -183,6 +190,16 @@ AbstractMesh AbstractMesh::update_axis_types(
   return AbstractMesh(d_->sizes, d_->names, types);
 }
 
+AbstractMesh AbstractMesh::update(const MeshUpdate& u) const {
+  if (u.devices)
+    throw ValueError(
+        "[AbstractMesh.update] AbstractMesh does not implement devices. Got " +
+        std::to_string(u.devices->size()) +
+        " devices; expected none. Call Mesh::update on a concrete mesh to change devices.");
+  return AbstractMesh(u.axis_sizes.value_or(d_->sizes), u.axis_names.value_or(d_->names),
+                      u.axis_types.value_or(d_->types));
+}
+
 std::string AbstractMesh::str() const {
   if (empty()) return "AbstractMesh()";
   std::string s = "AbstractMesh(";
@@ -263,6 +280,16 @@ int Mesh::index_of(const Device& d) const {
   return -1;
 }
 
+Mesh Mesh::update(const MeshUpdate& u) const {
+  std::vector<Device> devs = u.devices.value_or(devices());
+  std::vector<int> sizes = u.axis_sizes.value_or(axis_sizes());
+  std::vector<std::string> names = u.axis_names.value_or(axis_names());
+  std::vector<AxisType> types = u.axis_types.value_or(axis_types());
+  // Renaming to fewer or more axes without new types: the default (Auto, as Mesh).
+  if (!u.axis_types && types.size() != names.size()) types.clear();
+  return Mesh(std::move(devs), std::move(sizes), std::move(names), std::move(types));
+}
+
 std::string Mesh::str() const {
   if (ndim() == 0) return empty() ? "Mesh()" : "Mesh(device=" + devices()[0].str() + ")";
   std::string s = "Mesh(";
@@ -340,16 +367,38 @@ void set_mesh(const std::optional<Mesh>& mesh) {
                      " contains manual axes which is not allowed when using `set_mesh`. Please "
                      "use `shard_map` to enter into `Manual` mode instead.");
   t_context_mesh = mesh && !mesh->empty() ? mesh : std::nullopt;
+  t_abstract_mesh.reset();
 }
 
 Mesh get_mesh() { return t_context_mesh ? *t_context_mesh : Mesh(); }
 
 AbstractMesh get_abstract_mesh() {
+  if (t_abstract_mesh) return *t_abstract_mesh;
   return t_context_mesh ? t_context_mesh->abstract_mesh() : AbstractMesh();
 }
 
-MeshScope::MeshScope(const Mesh& mesh) : previous_(t_context_mesh) { set_mesh(mesh); }
+MeshScope::MeshScope(const Mesh& mesh)
+    : previous_(t_context_mesh), previous_abstract_(t_abstract_mesh) {
+  set_mesh(mesh);
+}
 
-MeshScope::~MeshScope() { t_context_mesh = previous_; }
+MeshScope::~MeshScope() {
+  t_context_mesh = previous_;
+  t_abstract_mesh = previous_abstract_;
+}
+
+AbstractMeshScope::AbstractMeshScope(const AbstractMesh& mesh) : previous_(t_abstract_mesh) {
+  AbstractMesh prev = get_abstract_mesh();
+  if (!prev.empty() && !mesh.empty() && prev.size() != mesh.size())
+    throw ValueError(
+        "[use_abstract_mesh] use_abstract_mesh cannot change the size of the mesh. "
+        "Got new mesh: " +
+        mesh.str() + " with size=" + std::to_string(mesh.size()) + " and prev mesh: " + prev.str() +
+        " with size=" + std::to_string(prev.size()) +
+        ". Keep the product of the axis sizes (rename, reshape or retype only).");
+  t_abstract_mesh = mesh;
+}
+
+AbstractMeshScope::~AbstractMeshScope() { t_abstract_mesh = previous_; }
 
 }  // namespace tsr

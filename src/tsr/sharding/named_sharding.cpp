@@ -249,4 +249,7 @@ size_t NamedSharding::hash() const {
 
 std::ostream& operator<<(std::ostream& os, const NamedSharding& s) { return os << s.str(); }
 
+SingleDeviceSharding::SingleDeviceSharding(const Device& d)
+    : NamedSharding(device_mesh(d), PartitionSpec()) {}
+
 }  // namespace tsr

@@ -145,4 +145,52 @@ size_t PartitionSpec::hash() const {
 
 std::ostream& operator<<(std::ostream& os, const PartitionSpec& s) { return os << s.repr(); }
 
+namespace {
+void check_no_sets(const PartitionSpec& p, const std::vector<PartitionEntry>& other,
+                   const char* op) {
+  if (p.unreduced().empty() && p.reduced().empty()) return;
+  std::string t = "(";
+  for (size_t i = 0; i < other.size(); ++i) t += (i ? ", " : "") + other[i].repr();
+  t += other.size() == 1 ? ",)" : ")";
+  throw TypeError("[PartitionSpec] other " + t + " cannot be of instance `tuple` when self " +
+                  p.repr() + " has " + (p.unreduced().empty() ? "reduced" : "unreduced") + " in `" +
+                  op + "` of PartitionSpec. Add a PartitionSpec instead.");
+}
+}  // namespace
+
+PartitionSpec PartitionSpec::operator+(const PartitionSpec& o) const {
+  if (kind_ != o.kind_ && !unreduced_.empty() && !o.unreduced_.empty())
+    throw TypeError(
+        "[PartitionSpec] PartitionSpec can't be added if the unreduced_kind differs in self and "
+        "other. Got self=" +
+        repr() + " and other=" + o.repr() + ". Use one unreduced kind.");
+  std::vector<PartitionEntry> e = entries_;
+  e.insert(e.end(), o.entries_.begin(), o.entries_.end());
+  std::set<std::string> u = unreduced_, r = reduced_;
+  u.insert(o.unreduced_.begin(), o.unreduced_.end());
+  r.insert(o.reduced_.begin(), o.reduced_.end());
+  return PartitionSpec(std::move(e), std::move(u), std::move(r),
+                       unreduced_.empty() ? o.kind_ : kind_);
+}
+
+PartitionSpec PartitionSpec::operator+(const std::vector<PartitionEntry>& entries) const {
+  check_no_sets(*this, entries, "__add__");
+  std::vector<PartitionEntry> e = entries_;
+  e.insert(e.end(), entries.begin(), entries.end());
+  return PartitionSpec(std::move(e));
+}
+
+PartitionSpec& PartitionSpec::operator+=(std::initializer_list<PartitionEntry> entries) {
+  return *this = *this + std::vector<PartitionEntry>(entries);
+}
+
+PartitionSpec& PartitionSpec::operator+=(const PartitionSpec& o) { return *this = *this + o; }
+
+PartitionSpec operator+(const std::vector<PartitionEntry>& entries, const PartitionSpec& p) {
+  check_no_sets(p, entries, "__radd__");
+  std::vector<PartitionEntry> e = entries;
+  e.insert(e.end(), p.entries().begin(), p.entries().end());
+  return PartitionSpec(std::move(e));
+}
+
 }  // namespace tsr

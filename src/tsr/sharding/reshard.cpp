@@ -56,12 +56,9 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
                      " and out_sharding " + dst.spec().repr() +
                      "; expected the same unreduced_kind. Reduce first with reshard to a spec "
                      "without unreduced axes.");
-  if (!added_axes.empty() && dst.spec().unreduced_kind() != UnreducedKind::Sum)
-    throw ValueError(
-        "[reshard] out_sharding passed to `reshard` cannot be more unreduced than the input. Got "
-        "input " +
-        src.spec().repr() + " and out_sharding " + dst.spec().repr() + " adding " +
-        quoted_set(added_axes) + " with a max/min kind; expected no new unreduced axes.");
+  // Added sum axes hold the value at coordinate 0 and zeros elsewhere; added max/min
+  // axes hold the value everywhere (copies reduce to it), so they act as replicated.
+  if (dst.spec().unreduced_kind() != UnreducedKind::Sum) added_axes.clear();
 
   auto plan = std::make_shared<Plan>();
   int rank = static_cast<int>(shape.size());

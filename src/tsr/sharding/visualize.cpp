@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "tsr/array.h"
+#include "tsr/error.h"
 
 namespace tsr {
 namespace {
@@ -74,9 +76,23 @@ void draw_grid(std::ostringstream& os, const std::vector<std::vector<std::string
 
 std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding) {
   int rank = static_cast<int>(shape.size());
+  sharding.check_rank(rank);
   NamedSharding s = sharding.normalized(rank);
-  const Mesh& mesh = *s.concrete_mesh();
   ArrayType t{shape, dtype, false, type_sharding(s, shape), {}};
+  // Devices: the sharding's own; for a type (a traced value) the context mesh when it
+  // is that mesh, else mesh positions (the jit call fixes the devices).
+  std::optional<Mesh> mesh = s.concrete_mesh();
+  if (!mesh) {
+    Mesh ctx = get_mesh();
+    if (!ctx.empty() && ctx.abstract_mesh() == s.mesh()) mesh = ctx;
+  }
+  std::ostringstream os;
+  if (!mesh && s.mesh().empty()) {
+    os << t.str() << " (traced, no mesh in its type): every device the call runs on holds the "
+       << "whole value\nshard shape " << shape_str(shape) << ", "
+       << human_bytes(numel(shape) * itemsize(dtype)) << " per device\n";
+    return os.str();
+  }
   auto tiles = s.tiling(rank);
   std::vector<int> sharded;
   for (int d = 0; d < rank; ++d)
@@ -97,18 +113,22 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
   }
 
   // Devices holding each block, keyed by the chunk vector.
+  int n_dev = mesh ? mesh->size() : s.mesh().size();
   std::map<std::vector<int64_t>, std::vector<int>> holders;
-  for (int i = 0; i < mesh.size(); ++i)
-    holders[s.chunk_of(i, rank)].push_back(mesh.devices()[i].id);
-  const char* prefix = mesh.devices()[0].platform == Platform::CPU ? "CPU " : "GPU ";
+  for (int i = 0; i < n_dev; ++i)
+    holders[s.chunk_of(i, rank)].push_back(mesh ? mesh->devices()[i].id : i);
+  const char* prefix = !mesh ? "#" : mesh->devices()[0].platform == Platform::CPU ? "CPU " : "GPU ";
   size_t width = 0;
   for (const auto& [k, ids] : holders)
     width = std::max(width, std::string(prefix).size() + ranges(ids).size());
   width += 4;
 
-  std::ostringstream os;
-  os << t.str() << " on " << (mesh.ndim() ? mesh.str() : "device " + mesh.devices()[0].label())
-     << "\n";
+  if (mesh)
+    os << t.str() << " on " << (mesh->ndim() ? mesh->str() : "device " + mesh->devices()[0].label())
+       << "\n";
+  else
+    os << t.str() << " on " << s.mesh().str()
+       << " (traced: #i is mesh position i; the jit call fixes the devices)\n";
   auto dim_label = [&](int d) {
     return "dim " + std::to_string(d) + " (" + std::to_string(shape[d]) + " in " +
            std::to_string(tiles[d]) + (tiles[d] == 1 ? " block)" : " blocks)");
@@ -144,13 +164,20 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
   }
   Shape local = s.shard_shape(shape);
   int64_t bytes = numel(local) * itemsize(dtype);
-  os << "shard shape " << shape_str(local) << ", " << human_bytes(bytes) << " per device, "
-     << mesh.size() << (mesh.size() == 1 ? " device" : " devices");
+  os << "shard shape " << shape_str(local) << ", " << human_bytes(bytes) << " per device, " << n_dev
+     << (n_dev == 1 ? " device" : " devices");
   if (!s.spec().unreduced().empty()) os << "; each device holds a partial value (unreduced)";
   os << "\n";
   return os.str();
 }
 
-std::string visualize(const Array& x) { return visualize(x.shape(), x.dtype(), x.sharding()); }
+std::string visualize(const Array& x) {
+  if (!x.valid())
+    throw ValueError(
+        "[visualize] the handle is empty. Got a default-constructed Array; expected an array "
+        "made by an op.");
+  // A traced array's sharding is its type's (abstract mesh, no devices).
+  return visualize(x.shape(), x.dtype(), x.sharding());
+}
 
 }  // namespace tsr
