@@ -22,9 +22,9 @@ Array cumulative(CumKind k, const Array& x0, std::optional<int> axis, const CumO
   Array x = x0;
   if (o.dtype) {
     x = astype(x, *o.dtype);
-  } else if (k == CumKind::Sum || k == CumKind::Prod) {
-    if (x.dtype() == DType::Bool || x.dtype() == DType::Int8) x = astype(x, DType::Int32);
-    if (x.dtype() == DType::UInt8) x = astype(x, DType::UInt32);
+  } else if ((k == CumKind::Sum || k == CumKind::Prod) &&
+             promote_integer_dtype(x.dtype()) != x.dtype()) {
+    x = astype(x, promote_integer_dtype(x.dtype()));
   } else if (k == CumKind::LogSumExp && !is_floating(x.dtype())) {
     x = astype(x, DType::Float32);
   }

@@ -142,6 +142,9 @@ void combine_any(ScatterKind k, DType t, void* dst, const int64_t* dst_st, const
     TSR_CASE(BFloat16, bfloat16_t)
     TSR_CASE(Float32, float)
     TSR_CASE(Float64, double)
+    TSR_CASE(Int16, int16_t)
+    TSR_CASE(UInt16, uint16_t)
+    TSR_CASE(UInt64, uint64_t)
 #undef TSR_CASE
   }
 }
