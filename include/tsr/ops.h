@@ -188,6 +188,10 @@ struct ConvertOptions {
 /** lax.convert_element_type: `{.weak = true}` keeps a weak type, `{.sharding = P(...)}`
  *  lays the result out as given (an unreduced value converts only float -> float). */
 Array convert_element_type(const Array& x, DType dtype, const ConvertOptions& o = {});
+/** lax.bitcast_convert_type: the same bits read as `dtype`. Same width keeps the
+ *  shape; a narrower dtype adds a trailing dim of the width ratio, a wider one
+ *  removes a last dim equal to it (which must be unsharded). No bool. */
+Array bitcast_convert_type(const Array& x, DType dtype);
 
 /** -x. */
 Array operator-(const Array& x);
