@@ -178,7 +178,9 @@ Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y);
 Array select_n(const Array& which, const std::vector<Array>& cases);
 /** min(max(x, lo), hi); lo and hi are scalars or shaped like x. */
 Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi);
-/** Converts the element type (sharding unchanged). */
+/** Converts the element type (sharding unchanged). Float to integer truncates toward
+ *  zero, saturates at the integer's range and maps NaN to 0 (as XLA); integer to
+ *  integer wraps. */
 Array astype(const Array& x, DType dtype);
 /** Options of convert_element_type. */
 struct ConvertOptions {
