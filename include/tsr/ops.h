@@ -335,7 +335,8 @@ struct CumOptions {
   std::optional<DType> dtype = {}; /**< accumulate/output dtype */
 };
 /** Running sum along axis; axis not given: of the flattened (fully replicated) x.
- *  Bool and small ints accumulate as int32 / uint32 (as jnp). The axis must be unsharded. */
+ *  Bool accumulates as int32, integers keep their dtype (as jnp). The axis must be
+ *  unsharded. */
 Array cumsum(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
 /** Running product along axis (promotion and sharding as cumsum). */
 Array cumprod(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});

@@ -122,16 +122,19 @@ TEST(IntDTypes, ArithmeticWraps) {
 }
 
 TEST(IntDTypes, ReductionsAccumulateLikeJnp) {
-  // jnp.sum/prod/cumsum promote integers narrower than the default int (int32 here).
+  // jnp.sum/prod promote integers narrower than the default int (int32 here);
+  // jnp.cumsum/cumprod keep integer dtypes (only bool is promoted).
   Array i = array<int16_t>({kI16Max, kI16Max, 2}, {3});
   EXPECT_EQ(sum(i).dtype(), int32);
   EXPECT_EQ(sum(i).item<int32_t>(), 2 * kI16Max + 2);
-  EXPECT_EQ(cumsum(i, 0).dtype(), int32);
+  EXPECT_EQ(cumsum(i, 0).dtype(), int16);
+  EXPECT_EQ(vec<int16_t>(cumsum(i, 0)), (std::vector<int16_t>{kI16Max, -2, 0}));  // wraps
   Array u = array<uint16_t>({65535, 65535}, {2});
   EXPECT_EQ(sum(u).dtype(), uint32);
   EXPECT_EQ(sum(u).item<uint32_t>(), 131070u);
   EXPECT_EQ(prod(u).item<uint32_t>(), 65535u * 65535u);
-  EXPECT_EQ(cumprod(u, 0).dtype(), uint32);
+  EXPECT_EQ(cumprod(u, 0).dtype(), uint16);
+  EXPECT_EQ(vec<uint16_t>(cumprod(u, 0)), (std::vector<uint16_t>{65535, 1}));  // wraps
   Array w = array<uint64_t>({kU64Max, 2, 1ull << 63}, {3});
   EXPECT_EQ(sum(w).dtype(), uint64);
   EXPECT_EQ(sum(w).item<uint64_t>(), (1ull << 63) + 1);  // wraps mod 2^64
