@@ -119,6 +119,9 @@ class Array {
   Array reshape(const Shape& new_shape) const;
   /** The same values converted to dtype; see tsr::astype. */
   Array astype(DType dtype) const;
+  /** jnp's arr.view(dtype): the same bits as dtype, the last dim scaled by the width
+   *  ratio (bool viewed through uint8); see tsr::bitcast_convert_type. */
+  Array view(DType dtype) const;
   /** x[i] with NumPy semantics (tsr/indexing.h). */
   Array operator[](const Index& i) const;
   /** x[i, j, ...]: `x[{all, 1}]`. */

@@ -19,17 +19,23 @@ enum class DType : uint8_t {
   BFloat16,
   Float32,
   Float64,
+  Int16,  // appended so that the values above keep their numbers
+  UInt16,
+  UInt64,
 };
 
 /** Number of DType values; DType values are 0..kNumDTypes-1. */
-inline constexpr int kNumDTypes = 10;
+inline constexpr int kNumDTypes = 13;
 
 inline constexpr DType bool_ = DType::Bool;        /**< boolean, one byte per element */
 inline constexpr DType int8 = DType::Int8;         /**< signed 8-bit integer */
+inline constexpr DType int16 = DType::Int16;       /**< signed 16-bit integer */
 inline constexpr DType int32 = DType::Int32;       /**< signed 32-bit integer */
 inline constexpr DType int64 = DType::Int64;       /**< signed 64-bit integer */
 inline constexpr DType uint8 = DType::UInt8;       /**< unsigned 8-bit integer */
+inline constexpr DType uint16 = DType::UInt16;     /**< unsigned 16-bit integer */
 inline constexpr DType uint32 = DType::UInt32;     /**< unsigned 32-bit integer */
+inline constexpr DType uint64 = DType::UInt64;     /**< unsigned 64-bit integer */
 inline constexpr DType float16 = DType::Float16;   /**< IEEE binary16 */
 inline constexpr DType bfloat16 = DType::BFloat16; /**< brain float (8-bit exponent) */
 inline constexpr DType float32 = DType::Float32;   /**< IEEE binary32 */
@@ -60,11 +66,12 @@ struct TypedDType {
   bool operator==(const TypedDType&) const = default;
 };
 
-/** Promotes two dtypes by JAX's lattice (least upper bound). Where the bound is a
- *  type Tessera lacks (int16, uint16, uint64), the next supported type above it is used. */
+/** Promotes two dtypes by JAX's lattice with x64 enabled (jnp.promote_types): the
+ *  least upper bound; uint64 with a signed integer gives float64 (JAX's "float"). */
 DType promote_types(DType a, DType b);
-/** Promotion with weak types: a weak int is int32 and a weak float float32 unless a
- *  strong operand decides; the result is weak only when every input was weak. */
+/** Promotion with weak types (jnp.result_type): a weak int is int32 and a weak float
+ *  float32 unless a strong operand decides; the result is weak when every input was
+ *  weak, or when the bound is a weak node (uint64 + signed int: weak float64). */
 TypedDType promote_types(TypedDType a, TypedDType b);
 
 /** IEEE binary16 storage type with float conversions (round to nearest even). */
@@ -117,6 +124,10 @@ struct dtype_of<int8_t> {
   static constexpr DType value = DType::Int8;
 };
 template <>
+struct dtype_of<int16_t> {
+  static constexpr DType value = DType::Int16;
+};
+template <>
 struct dtype_of<int32_t> {
   static constexpr DType value = DType::Int32;
 };
@@ -129,8 +140,16 @@ struct dtype_of<uint8_t> {
   static constexpr DType value = DType::UInt8;
 };
 template <>
+struct dtype_of<uint16_t> {
+  static constexpr DType value = DType::UInt16;
+};
+template <>
 struct dtype_of<uint32_t> {
   static constexpr DType value = DType::UInt32;
+};
+template <>
+struct dtype_of<uint64_t> {
+  static constexpr DType value = DType::UInt64;
 };
 template <>
 struct dtype_of<float16_t> {
@@ -176,6 +195,12 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
       return f(float{});
     case DType::Float64:
       return f(double{});
+    case DType::Int16:
+      return f(int16_t{});
+    case DType::UInt16:
+      return f(uint16_t{});
+    case DType::UInt64:
+      return f(uint64_t{});
   }
   return f(float{});
 }

@@ -186,7 +186,9 @@ Array where(const ArrayLike& cond, const ArrayLike& x, const ArrayLike& y);
 Array select_n(const Array& which, const std::vector<Array>& cases);
 /** min(max(x, lo), hi); lo and hi are scalars or shaped like x. */
 Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi);
-/** Converts the element type (sharding unchanged). */
+/** Converts the element type (sharding unchanged). Float to integer truncates toward
+ *  zero, saturates at the integer's range and maps NaN to 0 (as XLA); integer to
+ *  integer wraps. */
 Array astype(const Array& x, DType dtype);
 /** Options of convert_element_type. */
 struct ConvertOptions {
@@ -196,6 +198,10 @@ struct ConvertOptions {
 /** lax.convert_element_type: `{.weak = true}` keeps a weak type, `{.sharding = P(...)}`
  *  lays the result out as given (an unreduced value converts only float -> float). */
 Array convert_element_type(const Array& x, DType dtype, const ConvertOptions& o = {});
+/** lax.bitcast_convert_type: the same bits read as `dtype`. Same width keeps the
+ *  shape; a narrower dtype adds a trailing dim of the width ratio, a wider one
+ *  removes a last dim equal to it (which must be unsharded). No bool. */
+Array bitcast_convert_type(const Array& x, DType dtype);
 
 /** -x. */
 Array operator-(const Array& x);
@@ -376,7 +382,8 @@ struct CumOptions {
   std::optional<DType> dtype = {}; /**< accumulate/output dtype */
 };
 /** Running sum along axis; axis not given: of the flattened (fully replicated) x.
- *  Bool and small ints accumulate as int32 / uint32 (as jnp). The axis must be unsharded. */
+ *  Bool accumulates as int32, integers keep their dtype (as jnp). The axis must be
+ *  unsharded. */
 Array cumsum(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
 /** Running product along axis (promotion and sharding as cumsum). */
 Array cumprod(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});

@@ -41,7 +41,7 @@ Array fold_in(const Array& key, const Array& data);
  *  key; x0, x1 are uint32 of one shape; returns the two output words. */
 std::pair<Array, Array> threefry2x32(const Array& key, const Array& x0, const Array& x1);
 
-/** Uniform random bits of `shape`: uint32 (default) or uint8 (jax.random.bits). */
+/** Uniform random bits of `shape`: uint32 (default), uint8, uint16 or uint64 (jax.random.bits). */
 Array bits(const Array& key, const Shape& shape = {}, DType dtype = uint32,
            const ShardingArg& out_sharding = {});
 

@@ -112,6 +112,13 @@ inline std::vector<char> random_data(DType dt, int64_t count, uint64_t seed) {
   return out;
 }
 
+/** Every DType (parameter lists of the dtype-sweeping tests; new dtypes join them). */
+inline std::vector<DType> all_dtypes() {
+  std::vector<DType> v;
+  for (int k = 0; k < kNumDTypes; ++k) v.push_back(static_cast<DType>(k));
+  return v;
+}
+
 /** Typed view of a byte vector. */
 template <typename T>
 T* as(std::vector<char>& bytes) {

@@ -165,13 +165,11 @@ std::string case_name(const testing::TestParamInfo<std::tuple<int, DType>>& info
          dtype_short_name(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllCollectives, FastVsReference,
-    testing::Combine(testing::Range(0, static_cast<int>(std::size(kCollectives))),
-                     testing::Values(DType::Bool, DType::Int8, DType::Int32, DType::Int64,
-                                     DType::UInt8, DType::UInt32, DType::Float16, DType::BFloat16,
-                                     DType::Float32, DType::Float64)),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(AllCollectives, FastVsReference,
+                         testing::Combine(testing::Range(0,
+                                                         static_cast<int>(std::size(kCollectives))),
+                                          testing::ValuesIn(all_dtypes())),
+                         case_name);
 
 // in == out: the fast group reads each block of every input before writing it.
 class InPlace : public ::testing::TestWithParam<DType> {};
@@ -228,13 +226,9 @@ TEST_P(InPlace, BroadcastKeepsRootAndFillsOthers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDTypes, InPlace,
-                         testing::Values(DType::Bool, DType::Int8, DType::Int32, DType::Int64,
-                                         DType::UInt8, DType::UInt32, DType::Float16,
-                                         DType::BFloat16, DType::Float32, DType::Float64),
-                         [](const auto& info) {
-                           return std::string(dtype_short_name(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllDTypes, InPlace, testing::ValuesIn(all_dtypes()), [](const auto& info) {
+  return std::string(dtype_short_name(info.param));
+});
 
 }  // namespace
 }  // namespace tsr::test

@@ -50,6 +50,25 @@ TEST(HalfConversions, NarrowingMatchesDType) {
   }
 }
 
+// The 16/64-bit integers wrap (uint16 * uint16 promotes to int in C++: the kernel
+// must multiply unsigned, or 65535 * 65535 overflows int).
+TEST(IntegerKernels, NewWidthsWrap) {
+  uint16_t a[2] = {65535, 40000}, b[2] = {65535, 40000}, out[2];
+  detail::reduce_pair(DType::UInt16, ReduceOp::Prod, out, a, b, 2);
+  EXPECT_EQ(out[0], 1);
+  EXPECT_EQ(out[1], static_cast<uint16_t>(40000u * 40000u));
+  detail::reduce_pair(DType::UInt16, ReduceOp::Sum, out, a, b, 2);
+  EXPECT_EQ(out[0], 65534);
+  int16_t c[1] = {32767}, d[1] = {1}, e[1];
+  detail::reduce_pair(DType::Int16, ReduceOp::Sum, e, c, d, 1);
+  EXPECT_EQ(e[0], -32768);
+  uint64_t f[1] = {~uint64_t{0}}, g[1] = {2}, h[1];
+  detail::reduce_pair(DType::UInt64, ReduceOp::Sum, h, f, g, 1);
+  EXPECT_EQ(h[0], 1u);
+  detail::reduce_pair(DType::UInt64, ReduceOp::Max, h, f, g, 1);
+  EXPECT_EQ(h[0], ~uint64_t{0});
+}
+
 // reduce_pair and reduce_accumulate agree with combine_scalar, element by element.
 class Kernels : public ::testing::TestWithParam<DType> {};
 
@@ -76,13 +95,9 @@ TEST_P(Kernels, MatchScalarDefinition) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDTypes, Kernels,
-                         testing::Values(DType::Bool, DType::Int8, DType::Int32, DType::Int64,
-                                         DType::UInt8, DType::UInt32, DType::Float16,
-                                         DType::BFloat16, DType::Float32, DType::Float64),
-                         [](const auto& info) {
-                           return std::string(dtype_short_name(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(AllDTypes, Kernels, testing::ValuesIn(all_dtypes()), [](const auto& info) {
+  return std::string(dtype_short_name(info.param));
+});
 
 TEST(ReduceOpName, NamesEveryOp) {
   EXPECT_STREQ(detail::reduce_op_name(ReduceOp::Sum), "sum");

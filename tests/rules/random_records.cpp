@@ -31,12 +31,18 @@ std::vector<Record> random_records() {
   r.push_back(sampler({"random_bits"}, "bits_u8", [](const Array& k, const NamedSharding& s) {
     return random::bits(k, {8, 4}, uint8, s);
   }));
+  r.push_back(sampler({"random_bits"}, "bits_u16", [](const Array& k, const NamedSharding& s) {
+    return random::bits(k, {8, 4}, uint16, s);
+  }));
+  r.push_back(sampler({"random_bits"}, "bits_u64", [](const Array& k, const NamedSharding& s) {
+    return random::bits(k, {8, 4}, uint64, s);
+  }));
   for (DType dt : {float32, float64, float16, bfloat16})
     r.push_back(sampler({"random_uniform"}, std::string("uniform_") + dtype_short_name(dt),
                         [dt](const Array& k, const NamedSharding& s) {
                           return random::uniform(k, {8, 4}, dt, -2.0, 3.0, s);
                         }));
-  for (DType dt : {int32, int64, int8, uint8, uint32})
+  for (DType dt : {int32, int64, int8, int16, uint8, uint16, uint32, uint64})
     r.push_back(sampler({"random_randint"}, std::string("randint_") + dtype_short_name(dt),
                         [dt](const Array& k, const NamedSharding& s) {
                           return random::randint(k, {8, 4}, -3, 250, dt, s);

@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <string>
 
 #include <tsr/tsr.h>
 
@@ -10,30 +12,44 @@ using namespace tsr;
 
 namespace {
 
-// Rows/cols in this order: b1 u8 u32 i8 i32 i64 bf16 f16 f32 f64. JAX gives int16 for
-// u8+i8; we lack int16, so the next supported type above it (int32) is used.
-const DType kOrder[] = {bool_, uint8,    uint32,  int8,    int32,
-                        int64, bfloat16, float16, float32, float64};
-const char* kTable[10][10] = {
-    // b1     u8     u32    i8     i32    i64    bf16   f16    f32    f64
-    {"bool", "u8", "u32", "i8", "i32", "i64", "bf16", "f16", "f32", "f64"},         // b1
-    {"u8", "u8", "u32", "i32", "i32", "i64", "bf16", "f16", "f32", "f64"},          // u8
-    {"u32", "u32", "u32", "i64", "i64", "i64", "bf16", "f16", "f32", "f64"},        // u32
-    {"i8", "i32", "i64", "i8", "i32", "i64", "bf16", "f16", "f32", "f64"},          // i8
-    {"i32", "i32", "i64", "i32", "i32", "i64", "bf16", "f16", "f32", "f64"},        // i32
-    {"i64", "i64", "i64", "i64", "i64", "i64", "bf16", "f16", "f32", "f64"},        // i64
-    {"bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", "f32", "f32", "f64"},  // bf16
-    {"f16", "f16", "f16", "f16", "f16", "f16", "f32", "f16", "f32", "f64"},         // f16
-    {"f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f32", "f64"},         // f32
-    {"f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64", "f64"},         // f64
+// Rows/cols in this order: b1 u8 u16 u32 u64 i8 i16 i32 i64 bf16 f16 f32 f64: JAX's
+// jnp.promote_types with x64 enabled (jax/_src/dtypes.py lattice); uint64 with a
+// signed integer meets at JAX's weak "float", which is float64.
+const DType kOrder[] = {bool_, uint8, uint16,   uint32,  uint64,  int8,   int16,
+                        int32, int64, bfloat16, float16, float32, float64};
+constexpr int kN = 13;
+// Row i, column j: promote_types(kOrder[i], kOrder[j]), by short name.
+const char* kTable[kN] = {
+    // b1 u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64
+    "bool u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64",
+    "u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64",
+    "u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64",
+    "u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64",
+    "u64  u64  u64  u64  u64  f64  f64  f64  f64  bf16 f16  f32  f64",
+    "i8   i16  i32  i64  f64  i8   i16  i32  i64  bf16 f16  f32  f64",
+    "i16  i16  i32  i64  f64  i16  i16  i32  i64  bf16 f16  f32  f64",
+    "i32  i32  i32  i64  f64  i32  i32  i32  i64  bf16 f16  f32  f64",
+    "i64  i64  i64  i64  f64  i64  i64  i64  i64  bf16 f16  f32  f64",
+    "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64",
+    "f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64",
+    "f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64",
+    "f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64",
 };
+
+std::string cell(int i, int j) {
+  std::istringstream row(kTable[i]);
+  std::string name;
+  for (int k = 0; k <= j; ++k) row >> name;
+  return name;
+}
 
 }  // namespace
 
 TEST(DType, PromotionTableStrong) {
-  for (int i = 0; i < 10; ++i)
-    for (int j = 0; j < 10; ++j)
-      EXPECT_EQ(dtype_short_name(promote_types(kOrder[i], kOrder[j])), std::string(kTable[i][j]))
+  static_assert(kN == kNumDTypes, "every dtype has a row");
+  for (int i = 0; i < kN; ++i)
+    for (int j = 0; j < kN; ++j)
+      EXPECT_EQ(dtype_short_name(promote_types(kOrder[i], kOrder[j])), cell(i, j))
           << dtype_name(kOrder[i]) << " + " << dtype_name(kOrder[j]);
 }
 
@@ -58,6 +74,18 @@ TEST(DType, WeakTypes) {
   EXPECT_EQ(promote_types(wi, wi), (TypedDType{int32, true}));
   EXPECT_EQ(promote_types(TypedDType{float64, true}, TypedDType{float32, false}),
             (TypedDType{float32, false}));
+  // The new integer widths: a weak int defers; u8 + i8 is int16 (as JAX).
+  EXPECT_EQ(promote_types(wi, TypedDType{uint16, false}), (TypedDType{uint16, false}));
+  EXPECT_EQ(promote_types(wi, TypedDType{int16, false}), (TypedDType{int16, false}));
+  EXPECT_EQ(promote_types(TypedDType{uint8, false}, TypedDType{int8, false}),
+            (TypedDType{int16, false}));
+  // uint64 + signed int meets at the weak float node: JAX's result_type gives a weakly
+  // typed float64, which a strong float then decides.
+  TypedDType u64_i8 = promote_types(TypedDType{uint64, false}, TypedDType{int8, false});
+  EXPECT_EQ(u64_i8, (TypedDType{float64, true}));
+  EXPECT_EQ(promote_types(u64_i8, TypedDType{float16, false}), (TypedDType{float16, false}));
+  EXPECT_EQ(promote_types(TypedDType{uint64, false}, wi), (TypedDType{uint64, false}));
+  EXPECT_EQ(promote_types(TypedDType{uint64, false}, wf), (TypedDType{float32, true}));
 }
 
 TEST(DType, NamesAndSizes) {
@@ -66,6 +94,19 @@ TEST(DType, NamesAndSizes) {
   EXPECT_STREQ(dtype_name(bool_), "bool");
   EXPECT_EQ(dtype_from_name("f32"), float32);
   EXPECT_EQ(dtype_from_name("bfloat16"), bfloat16);
+  EXPECT_EQ(itemsize(int16), 2);
+  EXPECT_EQ(itemsize(uint16), 2);
+  EXPECT_EQ(itemsize(uint64), 8);
+  EXPECT_STREQ(dtype_short_name(int16), "i16");
+  EXPECT_STREQ(dtype_short_name(uint16), "u16");
+  EXPECT_STREQ(dtype_short_name(uint64), "u64");
+  EXPECT_EQ(dtype_from_name("uint64"), uint64);
+  EXPECT_EQ(dtype_from_name("u16"), uint16);
+  for (int k = 0; k < kNumDTypes; ++k) {  // names round-trip for every dtype
+    DType t = static_cast<DType>(k);
+    EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
+    EXPECT_EQ(dtype_from_name(dtype_short_name(t)), t);
+  }
   EXPECT_THROW(dtype_from_name("float128"), ValueError);
 }
 

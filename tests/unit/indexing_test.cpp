@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "tsr/tsr.h"
 
@@ -119,6 +120,29 @@ TEST(Indexing, OutOfBoundsModes) {
             (std::vector<double>{9, 1, 2, 3, 9}));
   EXPECT_EQ(vals(x.at(array<int32_t>({7}, {1})).add(1.0, {.mode = IndexMode::Clip})),
             (std::vector<double>{0, 1, 2, 3, 5}));
+}
+
+// Integer scatter arithmetic wraps like the elementwise ops (was signed overflow: UB).
+TEST(Indexing, ScatterIntegerArithmeticWraps) {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  Array x = array<int32_t>({kMax, kMin, 3}, {3});
+  Array idx = array<int32_t>({0, 1, 2, 2}, {4});
+  Array one = array<int32_t>({1, 1, kMax, kMax}, {4});
+  auto f = [&](const Array& a, const Array& i, const Array& u) {
+    return std::vector<Array>{a.at(i).add(u), a.at(i).subtract(u), a.at(i).mul(u)};
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    auto r = pass == 0 ? f(x, idx, one) : jit(f)(x, idx, one);
+    // 3 + max + max wraps to 1; min - 1 wraps to max; 3 * max * max wraps to 3.
+    EXPECT_EQ(r[0].to_vector<int32_t>(), (std::vector<int32_t>{kMin, kMin + 1, 1}));
+    EXPECT_EQ(r[1].to_vector<int32_t>(), (std::vector<int32_t>{kMax - 1, kMax, 5}));
+    EXPECT_EQ(r[2].to_vector<int32_t>(), (std::vector<int32_t>{kMax, kMin, 3}));
+  }
+  Array y = array<int64_t>({std::numeric_limits<int64_t>::max()}, {1});
+  EXPECT_EQ(y.at(0).add(array<int64_t>({1}, {})).to_vector<int64_t>()[0],
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(y.at(0).mul(array<int64_t>({2}, {})).to_vector<int64_t>()[0], int64_t{-2});
 }
 
 TEST(Indexing, ApplyAndHints) {

@@ -45,7 +45,9 @@ TEST(MoreOps, CumulativeValues) {
   EXPECT_EQ(b.dtype(), int32);
   EXPECT_EQ(iv(b), (std::vector<int32_t>{1, 1, 2}));
   EXPECT_EQ(iv(cumprod(i32({1, 2, 3, 4}))), (std::vector<int32_t>{1, 2, 6, 24}));
-  EXPECT_EQ(cumprod(array<int8_t>({1, 2})).dtype(), int32);
+  // jnp.cumprod/cumsum promote only bool (reductions.py's _cumulative_reduction).
+  EXPECT_EQ(cumprod(array<int8_t>({1, 2})).dtype(), int8);
+  EXPECT_EQ(cummax(array<bool>({false, true})).dtype(), int32);
   expect_floats({1, kNaN, kNaN}, fv(cummax(f32({1, kNaN, 3}))));
   EXPECT_EQ(iv(cummin(i32({3, 1, 2, 0}, {2, 2}), 1)), (std::vector<int32_t>{3, 1, 2, 0}));
   EXPECT_EQ(iv(cummin(i32({3, 1, 2, 0}, {2, 2}), 0)), (std::vector<int32_t>{3, 1, 2, 0}));
@@ -196,7 +198,7 @@ TEST(MoreOps, HalfAndOtherDtypes) {
   expect_floats({1, 3, 6}, fv(cumsum(f32({1, 2, 3}).astype(bfloat16)).astype(float32)));
   expect_floats({-1, 2, kNaN}, fv(sort(f32({kNaN, 2, -1}).astype(float16)).astype(float32)));
   EXPECT_EQ(iv(sort(array<uint8_t>({3, 200, 1})).astype(int32)), (std::vector<int32_t>{1, 3, 200}));
-  EXPECT_EQ(cumsum(array<uint8_t>({200, 100})).dtype(), uint32);
+  EXPECT_EQ(cumsum(array<uint8_t>({200, 100})).dtype(), uint8);  // as jnp.cumsum
   EXPECT_EQ(iv(argsort(array<bool>({true, false, true}))), (std::vector<int32_t>{1, 0, 2}));
 }
 

@@ -81,6 +81,12 @@ TEST(Random, BitsAndUniformPartitionableValues) {
   EXPECT_EQ(b0[4], 2285895361u ^ 433833334u);
   EXPECT_EQ(random::bits(random::key(0), {5}, uint8).to_vector<uint8_t>()[4],
             static_cast<uint8_t>(b0[4]));
+  // uint16: the low 16 bits of out0 ^ out1; uint64: out0 << 32 | out1 (JAX's
+  // _threefry_random_bits_partitionable).
+  EXPECT_EQ(random::bits(random::key(0), {5}, uint16).to_vector<uint16_t>()[4],
+            static_cast<uint16_t>(b0[4]));
+  EXPECT_EQ(random::bits(random::key(0), {5}, uint64).to_vector<uint64_t>()[4],
+            (uint64_t{2285895361u} << 32) | 433833334u);
   // uniform f32 = bitcast((bits >> 9) | 0x3f800000) - 1.
   float u = random::uniform(random::key(0), {5}).to_vector<float>()[4];
   uint32_t ub = (b0[4] >> 9) | 0x3f800000u;
@@ -142,6 +148,26 @@ std::vector<std::pair<std::string, Sampler>> samplers() {
       {"randint_i64",
        [](const Array& k, const ShardingArg& s) {
          return random::randint(k, {16, 8}, -5, int64_t{1} << 40, int64, s);
+       }},
+      {"bits_u16",
+       [](const Array& k, const ShardingArg& s) {
+         return random::bits(k, {16, 8}, uint16, s);
+       }},
+      {"bits_u64",  // compared as doubles: the high 53 bits, from out0 and out1
+       [](const Array& k, const ShardingArg& s) {
+         return random::bits(k, {16, 8}, uint64, s);
+       }},
+      {"randint_i16",
+       [](const Array& k, const ShardingArg& s) {
+         return random::randint(k, {16, 8}, -300, 30000, int16, s);
+       }},
+      {"randint_u16",
+       [](const Array& k, const ShardingArg& s) {
+         return random::randint(k, {16, 8}, 3, 70000, uint16, s);
+       }},
+      {"randint_u64",
+       [](const Array& k, const ShardingArg& s) {
+         return random::randint(k, {16, 8}, 0, int64_t{1} << 50, uint64, s);
        }},
       {"bernoulli",
        [](const Array& k, const ShardingArg& s) {

@@ -16,10 +16,7 @@ To cast(From v) {
     return v;
   } else {
     auto w = static_cast<Wide<From>>(v);
-    if constexpr (std::is_same_v<To, bool>)
-      return w != Wide<From>(0);
-    else
-      return To(static_cast<Wide<To>>(w));
+    return To(cast_element<Wide<To>>(w));
   }
 }
 

@@ -25,10 +25,13 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
     {"bfloat16", "bf16", 2},
     {"float32", "f32", 4},
     {"float64", "f64", 8},
+    {"int16", "i16", 2},
+    {"uint16", "u16", 2},
+    {"uint64", "u64", 8},
 }};
 
-// JAX's promotion lattice (jax/_src/dtypes.py, x64 mode), with the nodes we do
-// not store (int16, uint16, uint64) kept so least upper bounds come out right.
+// JAX's promotion lattice (jax/_src/dtypes.py, _type_promotion_lattice with
+// strict=False, x64=True), without the 2/4-bit integers and complex types.
 enum Node : int { B1, IW, FW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, kNodes };
 
 constexpr std::array<std::array<int, 2>, kNodes> kEdges = {{
@@ -63,10 +66,6 @@ constexpr UpperSets compute_upper() {
 }
 constexpr UpperSets kUpper = compute_upper();
 
-constexpr uint32_t kStored = (1u << B1) | (1u << IW) | (1u << FW) | (1u << U8) | (1u << U32) |
-                             (1u << I8) | (1u << I32) | (1u << I64) | (1u << BF16) | (1u << F16) |
-                             (1u << F32) | (1u << F64);
-
 // The least node of a set of upper bounds: the one whose own upper set holds all of them.
 int least(uint32_t set) {
   for (int n = 0; n < kNodes; ++n)
@@ -80,14 +79,20 @@ int node_of(DType t) {
       return B1;
     case DType::Int8:
       return I8;
+    case DType::Int16:
+      return I16;
     case DType::Int32:
       return I32;
     case DType::Int64:
       return I64;
     case DType::UInt8:
       return U8;
+    case DType::UInt16:
+      return U16;
     case DType::UInt32:
       return U32;
+    case DType::UInt64:
+      return U64;
     case DType::Float16:
       return F16;
     case DType::BFloat16:
@@ -106,14 +111,24 @@ DType dtype_of_node(int n) {
       return DType::Bool;
     case I8:
       return DType::Int8;
+    case I16:
+      return DType::Int16;
     case I32:
       return DType::Int32;
     case I64:
       return DType::Int64;
     case U8:
       return DType::UInt8;
+    case U16:
+      return DType::UInt16;
     case U32:
       return DType::UInt32;
+    case U64:
+      return DType::UInt64;
+    case FW:  // JAX's weak "float" as a dtype: the default float of x64 mode
+      return DType::Float64;
+    case IW:
+      return DType::Int32;
     case F16:
       return DType::Float16;
     case BF16:
@@ -128,11 +143,7 @@ DType dtype_of_node(int n) {
   return DType::Float32;
 }
 
-int lub(int a, int b) {
-  int n = least(kUpper[a] & kUpper[b]);
-  if (!(kStored >> n & 1u)) n = least(kUpper[n] & kStored & ~(1u << n));
-  return n;
-}
+int lub(int a, int b) { return least(kUpper[a] & kUpper[b]); }
 
 }  // namespace
 
@@ -142,17 +153,21 @@ const char* dtype_short_name(DType t) { return kInfo[static_cast<int>(t)].short_
 bool is_floating(DType t) {
   return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
-bool is_unsigned(DType t) { return t == DType::UInt8 || t == DType::UInt32; }
+bool is_unsigned(DType t) {
+  return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
+}
 bool is_integer(DType t) {
-  return t == DType::Int8 || t == DType::Int32 || t == DType::Int64 || is_unsigned(t);
+  return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64 ||
+         is_unsigned(t);
 }
 
 DType dtype_from_name(const std::string& name) {
   for (int i = 0; i < kNumDTypes; ++i)
     if (name == kInfo[i].name || name == kInfo[i].short_name) return static_cast<DType>(i);
   throw ValueError("[dtype] unknown dtype name. Got '" + name +
-                   "'; expected one of bool, int8, int32, int64, uint8, uint32, float16, "
-                   "bfloat16, float32, float64 (or their short forms such as f32).");
+                   "'; expected one of bool, int8, int16, int32, int64, uint8, uint16, uint32, "
+                   "uint64, float16, bfloat16, float32, float64 (or their short forms such as "
+                   "f32).");
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
@@ -167,7 +182,12 @@ TypedDType promote_types(TypedDType a, TypedDType b) {
   int n = lub(node(a), node(b));
   if (n == IW || n == FW) {
     // A weak result keeps the widest weak input dtype (int32/float32 for C++ scalars).
-    DType d = a.weak && b.weak ? promote_types(a.dtype, b.dtype) : (a.weak ? a.dtype : b.dtype);
+    // Two strong inputs meet at a weak node only for uint64 + signed int: JAX gives
+    // its default float (float64 with x64), weakly typed.
+    DType d = a.weak && b.weak ? promote_types(a.dtype, b.dtype)
+              : a.weak         ? a.dtype
+              : b.weak         ? b.dtype
+                               : dtype_of_node(n);
     if (n == FW && !is_floating(d)) d = DType::Float32;
     return {d, true};
   }

@@ -22,9 +22,10 @@ Array cumulative(CumKind k, const Array& x0, std::optional<int> axis, const CumO
   Array x = x0;
   if (o.dtype) {
     x = astype(x, *o.dtype);
-  } else if (k == CumKind::Sum || k == CumKind::Prod) {
-    if (x.dtype() == DType::Bool || x.dtype() == DType::Int8) x = astype(x, DType::Int32);
-    if (x.dtype() == DType::UInt8) x = astype(x, DType::UInt32);
+  } else if (x.dtype() == DType::Bool && k != CumKind::LogSumExp) {
+    // jnp's _cumulative_reduction promotes only bool (to the default int); integers
+    // keep their dtype, unlike jnp.sum.
+    x = astype(x, DType::Int32);
   } else if (k == CumKind::LogSumExp && !is_floating(x.dtype())) {
     x = astype(x, DType::Float32);
   }

@@ -421,12 +421,18 @@ double default_fill(DType t) {
       return 1;
     case DType::Int8:
       return -128;
+    case DType::Int16:
+      return -32768;
     case DType::Int32:
       return static_cast<double>(std::numeric_limits<int32_t>::min());
     case DType::Int64:
       return static_cast<double>(std::numeric_limits<int64_t>::min());
     case DType::UInt8:
       return 255;
+    case DType::UInt16:
+      return 65535;
+    case DType::UInt64:  // 2^64 - 1 rounds to 2^64 as a double; the fill saturates back
+      return static_cast<double>(std::numeric_limits<uint64_t>::max());
     case DType::UInt32:
       return static_cast<double>(std::numeric_limits<uint32_t>::max());
     default:

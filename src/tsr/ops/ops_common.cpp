@@ -103,6 +103,12 @@ Array convert(const Array& x, DType dtype, bool weak) {
   return bind1(std::make_shared<prim::Convert>(dtype, weak), {x});
 }
 
+DType promote_integer_dtype(DType t) {
+  if (t == DType::Bool || t == DType::Int8 || t == DType::Int16) return DType::Int32;
+  if (t == DType::UInt8 || t == DType::UInt16) return DType::UInt32;
+  return t;
+}
+
 std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op) {
   TypedDType t{};
   bool first = true;

@@ -25,5 +25,9 @@ std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op);
 std::vector<Array> promote_ranks(const std::vector<Array>& xs);
 /** Converts x to dtype (no-op when equal). */
 Array convert(const Array& x, DType dtype, bool weak = false);
+/** jnp's _promote_integer_dtype for sums and products: bool and signed integers
+ *  narrower than int32 accumulate in int32, unsigned narrower than uint32 in uint32
+ *  (Tessera's default integer widths, as JAX without x64); others unchanged. */
+DType promote_integer_dtype(DType t);
 
 }  // namespace tsr::detail

@@ -145,11 +145,10 @@ Array fold_in(const Array& key, const Array& data) {
 }
 
 Array bits(const Array& key, const Shape& shape, DType dtype, const ShardingArg& out_sharding) {
-  if (dtype != uint32 && dtype != uint8)
+  if (!is_unsigned(dtype))
     throw ValueError(std::string("[bits] dtype argument to `bits` must be an unsigned int dtype. "
                                  "Got dtype=") +
-                     dtype_name(dtype) +
-                     "; expected uint32 or uint8 (Tessera has no uint16/uint64).");
+                     dtype_name(dtype) + "; expected uint8, uint16, uint32 or uint64.");
   return draw(prim::RandomDist::Bits, key, shape, dtype, 0, 0, 0, 0, out_sharding, "bits");
 }
 
@@ -197,7 +196,7 @@ Array randint(const Array& key, const Shape& shape, int64_t minval, int64_t maxv
               const ShardingArg& out_sharding) {
   if (!is_integer(dtype))
     throw TypeError(std::string("[randint] randint only accepts integer dtypes. Got dtype=") +
-                    dtype_name(dtype) + "; expected int8, int32, int64, uint8 or uint32.");
+                    dtype_name(dtype) + "; expected an integer dtype such as int32 or uint8.");
   return draw(prim::RandomDist::RandInt, key, shape, dtype, 0, 0, minval, maxval, out_sharding,
               "randint");
 }

@@ -49,10 +49,9 @@ Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOpt
   Array x = x0;
   if (o.dtype)
     x = astype(x, *o.dtype);
-  else if (k == ReduceKind::Sum || k == ReduceKind::Prod) {
-    if (x.dtype() == DType::Bool || x.dtype() == DType::Int8) x = astype(x, DType::Int32);
-    if (x.dtype() == DType::UInt8) x = astype(x, DType::UInt32);
-  }
+  else if ((k == ReduceKind::Sum || k == ReduceKind::Prod) &&
+           promote_integer_dtype(x.dtype()) != x.dtype())
+    x = astype(x, promote_integer_dtype(x.dtype()));
   // Half sums and products compute in float32 and round once at the end, as jnp.sum
   // and jnp.prod do (upcast_f16_for_computation): partial results over sharded axes
   // then combine in float32 too, so a sharded sum equals the unsharded one.

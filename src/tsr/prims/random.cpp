@@ -46,13 +46,13 @@ const char* RandomBits::name() const {
 std::vector<ArrayType> RandomBits::infer(const std::vector<ArrayType>& in) const {
   check_key(in.at(0), name());
   no_unreduced(name(), in);
-  bool ok = dist_ == RandomDist::Bits      ? dtype_ == DType::UInt32 || dtype_ == DType::UInt8
+  bool ok = dist_ == RandomDist::Bits      ? is_unsigned(dtype_)
             : dist_ == RandomDist::Uniform ? is_floating(dtype_)
                                            : is_integer(dtype_);
   if (!ok)
     throw TypeError(std::string("[") + name() + "] " + name() + " does not produce dtype " +
                     dtype_name(dtype_) + ". Got dtype=" + dtype_name(dtype_) + "; expected " +
-                    (dist_ == RandomDist::Bits      ? "uint32 or uint8"
+                    (dist_ == RandomDist::Bits      ? "uint8, uint16, uint32 or uint64"
                      : dist_ == RandomDist::Uniform ? "a floating-point dtype"
                                                     : "an integer dtype") +
                     ". Pass a dtype of that kind.");

@@ -12,7 +12,7 @@ namespace tsr::prim {
 
 /** What a random_* primitive samples. */
 enum class RandomDist : uint8_t {
-  Bits,    /**< random_bits: uint32 (out0 ^ out1) or uint8 (its low byte) */
+  Bits,    /**< random_bits: out0 ^ out1 (its low 8/16 bits), or out0 << 32 | out1 for uint64 */
   Uniform, /**< random_uniform: max(lo, u * (hi - lo) + lo), u from the dtype's bit width */
   RandInt, /**< random_randint: jax.random.randint's two-key modular rule */
 };

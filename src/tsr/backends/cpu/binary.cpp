@@ -46,7 +46,7 @@ using BinOut = std::conditional_t<is_cmp(Op), bool, T>;
 // for the bases 1 and -1, whose powers are exact.
 template <typename T>
 inline T ipow(T x, T y) {
-  using U = std::make_unsigned_t<T>;
+  using U = WrapUnsigned<T>;  // uint16 * uint16 in `unsigned short` would overflow int
   if constexpr (std::is_signed_v<T>) {
     if (y < 0) return x == T(1) ? T(1) : (x == T(-1) ? ((y & 1) ? T(-1) : T(1)) : T(0));
   }
@@ -80,7 +80,8 @@ inline BinOut<Op, T> binary_op(T x, T y) {
     using U = std::make_unsigned_t<T>;
     if constexpr (Op == B::Add) return static_cast<T>(U(x) + U(y));
     if constexpr (Op == B::Sub) return static_cast<T>(U(x) - U(y));
-    if constexpr (Op == B::Mul) return static_cast<T>(U(x) * U(y));
+    // Products of 16-bit values exceed int (their promoted type): multiply in unsigned.
+    if constexpr (Op == B::Mul) return static_cast<T>(WrapUnsigned<T>(x) * WrapUnsigned<T>(y));
     // Division by zero and INT_MIN / -1 follow XLA's CPU backend (what JAX gives):
     // x / 0 = -1 (all bits set), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
     if constexpr (Op == B::Div) {

@@ -53,6 +53,14 @@ void full(const KernelArgs& a);
 void random_bits(const KernelArgs& a);  /**< random_bits / random_uniform / random_randint */
 void threefry2x32(const KernelArgs& a); /**< the threefry2x32 hash over counter arrays */
 
+// ---- integer arithmetic that wraps
+
+/** The unsigned type integer T computes in so that +, -, * wrap instead of
+ *  overflowing: at least `unsigned`, since narrower types promote to signed int. */
+template <typename T>
+using WrapUnsigned =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
 // ---- float16 / bfloat16
 
 /** True for the 16-bit float storage types, which compute through float. */

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/core/convert.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
 
@@ -97,7 +98,8 @@ inline UnaryOut<Op, T> unary_op(T x) {
       if constexpr (std::is_signed_v<T>) return static_cast<T>((x > 0) - (x < 0));
       return static_cast<T>(x != 0);
     }
-    if constexpr (Op == UnaryOp::Square) return static_cast<T>(U(x) * U(x));
+    if constexpr (Op == UnaryOp::Square)  // 16-bit squares exceed int: multiply unsigned
+      return static_cast<T>(WrapUnsigned<T>(x) * WrapUnsigned<T>(x));
     if constexpr (Op == UnaryOp::Not) return static_cast<T>(~U(x));
     return x;  // floor, ceil, round: integers are already integral
   } else {
@@ -194,7 +196,7 @@ void integer_pow_typed(const KernelArgs& a, int y) {
   if constexpr (std::is_same_v<T, bool>) {
     unsupported_dtype("integer_pow", DType::Bool, "a numeric dtype");
   } else if constexpr (kInt<T>) {
-    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    using U = WrapUnsigned<T>;
     alignas(64) U xu[kBlock], acc[kBlock], base[kBlock];
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
       int64_t m = std::min(kBlock, n - i0);
@@ -273,10 +275,16 @@ void select_sized(const KernelArgs& a) {
       return select_typed<U, int64_t>(a, ncases, n, scalar);
     case DType::Int8:
       return select_typed<U, int8_t>(a, ncases, n, scalar);
+    case DType::Int16:
+      return select_typed<U, int16_t>(a, ncases, n, scalar);
     case DType::UInt8:
       return select_typed<U, uint8_t>(a, ncases, n, scalar);
+    case DType::UInt16:
+      return select_typed<U, uint16_t>(a, ncases, n, scalar);
     case DType::UInt32:
       return select_typed<U, uint32_t>(a, ncases, n, scalar);
+    case DType::UInt64:
+      return select_typed<U, uint64_t>(a, ncases, n, scalar);
     default:
       unsupported_dtype("select_n", w.dtype, "bool or an integer dtype for `which`");
   }
@@ -331,28 +339,9 @@ void clamp_typed(const KernelArgs& a) {
 
 // ---- convert_element_type -------------------------------------------------
 
-// One element, From and To never half types (those go through float blocks).
-template <typename To, typename From>
-inline To cast(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && kInt<To>) {
-    // Truncate toward zero, saturating at To's range; NaN gives 0 (as XLA). The
-    // bounds are powers of two, exact in From.
-    constexpr From hi = From(2) * From(std::numeric_limits<To>::max() / 2 + 1);
-    constexpr From lo = From(std::numeric_limits<To>::min());
-    if (!(v == v)) return To(0);
-    if (v >= hi) return std::numeric_limits<To>::max();
-    if (v <= lo) return std::numeric_limits<To>::min();
-    return static_cast<To>(v);
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 template <typename To, typename From>
 void cast_loop(const From* s, To* d, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = cast<To>(s[i]);
+  for (int64_t i = 0; i < n; ++i) d[i] = cast_element<To>(s[i]);
 }
 
 // d rounded to float "to odd": an inexact result is truncated toward zero and gets
@@ -371,7 +360,8 @@ inline float round_to_odd_float(double d) {
 // round_to_odd_float (int64 beyond 2^53 may still round twice, via double).
 template <typename From>
 inline constexpr bool kWideSource = std::is_same_v<From, double> || std::is_same_v<From, int32_t> ||
-                                    std::is_same_v<From, uint32_t> || std::is_same_v<From, int64_t>;
+                                    std::is_same_v<From, uint32_t> ||
+                                    std::is_same_v<From, int64_t> || std::is_same_v<From, uint64_t>;
 
 template <typename To, typename From>
 void convert_typed(const void* src, void* dst, int64_t n) {

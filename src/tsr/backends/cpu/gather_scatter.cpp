@@ -55,6 +55,25 @@ T combine(ScatterKind k, T a, T b) {
     T out;
     from_float(&r, &out, 1);
     return out;
+  } else if constexpr (std::is_integral_v<T>) {
+    // Integer arithmetic wraps (as XLA): computed unsigned, at least as wide as
+    // `unsigned` so that narrow types are not promoted to a signed int that overflows.
+    using U = WrapUnsigned<T>;
+    switch (k) {
+      case ScatterKind::Add:
+        return static_cast<T>(static_cast<U>(U(a) + U(b)));
+      case ScatterKind::Sub:
+        return static_cast<T>(static_cast<U>(U(a) - U(b)));
+      case ScatterKind::Mul:
+        return static_cast<T>(static_cast<U>(U(a) * U(b)));
+      case ScatterKind::Min:
+        return b < a ? b : a;
+      case ScatterKind::Max:
+        return b > a ? b : a;
+      case ScatterKind::Set:
+        return b;
+    }
+    return b;
   } else {
     switch (k) {
       case ScatterKind::Add:
@@ -123,6 +142,9 @@ void combine_any(ScatterKind k, DType t, void* dst, const int64_t* dst_st, const
     TSR_CASE(BFloat16, bfloat16_t)
     TSR_CASE(Float32, float)
     TSR_CASE(Float64, double)
+    TSR_CASE(Int16, int16_t)
+    TSR_CASE(UInt16, uint16_t)
+    TSR_CASE(UInt64, uint64_t)
 #undef TSR_CASE
   }
 }

@@ -148,11 +148,25 @@ void random_bits(const KernelArgs& a) {
   DType dt = (*a.out)[0].dtype;
   switch (p.dist()) {
     case prim::RandomDist::Bits:
+      // JAX's _threefry_random_bits_partitionable: 8/16/32 bits are the low bits of
+      // out0 ^ out1; 64 bits are out0 << 32 | out1.
       if (dt == DType::UInt8) {
         uint8_t* out = a.o<uint8_t>(0);
         for_block(a, p.shape(), [&](int64_t o, uint64_t i) {
           Words w = at(key, i);
           out[o] = static_cast<uint8_t>(w.a ^ w.b);
+        });
+      } else if (dt == DType::UInt16) {
+        uint16_t* out = a.o<uint16_t>(0);
+        for_block(a, p.shape(), [&](int64_t o, uint64_t i) {
+          Words w = at(key, i);
+          out[o] = static_cast<uint16_t>(w.a ^ w.b);
+        });
+      } else if (dt == DType::UInt64) {
+        uint64_t* out = a.o<uint64_t>(0);
+        for_block(a, p.shape(), [&](int64_t o, uint64_t i) {
+          Words w = at(key, i);
+          out[o] = (static_cast<uint64_t>(w.a) << 32) | w.b;
         });
       } else {
         uint32_t* out = a.o<uint32_t>(0);

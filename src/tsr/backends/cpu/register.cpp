@@ -83,6 +83,7 @@ void register_cpu_kernels() {
   // Shape.
   reg("reshape", cpu::copy_input);
   reg("squeeze", cpu::copy_input);
+  reg("bitcast_convert_type", cpu::copy_input);  // the bytes are the same
   reg("transpose", cpu::transpose);
   reg("broadcast_in_dim", cpu::broadcast_in_dim);
   reg("slice", cpu::slice);
