@@ -8,6 +8,7 @@
 
 #include "tsr/error.h"
 #include "tsr/indexing.h"
+#include "tsr/core/array_impl.h"
 #include "tsr/ops/ops_common.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/gather_scatter.h"
@@ -53,10 +54,19 @@ Canon canon(const Slice& s, int64_t n, const char* op) {
   return {start, step, size};
 }
 
+// `spec` on mesh m, with the devices of `like` when it is a concrete value on m:
+// a value with no mesh moved there must learn which devices m names.
+Placement on_mesh_of(const Array& like, const AbstractMesh& m, const PartitionSpec& spec) {
+  if (like.valid() && !like.impl()->var && like.sharding().concrete_mesh() &&
+      like.type().sharding.mesh() == m)
+    return NamedSharding(*like.sharding().concrete_mesh(), spec);
+  return NamedSharding(m, spec);
+}
+
 // Replicated on x's mesh (or the default placement when x has none).
 Placement replicated_like(const Array& x) {
   const AbstractMesh& m = x.type().sharding.mesh();
-  return m.empty() ? Placement() : Placement(NamedSharding(m, P()));
+  return m.empty() ? Placement() : on_mesh_of(x, m, P());
 }
 
 // Validates the entries and expands the ellipsis; also reports whether the
@@ -388,8 +398,9 @@ Indexer to_gather(const Array& x, const std::vector<Entry>& ent, bool contiguous
       if (common[sd + k].axes().empty()) common[sd + k] = e[k];
   }
   AbstractMesh mesh = x.type().sharding.mesh();
+  const Array* holder = &x;  // the value whose devices `mesh` names
   for (const auto& [a, sd] : pieces)
-    if (mesh.empty()) mesh = a.type().sharding.mesh();
+    if (mesh.empty()) mesh = a.type().sharding.mesh(), holder = &a;
   std::vector<Array> parts;
   for (const auto& [a, sd] : pieces) {
     std::vector<int> bd;
@@ -401,8 +412,8 @@ Indexer to_gather(const Array& x, const std::vector<Entry>& ent, bool contiguous
       // Align the piece's own dims with the common spec first.
       std::vector<PartitionEntry> own;
       for (int k = 0; k < a.ndim(); ++k) own.push_back(common[sd + k]);
-      if (!(entries_of(a.type()) == own))
-        src = reshard(a, Placement(NamedSharding(mesh, PartitionSpec(own))));
+      if (!(entries_of(a.type()) == own) || a.type().sharding.mesh().empty())
+        src = reshard(a, on_mesh_of(*holder, mesh, PartitionSpec(own)));
     }
     parts.push_back(broadcast_in_dim(src, full, bd, s));
   }

@@ -32,6 +32,16 @@ std::vector<ArrayType> Reshard::infer(const std::vector<ArrayType>& in) const {
 
 std::string Reshard::params() const { return "dst_sharding=" + dst_.spec().repr(); }
 
+// The eager cache keys on equals(): reshards to P() on two meshes (or on two
+// device sets of one abstract mesh) must not share an executable.
+bool Reshard::equals(const detail::Primitive& o) const {
+  const auto* r = dynamic_cast<const Reshard*>(&o);
+  return r && dst_.mesh() == r->dst_.mesh() && dst_.spec() == r->dst_.spec() &&
+         mesh_.has_value() == r->mesh_.has_value() && (!mesh_ || *mesh_ == *r->mesh_);
+}
+
+size_t Reshard::hash() const { return Primitive::hash() * 31 + dst_.mesh().hash(); }
+
 std::vector<ArrayType> JitCall::infer(const std::vector<ArrayType>& in) const {
   std::vector<ArrayType> want = prog_->in_types();
   if (want.size() != in.size())

@@ -21,6 +21,10 @@ class Reshard : public detail::Primitive {
   const char* name() const override { return "reshard"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
+  /** Also compares the destination's mesh and devices, which params() does not print. */
+  bool equals(const detail::Primitive& o) const override;
+  /** Consistent with equals. */
+  size_t hash() const override;
   const Mesh* placement_mesh() const override { return mesh_ ? &*mesh_ : nullptr; }
   /** reshard is how a value changes meshes: no context-mesh check. */
   bool checks_context_mesh() const override { return false; }
