@@ -102,6 +102,8 @@ TEST(IntDTypes, ArithmeticWraps) {
   EXPECT_EQ(vec<uint16_t>(multiply(u, u)),
             (std::vector<uint16_t>{1, static_cast<uint16_t>(40000u * 40000u), 9}));
   EXPECT_EQ(vec<uint16_t>(square(u)), vec<uint16_t>(multiply(u, u)));
+  EXPECT_EQ(vec<uint16_t>(multiply(u, array<uint16_t>({65535, 2, 65535}, {3}))),
+            (std::vector<uint16_t>{1, static_cast<uint16_t>(80000u), 65533}));
   EXPECT_EQ(vec<uint16_t>(integer_pow(u, 3)),
             (std::vector<uint16_t>{65535, static_cast<uint16_t>(40000ull * 40000 * 40000), 27}));
   EXPECT_EQ(vec<uint16_t>(power(u, array<uint16_t>({2, 2, 2}, {3}))), vec<uint16_t>(square(u)));
