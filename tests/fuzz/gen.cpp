@@ -63,9 +63,10 @@ Shape Gen::shape(int min_rank, int max_rank) {
 }
 
 DType Gen::dtype() {
-  static const std::vector<DType> all = {bool_,   int8,    int32,    int64,   uint8,
-                                         uint32,  float16, bfloat16, float32, float32,
-                                         float32, float64, int32};
+  static const std::vector<DType> all = {bool_,   int8,     int16,   int32,   int64,
+                                         uint8,   uint16,   uint32,  uint64,  float16,
+                                         bfloat16, float32, float32, float32, float64,
+                                         int32};
   return r.pick(all);
 }
 DType Gen::float_dtype() {
@@ -73,7 +74,7 @@ DType Gen::float_dtype() {
   return r.pick(f);
 }
 DType Gen::int_dtype() {
-  static const std::vector<DType> i = {int8, int32, int32, int64, uint8, uint32};
+  static const std::vector<DType> i = {int8, int16, int32, int32, int64, uint8, uint16, uint32, uint64};
   return r.pick(i);
 }
 

@@ -161,6 +161,19 @@ Step d_integer_pow(Gen& g) {
   return mk("integer_pow(x, " + std::to_string(y) + ")",
             [=](const Ctx&, const Array& x, const Ins&) { return integer_pow(x, y); });
 }
+// Any dtype, valid or not: width changes add/remove a trailing dim; bool refuses.
+Step d_bitcast(Gen& g) {
+  DType d = g.dtype();
+  return mk("bitcast_convert_type(x, " + dn(d) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return bitcast_convert_type(x, d); });
+}
+
+Step d_view(Gen& g) {
+  DType d = g.dtype();
+  return mk("x.view(" + dn(d) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) { return x.view(d); });
+}
+
 Step d_astype(Gen& g) {
   DType d = g.dtype();
   return mk("astype(x, " + dn(d) + ")",
@@ -951,6 +964,8 @@ const std::vector<OpDef>& vocabulary() {
       UN(erfinv),
       {"integer_pow", 1, false, false, d_integer_pow},
       {"astype", 1, false, false, d_astype},
+      {"bitcast_convert_type", 1, false, false, d_bitcast},
+      {"view", 1, false, false, d_view},
       {"convert_element_type", 1, false, true, d_convert},
       {"nan_to_num", 1, false, false, d_nan_to_num},
       BIN(add, true),
