@@ -324,9 +324,14 @@ Result run_case(Case& c, std::string* log) {
   // Unreduced values are sums of partials: the sign of zero may change (-0 + 0 = +0)
   // and IEEE specials may combine to another non-finite value.
   bool partial = c.program().find("unreduced") != std::string::npos;
-  std::string d = compare(ref, e.vals, to.dtype, tolerant, partial);
+  // Reinterpreting the bits of a value that legitimately differs in its last
+  // bits (a reordered sum) makes any difference possible: compare types only.
+  const std::string prog = c.program();
+  bool bits = c.reorders && (prog.find("bitcast_convert_type(") != std::string::npos ||
+                             prog.find(".view(") != std::string::npos);
+  std::string d = bits ? "" : compare(ref, e.vals, to.dtype, tolerant, partial);
   if (!d.empty()) return res(Verdict::Mismatch, "eager vs oracle: " + d);
-  d = compare(ref, j.vals, to.dtype, tolerant, partial);
+  d = bits ? "" : compare(ref, j.vals, to.dtype, tolerant, partial);
   if (!d.empty()) return res(Verdict::Mismatch, "jit vs oracle: " + d);
   if (!e.shard_problem.empty()) return res(Verdict::Mismatch, "eager " + e.shard_problem);
   if (!j.shard_problem.empty()) return res(Verdict::Mismatch, "jit " + j.shard_problem);
