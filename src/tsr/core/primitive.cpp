@@ -32,12 +32,18 @@ namespace {
 }
 }  // namespace
 
-std::vector<Array> Primitive::jvp(const std::vector<Array>&, const std::vector<Array>&) const {
-  not_yet("jvp", name(), "with automatic differentiation");
+std::vector<Array> Primitive::jvp(const std::vector<Array>&, const std::vector<Array>&,
+                                  std::vector<Array>&) const {
+  throw NotImplementedError(std::string("[jvp] primitive '") + name() +
+                            "' has no differentiation rule. Got a jvp (or grad) through '" +
+                            name() + "'; expected a differentiable primitive. Wrap its inputs in "
+                            "stop_gradient if its derivative is not needed.");
 }
 std::vector<Array> Primitive::transpose(const std::vector<Array>&,
-                                        const std::vector<Array>&) const {
-  not_yet("transpose", name(), "with automatic differentiation");
+                                        const std::vector<LinearIn>&) const {
+  throw NotImplementedError(std::string("[transpose] primitive '") + name() +
+                            "' is not linear: it has no transpose rule. Got a transpose through '" +
+                            name() + "'; expected a linear primitive.");
 }
 std::vector<Array> Primitive::batch(const std::vector<Array>&, const std::vector<int>&) const {
   not_yet("batch", name(), "with vmap");
@@ -70,6 +76,24 @@ bool register_primitive(const char* name) {
 }
 
 const std::vector<std::string>& registered_primitives() { return registry(); }
+
+namespace {
+std::vector<std::tuple<std::string, AdKind, std::string>>& ad_registry() {
+  static std::vector<std::tuple<std::string, AdKind, std::string>> r;
+  return r;
+}
+}  // namespace
+
+bool declare_ad(const char* name, AdKind kind, const char* why) {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  ad_registry().emplace_back(name, kind, why);
+  return true;
+}
+
+std::vector<std::tuple<std::string, AdKind, std::string>> ad_declarations() {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  return ad_registry();
+}
 
 namespace {
 

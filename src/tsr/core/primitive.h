@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tsr/array.h"
@@ -21,8 +22,17 @@ struct Lowering {
   std::vector<PartitionSpec> out; /**< per output */
 };
 
+/** An input of an equation being transposed: a known value, or a linear input whose
+ *  value is unknown (invalid `value`); `type` is set either way. */
+struct LinearIn {
+  Array value;   /**< the input's value; invalid for a linear input */
+  ArrayType type; /**< the input's type */
+  /** True for a linear (unknown) input. */
+  bool linear() const { return !value.valid(); }
+};
+
 /** A primitive operation with its parameters. Immutable once built. */
-class Primitive {
+class Primitive : public std::enable_shared_from_this<Primitive> {
  public:
   virtual ~Primitive() = default;
   /** The name printed in programs and used by the kernel table ("add"). */
@@ -34,12 +44,23 @@ class Primitive {
    *  (size-1 broadcast dims unsharded), outputs as typed. */
   virtual Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const;
-  /** Forward-mode rule (the AD issue fills these). */
+  /** Forward-mode rule (DESIGN §1): the tangents of the outputs, given the primal
+   *  inputs, their tangents (an invalid Array is a symbolic zero; at least one is
+   *  non-zero, and only float inputs have one) and the primal outputs `outs`. Returns
+   *  one tangent per output (invalid: zero). Rules are written with ops, so they
+   *  compose to any order. When jvp_makes_outputs() is true, `outs` arrives empty and
+   *  the rule fills it (sort routes tangents through the permutation it computes). */
   virtual std::vector<Array> jvp(const std::vector<Array>& primals,
-                                 const std::vector<Array>& tangents) const;
-  /** Transpose rule of a linear primitive. */
-  virtual std::vector<Array> transpose(const std::vector<Array>& cotangents,
-                                       const std::vector<Array>& primals) const;
+                                 const std::vector<Array>& tangents,
+                                 std::vector<Array>& outs) const;
+  /** True when jvp() computes the primal outputs itself. */
+  virtual bool jvp_makes_outputs() const { return false; }
+  /** Transpose rule of a linear primitive: cotangents of the linear inputs given the
+   *  output cotangents `cts` (invalid: zero; not all zero) and the inputs, where
+   *  `ins[i].value` is invalid for a linear input (only its type is known). Returns
+   *  one cotangent per input (invalid: zero, or not a linear input). */
+  virtual std::vector<Array> transpose(const std::vector<Array>& cts,
+                                       const std::vector<LinearIn>& ins) const;
   /** Batching rule (the vmap issue). */
   virtual std::vector<Array> batch(const std::vector<Array>& args,
                                    const std::vector<int>& dims) const;
@@ -63,6 +84,28 @@ class Primitive {
   /** True for primitives that may not be merged or dropped (none yet). */
   virtual bool effectful() const { return false; }
 };
+
+/** Declares a primitive's jvp rule in its class (MLX's DEFINE_GRADS, split in two). */
+#define TSR_DEFINE_JVP                                                                   \
+  std::vector<Array> jvp(const std::vector<Array>& primals,                             \
+                         const std::vector<Array>& tangents, std::vector<Array>& outs) \
+      const override
+/** Declares a linear primitive's transpose rule in its class. */
+#define TSR_DEFINE_TRANSPOSE                                          \
+  std::vector<Array> transpose(const std::vector<Array>& cts,         \
+                               const std::vector<detail::LinearIn>& ins) const override
+
+/** How a primitive takes part in autodiff; the coverage test checks every
+ *  registered primitive against what its family declared. */
+enum class AdKind : uint8_t {
+  Differentiable,    /**< has a jvp rule */
+  Linear,            /**< has a jvp rule and a transpose rule (linear in some inputs) */
+  NonDifferentiable, /**< integer/bool results or inputs only, or a step function: zero tangents */
+};
+/** Declares the AD kind of a registered primitive (`why` for NonDifferentiable). */
+bool declare_ad(const char* name, AdKind kind, const char* why = "");
+/** Every declaration: name -> (kind, reason). */
+std::vector<std::tuple<std::string, AdKind, std::string>> ad_declarations();
 
 /** The registry of primitive names (for printing, and the coverage test). */
 const std::vector<std::string>& registered_primitives();

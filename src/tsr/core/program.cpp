@@ -92,6 +92,15 @@ std::string Program::str() const {
   return os.str();
 }
 
+Program lift_consts(const Program& p) {
+  Program q = p;
+  q.in_vars = p.const_vars;
+  q.in_vars.insert(q.in_vars.end(), p.in_vars.begin(), p.in_vars.end());
+  q.const_vars.clear();
+  q.consts.clear();
+  return q;
+}
+
 Program dce(const Program& p) {
   std::set<const Var*> live;
   for (const auto& v : p.out_vars) live.insert(v.get());

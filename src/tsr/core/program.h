@@ -42,6 +42,9 @@ struct Program {
   std::vector<ArrayType> out_types() const;
 };
 
+/** p with its captured constants turned into leading explicit inputs (closure
+ *  conversion): the inputs of an equation that calls it are consts ++ args. */
+Program lift_consts(const Program& p);
 /** Drops equations whose results are unused (keeps every output). */
 Program dce(const Program& p);
 /** Merges equations with equal primitives (equals/hash) and the same inputs. */

@@ -1,11 +1,15 @@
 // Rules of the elementwise primitives (spec §12.2–§12.5, §9 ur rules).
 #include "tsr/prims/elementwise.h"
 
+#include <cmath>
 #include <optional>
 #include <set>
 
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -25,6 +29,18 @@ bool register_all() {
   for (const char* n : kBinaryNames) register_primitive(n);
   for (const char* n : {"integer_pow", "select_n", "clamp", "convert_element_type"})
     register_primitive(n);
+  // Autodiff kinds (see each rule below).
+  for (const char* n : {"neg", "add", "sub", "mul", "div", "select_n", "convert_element_type"})
+    declare_ad(n, AdKind::Linear);
+  for (const char* n : {"abs", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
+                        "sin", "cos", "tan", "tanh", "logistic", "erf", "erf_inv", "integer_pow",
+                        "rem", "pow", "max", "min", "atan2", "clamp"})
+    declare_ad(n, AdKind::Differentiable);
+  for (const char* n : {"sign", "floor", "ceil", "round"})
+    declare_ad(n, AdKind::NonDifferentiable, "a step function: its derivative is zero almost "
+                                             "everywhere (JAX: defjvp_zero)");
+  for (const char* n : {"is_finite", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge"})
+    declare_ad(n, AdKind::NonDifferentiable, "bool or integer results have no tangent space");
   return true;
 }
 const bool registered = register_all();
@@ -462,6 +478,218 @@ Lowering Convert::partition(const std::vector<ArrayType>& in,
 std::string Convert::params() const {
   return std::string("new_dtype=") + dtype_name(dtype_) + (weak_ ? " weak_type=True" : "") +
          (sharding_ ? " sharding=" + p_sharding(sharding_) : "");
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+// JVPs follow lax.py's rules, so derivatives at non-differentiable points match JAX:
+// abs'(0) = 1 (select(x >= 0, g, -g)), max/min split ties evenly, pow's y=0 and x=0.
+
+namespace {
+
+constexpr double kSqrtPi = 1.7724538509055160273;
+
+// A tangent of an operand broadcast (size-1 dims, rank 0) up to the output's shape.
+Array expand(const Array& t, const Array& out) {
+  if (!t.valid() || t.shape() == out.shape()) return t;
+  std::vector<int> dims;
+  for (int d = 0; d < t.ndim(); ++d) dims.push_back(d);
+  ArrayType want = out.type();
+  want.dtype = t.dtype();
+  want.weak = t.type().weak;
+  return ad::broadcast_to_type(t, want, dims);
+}
+
+Array div_(const Array& a, const Array& b) {
+  return bind1(std::make_shared<Binary>(BinaryOp::Div), {a, b});
+}
+
+[[noreturn]] void bilinear(const char* op) {
+  throw NotImplementedError(std::string("[transpose] both operands of '") + op +
+                            "' depend on the linear inputs, so the function is not linear in "
+                            "them. Got a product of two linear values; expected one operand that "
+                            "does not depend on the inputs.");
+}
+
+// _balanced_eq(x, z, y): 1 where x == z, halved where y == z too (ties split).
+Array balanced_eq(const Array& x, const Array& z, const Array& y) {
+  Array one = ones_like(z), zero = zeros_like(z);
+  return where(equal(x, z), one, zero) / where(equal(y, z), full_like(z, 2), one);
+}
+
+}  // namespace
+
+std::vector<Array> Unary::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                              std::vector<Array>& outs) const {
+  const Array &x = primals[0], &t = tangents[0], &y = outs[0];
+  switch (op_) {
+    case UnaryOp::Neg:
+      return {ad::negate(t)};
+    case UnaryOp::Abs:
+      return {where(greater_equal(x, 0), t, neg(t))};
+    case UnaryOp::Exp:
+      return {ad::scale(t, y)};
+    case UnaryOp::Exp2:
+      return {ad::scale(t, y * std::log(2.0))};
+    case UnaryOp::Log:
+      return {div_(t, x)};
+    case UnaryOp::Log1p:
+      return {div_(t, x + 1.0)};
+    case UnaryOp::Expm1:
+      return {ad::scale(t, y + 1.0)};
+    case UnaryOp::Sqrt:
+      return {ad::scale(t, 0.5 / y)};
+    case UnaryOp::Rsqrt:
+      return {ad::scale(t, (y / x) * -0.5)};
+    case UnaryOp::Square:
+      return {ad::scale(t, x * 2.0)};
+    case UnaryOp::Sin:
+      return {ad::scale(t, cos(x))};
+    case UnaryOp::Cos:
+      return {ad::scale(t, neg(sin(x)))};
+    case UnaryOp::Tan:
+      return {ad::scale(t, square(y) + 1.0)};
+    case UnaryOp::Tanh:
+      return {ad::scale(t + t * y, 1.0 - y)};
+    case UnaryOp::Logistic:
+      return {ad::scale(t, y * (1.0 - y))};
+    case UnaryOp::Erf:
+      return {ad::scale(t, exp(neg(square(x))) * (2.0 / kSqrtPi))};
+    case UnaryOp::ErfInv:
+      return {ad::scale(t, exp(square(y)) * (kSqrtPi / 2.0))};
+    default:  // sign, floor, ceil, round: zero almost everywhere; the rest have bool results
+      return {Array()};
+  }
+}
+
+std::vector<Array> Unary::transpose(const std::vector<Array>& cts,
+                                    const std::vector<LinearIn>& ins) const {
+  if (op_ != UnaryOp::Neg) return Primitive::transpose(cts, ins);
+  return {ad::negate(cts[0])};
+}
+
+std::vector<Array> IntegerPow::jvp(const std::vector<Array>& primals,
+                                   const std::vector<Array>& tangents, std::vector<Array>&) const {
+  if (y_ == 0) return {Array()};
+  const Array& x = primals[0];
+  Array f = y_ == 1 ? ones_like(x) : integer_pow(x, y_ - 1) * static_cast<double>(y_);
+  return {ad::scale(tangents[0], f)};
+}
+
+std::vector<Array> Binary::jvp(const std::vector<Array>& primals,
+                               const std::vector<Array>& tangents, std::vector<Array>& outs) const {
+  const Array &x = primals[0], &y = primals[1], &tx = tangents[0], &ty = tangents[1];
+  const Array& out = outs[0];
+  Array r;
+  switch (op_) {
+    case BinaryOp::Add:
+      r = ad::add(tx, ty);
+      break;
+    case BinaryOp::Sub:
+      r = ad::sub(tx, ty);
+      break;
+    case BinaryOp::Mul:
+      r = ad::add(ad::scale(tx, y), ad::scale(ty, x));
+      break;
+    case BinaryOp::Div:
+      r = ad::add(tx.valid() ? div_(tx, y) : Array(), ad::scale(ty, neg(x) / square(y)));
+      break;
+    case BinaryOp::Rem:
+      r = ad::add(tx, ad::scale(ty, neg(sign(x / y) * floor(abs(x / y)))));
+      break;
+    case BinaryOp::Pow: {
+      Array lhs = tx.valid() ? ad::scale(tx, y * power(x, y - 1.0)) : Array();
+      Array rhs = ty.valid() ? ad::scale(ty, log(where(equal(x, 0), ones_like(x), x)) * out) : Array();
+      r = ad::add(lhs, rhs);
+      break;
+    }
+    case BinaryOp::Max:
+    case BinaryOp::Min:
+      r = ad::add(tx.valid() ? ad::scale(tx, balanced_eq(x, out, y)) : Array(),
+                  ty.valid() ? ad::scale(ty, balanced_eq(y, out, x)) : Array());
+      break;
+    case BinaryOp::Atan2: {
+      Array d = square(x) + square(y);
+      r = ad::add(tx.valid() ? ad::scale(tx, y / d) : Array(),
+                  ty.valid() ? ad::scale(ty, neg(x) / d) : Array());
+      break;
+    }
+    default:  // logical, bitwise and comparisons: bool or integer results
+      return {Array()};
+  }
+  return {expand(r, out)};
+}
+
+std::vector<Array> Binary::transpose(const std::vector<Array>& cts,
+                                     const std::vector<LinearIn>& ins) const {
+  const Array& ct = cts[0];
+  const LinearIn &x = ins[0], &y = ins[1];
+  auto both = [&](const Array& cx, const Array& cy) {
+    return std::vector<Array>{x.linear() ? ad::unbroadcast(cx, x.type) : Array(),
+                              y.linear() ? ad::unbroadcast(cy, y.type) : Array()};
+  };
+  switch (op_) {
+    case BinaryOp::Add:
+      return both(ct, ct);
+    case BinaryOp::Sub:
+      return both(ct, y.linear() ? ad::negate(ct) : Array());
+    case BinaryOp::Mul:
+      if (x.linear() && y.linear()) bilinear("mul");
+      return x.linear() ? both(ad::scale(ct, y.value), Array()) : both(Array(), ad::scale(ct, x.value));
+    case BinaryOp::Div:
+      if (y.linear()) bilinear("div");
+      return both(div_(ct, y.value), Array());
+    default:
+      return Primitive::transpose(cts, ins);
+  }
+}
+
+std::vector<Array> SelectN::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents, std::vector<Array>&) const {
+  Array like = ad::first_valid(tangents);
+  std::vector<Array> t;
+  for (size_t i = 1; i < primals.size(); ++i)
+    t.push_back(ad::instantiate(tangents[i], primals[i].type(), like));
+  return {select_n(primals[0], t)};
+}
+
+std::vector<Array> SelectN::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>& ins) const {
+  const Array& ct = cts[0];
+  std::vector<Array> out(ins.size());
+  Array zero;
+  for (size_t i = 1; i < ins.size(); ++i) {
+    if (!ins[i].linear()) continue;
+    if (!zero.valid()) zero = zeros_of(ct.type(), ct);
+    std::vector<Array> cases(ins.size() - 1, zero);
+    cases[i - 1] = ct;
+    out[i] = select_n(ins[0].value, cases);
+  }
+  return out;
+}
+
+std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
+                              const std::vector<Array>& tangents, std::vector<Array>& outs) const {
+  const Array &lo = primals[0], &x = primals[1], &hi = primals[2];
+  Array zero = zeros_like(outs[0]);
+  Array r;
+  if (tangents[0].valid())
+    r = ad::add(r, where(logical_and(greater(lo, x), less(lo, hi)), tangents[0], zero));
+  if (tangents[1].valid())
+    r = ad::add(r, where(logical_and(greater(x, lo), less(x, hi)), tangents[1], zero));
+  if (tangents[2].valid()) r = ad::add(r, where(less(hi, x), tangents[2], zero));
+  return {r};
+}
+
+std::vector<Array> Convert::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents, std::vector<Array>&) const {
+  if (!has_tangent_space(primals[0].dtype()) || !has_tangent_space(dtype_)) return {Array()};
+  return ad::linear_jvp(*this, primals, tangents);
+}
+
+std::vector<Array> Convert::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>&) const {
+  // The pass gives the cotangent its input's type: the dtype and sharding back.
+  return {cts[0]};
 }
 
 }  // namespace tsr::prim

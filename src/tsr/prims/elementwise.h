@@ -49,6 +49,8 @@ class Unary : public detail::Primitive {
   UnaryOp op() const { return op_; }
   const char* name() const override { return unary_name(op_); }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
 
  private:
   UnaryOp op_;
@@ -63,6 +65,7 @@ class IntegerPow : public detail::Primitive {
   int y() const { return y_; }
   const char* name() const override { return "integer_pow"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
   std::string params() const override { return "y=" + std::to_string(y_); }
 
  private:
@@ -107,6 +110,8 @@ class Binary : public detail::Primitive {
   BinaryOp op() const { return op_; }
   const char* name() const override { return binary_name(op_); }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
 
  private:
   BinaryOp op_;
@@ -117,6 +122,8 @@ class SelectN : public detail::Primitive {
  public:
   const char* name() const override { return "select_n"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
 };
@@ -126,6 +133,7 @@ class Clamp : public detail::Primitive {
  public:
   const char* name() const override { return "clamp"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
 };
@@ -143,6 +151,8 @@ class Convert : public detail::Primitive {
   DType dtype() const { return dtype_; }
   const char* name() const override { return "convert_element_type"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;

@@ -8,13 +8,18 @@
 #include <set>
 
 #include "tsr/prims/common.h"
+#include "tsr/ops.h"
+#include "tsr/prims/shape_ops.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("dot_general");
+const bool registered =
+    register_primitive("dot_general") && declare_ad("dot_general", AdKind::Linear);
 
 std::vector<int> free_dims(int rank, const std::vector<int>& contract,
                            const std::vector<int>& batch) {
@@ -281,6 +286,84 @@ std::string DotGeneral::params() const {
          t(dims_.lhs_batch) + ", " + t(dims_.rhs_batch) +
          ")) out_sharding=" + p_sharding(out_sharding_) +
          " preferred_element_type=" + dtype_name(out_dtype_);
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+
+std::vector<Array> DotGeneral::jvp(const std::vector<Array>& primals,
+                                   const std::vector<Array>& tangents, std::vector<Array>&) const {
+  const Array &x = primals[0], &y = primals[1], &tx = tangents[0], &ty = tangents[1];
+  return {ad::add(tx.valid() ? ad::rebind(*this, {tx, y})[0] : Array(),
+                  ty.valid() ? ad::rebind(*this, {x, ty})[0] : Array())};
+}
+
+namespace {
+
+// lax's _dot_general_transpose_lhs: the cotangent of x is g contracted with y over
+// y's free dims (and batched over the batch dims), then permuted to x's layout. The
+// dot's out_sharding is x's cotangent sharding in that order, so the partitioner adds
+// whatever reduction a sharded batch needs and the result has x's sharding.
+Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
+                    const std::vector<int>& x_contract, const std::vector<int>& y_contract,
+                    const std::vector<int>& x_batch, const std::vector<int>& y_batch,
+                    bool swap_ans) {
+  std::vector<int> x_kept = free_dims(x.ndim(), x_contract, x_batch);
+  std::vector<int> y_kept = free_dims(y.ndim(), y_contract, y_batch);
+  int nb = static_cast<int>(x_batch.size());
+  std::vector<int> ans_batch, ans_y;
+  for (int i = 0; i < nb; ++i) ans_batch.push_back(i);
+  int y_start = swap_ans ? nb : nb + static_cast<int>(x_kept.size());
+  for (size_t i = 0; i < y_kept.size(); ++i) ans_y.push_back(y_start + static_cast<int>(i));
+  // x_contract sorted by y_contract.
+  std::vector<size_t> order(y_contract.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return y_contract[a] < y_contract[b]; });
+  std::vector<int> unsorted = x_batch;
+  unsorted.insert(unsorted.end(), x_kept.begin(), x_kept.end());
+  for (size_t i : order) unsorted.push_back(x_contract[i]);
+  std::vector<int> out_axes(unsorted.size());
+  for (size_t i = 0; i < unsorted.size(); ++i) out_axes[static_cast<size_t>(unsorted[i])] = static_cast<int>(i);
+  ArrayType want = ct_type(x);
+  Array g = g0.dtype() == y.dtype() ? g0 : astype(g0, y.dtype());
+  DotDims dims{ans_y, y_kept, ans_batch, y_batch};
+  std::optional<NamedSharding> os;
+  if (!want.sharding.mesh().empty()) {
+    auto xe = entries_of(want);
+    std::vector<PartitionEntry> inv;
+    for (int o : unsorted) inv.push_back(xe[o]);
+    os = NamedSharding(want.sharding.mesh(), with_sets_of(inv, want.sharding.spec()));
+  }
+  Array r;
+  try {
+    r = bind1(std::make_shared<DotGeneral>(dims, os, y.dtype()), {g, y});
+  } catch (const Error&) {
+    // An unreduced cotangent the contraction cannot produce directly: compute it
+    // replicated on those axes; the pass reshards it to its type.
+    std::optional<NamedSharding> plain;
+    if (os) plain = NamedSharding(os->mesh(), PartitionSpec(os->spec().entries()));
+    r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), {g, y});
+  }
+  return bind1(std::make_shared<Transpose>(out_axes), {r});
+}
+
+}  // namespace
+
+std::vector<Array> DotGeneral::transpose(const std::vector<Array>& cts,
+                                         const std::vector<LinearIn>& ins) const {
+  const LinearIn &x = ins[0], &y = ins[1];
+  if (x.linear() && y.linear())
+    throw NotImplementedError(
+        "[transpose] both operands of 'dot_general' depend on the linear inputs, so the "
+        "function is not linear in them. Got a product of two linear values; expected one "
+        "operand that does not depend on the inputs.");
+  const auto& d = dims_;
+  if (x.linear())
+    return {transpose_lhs(cts[0], x.type, y.value, d.lhs_contract, d.rhs_contract, d.lhs_batch,
+                          d.rhs_batch, false),
+            Array()};
+  return {Array(), transpose_lhs(cts[0], y.type, x.value, d.rhs_contract, d.lhs_contract,
+                                 d.rhs_batch, d.lhs_batch, true)};
 }
 
 }  // namespace tsr::prim

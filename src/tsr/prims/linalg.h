@@ -25,6 +25,8 @@ class DotGeneral : public detail::Primitive {
   const DotDims& dims() const { return dims_; }
   const char* name() const override { return "dot_general"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;

@@ -5,8 +5,12 @@
 
 #include <algorithm>
 
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/sharding_ops.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -18,6 +22,11 @@ bool register_all() {
   for (const char* n : kNames) register_primitive(n);
   register_primitive("argmax");
   register_primitive("argmin");
+  declare_ad("reduce_sum", AdKind::Linear);
+  for (const char* n : {"reduce_prod", "reduce_max", "reduce_min"})
+    declare_ad(n, AdKind::Differentiable);
+  for (const char* n : {"reduce_and", "reduce_or", "argmax", "argmin"})
+    declare_ad(n, AdKind::NonDifferentiable, "bool or integer results have no tangent space");
   return true;
 }
 const bool registered = register_all();
@@ -186,6 +195,92 @@ Lowering ArgReduce::partition(const std::vector<ArrayType>& in,
 
 std::string ArgReduce::params() const {
   return "axes=(" + std::to_string(axis_) + ",) index_dtype=" + dtype_name(index_dtype_);
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+
+namespace {
+
+// x's dims listed in `axes` unsharded (the rest as they are), moved last and merged.
+Array rows_last(const Array& x, const std::vector<int>& axes) {
+  std::vector<PartitionEntry> e = entries_of(x.type());
+  bool sharded = false;
+  for (int a : axes) {
+    sharded = sharded || !e[a].is_none();
+    e[a] = PartitionEntry();
+  }
+  Array y = x;
+  if (sharded)
+    y = bind1(std::make_shared<Reshard>(NamedSharding(x.type().sharding.mesh(), spec_of(e)),
+                                        std::nullopt),
+              {x});
+  std::vector<int> perm;
+  Shape shape;
+  int64_t n = 1;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+      perm.push_back(d);
+      shape.push_back(x.shape()[d]);
+    }
+  for (int a : axes) {
+    perm.push_back(a);
+    n *= x.shape()[a];
+  }
+  shape.push_back(n);
+  return reshape(transpose(y, perm), shape);
+}
+
+}  // namespace
+
+std::vector<Array> Reduce::jvp(const std::vector<Array>& primals,
+                               const std::vector<Array>& tangents, std::vector<Array>& outs) const {
+  const Array &x = primals[0], &t = tangents[0], &y = outs[0];
+  if (kind_ == ReduceKind::Sum || axes_.empty()) return ad::linear_jvp(*this, primals, tangents);
+  // Sums below keep the output's sharding when it is a plain or sum-unreduced one.
+  std::optional<NamedSharding> os = out_sharding_;
+  if (os && !os->spec().unreduced().empty() && os->spec().unreduced_kind() != UnreducedKind::Sum)
+    os.reset();
+  auto sum_axes = [&](const Array& a) {
+    return bind1(std::make_shared<Reduce>(ReduceKind::Sum, axes_, os), {a});
+  };
+  if (kind_ == ReduceKind::Max || kind_ == ReduceKind::Min) {
+    // lax's _reduce_chooser_jvp_rule: every location of the extremum shares the tangent.
+    Array full_y = y;
+    if (!unreduced_of(y.type()).empty())
+      full_y = bind1(std::make_shared<Reshard>(NamedSharding(y.type().sharding.mesh(),
+                                                             spec_of(entries_of(y.type()))),
+                                               std::nullopt),
+                     {y});
+    Shape kept = x.shape();
+    for (int a : axes_) kept[a] = 1;
+    Array ind = astype(equal(x, reshape(full_y, kept)), t.dtype());
+    return {sum_axes(t * ind) / sum_axes(ind)};
+  }
+  if (kind_ == ReduceKind::Prod) {
+    // d prod = sum_j t_j * prod_{k != j} x_k, the products excluding j as a left times a
+    // right exclusive running product (exact with zeros, unlike prod / x_j).
+    Array xr = rows_last(x, axes_), tr = rows_last(t, axes_);
+    int last = xr.ndim() - 1;
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> lo(static_cast<size_t>(xr.ndim())), hi = lo;
+    lo[last] = {1, -1, 0};
+    hi[last] = {-1, 1, 0};
+    Array left = cumprod(pad(xr, 1.0, lo), last);
+    Array right = cumprod(pad(xr, 1.0, hi), last, {.reverse = true});
+    return {sum(tr * (left * right), last)};
+  }
+  return {Array()};
+}
+
+std::vector<Array> Reduce::transpose(const std::vector<Array>& cts,
+                                     const std::vector<LinearIn>& ins) const {
+  if (kind_ != ReduceKind::Sum) return Primitive::transpose(cts, ins);
+  const ArrayType& x = ins[0].type;
+  std::vector<int> dims;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (std::find(axes_.begin(), axes_.end(), d) == axes_.end()) dims.push_back(d);
+  ArrayType want = ct_type(x);
+  want.dtype = cts[0].dtype();
+  return {ad::broadcast_to_type(cts[0], want, dims)};
 }
 
 }  // namespace tsr::prim

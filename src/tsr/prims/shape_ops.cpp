@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <set>
 
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/reshape_rule.h"
 #include "tsr/prims/sharding_ops.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -18,7 +21,10 @@ bool register_all() {
   for (const char* n :
        {"reshape", "transpose", "squeeze", "broadcast_in_dim", "slice", "dynamic_slice",
         "dynamic_update_slice", "pad", "concatenate", "split", "rev"})
+  {
     register_primitive(n);
+    declare_ad(n, AdKind::Linear);
+  }
   return true;
 }
 const bool registered = register_all();
@@ -497,5 +503,237 @@ Lowering Rev::partition(const std::vector<ArrayType>& in, const std::vector<Arra
 }
 
 std::string Rev::params() const { return "dimensions=" + ints(dims_); }
+
+// ---- autodiff rules ----------------------------------------------------------------
+// Every shape primitive is linear in its array operands; index operands (dynamic
+// slices) have no tangents. Transposes produce the operand's cotangent type, asking
+// the rule for it through out_sharding where the primitive takes one.
+
+namespace {
+
+// out_sharding for a cotangent of type t (none off-mesh).
+std::optional<NamedSharding> os_of(const ArrayType& t) {
+  if (t.sharding.mesh().empty()) return std::nullopt;
+  return NamedSharding(t.sharding.mesh(), t.sharding.normalized(t.ndim()).spec());
+}
+
+Array reshape_to(const Array& ct, const ArrayType& x) {
+  ArrayType want = ct_type(x);
+  try {
+    return bind1(std::make_shared<Reshape>(x.shape, os_of(want)), {ct});
+  } catch (const Error&) {
+    return ad::or_replicated(
+        [&](const Array& c) { return bind1(std::make_shared<Reshape>(x.shape, std::nullopt), {c}); },
+        ct);
+  }
+}
+
+Array zero_scalar(const Array& like) {
+  ArrayType t = like.type();
+  t.shape = {};
+  t.sharding = t.sharding.with_spec(PartitionSpec({}, {}, t.sharding.spec().reduced()));
+  return zeros_of(t, like);
+}
+
+// dynamic_update_slice of `update` into zeros shaped like x.
+Array dus_into_zeros(const ArrayType& x, const Array& update, const std::vector<Array>& idx) {
+  return ad::or_replicated(
+      [&](const Array& u) {
+        ArrayType zt = x;
+        zt.dtype = u.dtype();
+        zt.weak = u.type().weak;
+        zt.sharding = u.type().sharding;
+        std::vector<Array> in = {zeros_of(zt, u), u};
+        in.insert(in.end(), idx.begin(), idx.end());
+        return bind1(std::make_shared<DynamicUpdateSlice>(), in);
+      },
+      update);
+}
+
+}  // namespace
+
+std::vector<Array> Reshape::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents, std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Reshape::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>& ins) const {
+  return {reshape_to(cts[0], ins[0].type)};
+}
+
+std::vector<Array> Transpose::jvp(const std::vector<Array>& primals,
+                                  const std::vector<Array>& tangents, std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Transpose::transpose(const std::vector<Array>& cts,
+                                        const std::vector<LinearIn>&) const {
+  std::vector<int> inv(perm_.size());
+  for (size_t i = 0; i < perm_.size(); ++i) inv[static_cast<size_t>(perm_[i])] = static_cast<int>(i);
+  return {bind1(std::make_shared<Transpose>(inv), {cts[0]})};
+}
+
+std::vector<Array> Squeeze::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents, std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Squeeze::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>& ins) const {
+  return {reshape_to(cts[0], ins[0].type)};
+}
+
+std::vector<Array> BroadcastInDim::jvp(const std::vector<Array>& primals,
+                                       const std::vector<Array>& tangents,
+                                       std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> BroadcastInDim::transpose(const std::vector<Array>& cts,
+                                             const std::vector<LinearIn>& ins) const {
+  // Sum the new dims and the size-1 dims that were expanded, then restore the 1s.
+  const ArrayType& x = ins[0].type;
+  std::vector<int> axes;
+  for (int d = 0; d < static_cast<int>(shape_.size()); ++d) {
+    auto it = std::find(bdims_.begin(), bdims_.end(), d);
+    if (it == bdims_.end() || (x.shape[it - bdims_.begin()] == 1 && shape_[d] != 1))
+      axes.push_back(d);
+  }
+  ArrayType want = ct_type(x);
+  want.dtype = cts[0].dtype();
+  return {ad::sum_to(cts[0], axes, want)};
+}
+
+std::vector<Array> Slice::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                              std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Slice::transpose(const std::vector<Array>& cts,
+                                    const std::vector<LinearIn>& ins) const {
+  // lax's _slice_transpose_rule: pad the cotangent back with zeros.
+  const Array& ct = cts[0];
+  const Shape& xs = ins[0].type.shape;
+  Shape lo = start_, hi(xs.size()), interior(xs.size());
+  for (size_t d = 0; d < xs.size(); ++d) {
+    int64_t n = ct.shape()[d];
+    int64_t real_limit = start_[d] + (n == 0 ? 0 : 1 + (n - 1) * strides_[d]);
+    hi[d] = xs[d] - real_limit;
+    interior[d] = n == 0 ? 0 : strides_[d] - 1;
+  }
+  return {ad::or_replicated(
+      [&](const Array& c) {
+        return bind1(std::make_shared<Pad>(lo, hi, interior), {c, zero_scalar(c)});
+      },
+      ct)};
+}
+
+std::vector<Array> Pad::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                            std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Pad::transpose(const std::vector<Array>& cts,
+                                  const std::vector<LinearIn>& ins) const {
+  // lax's _pad_transpose: undo the edge padding, then stride over the interior.
+  const Array& ct = cts[0];
+  Shape nlo, nhi, zero(lo_.size(), 0), step(lo_.size());
+  for (size_t d = 0; d < lo_.size(); ++d) {
+    nlo.push_back(-lo_[d]);
+    nhi.push_back(-hi_[d]);
+    step[d] = interior_[d] + 1;
+  }
+  Array t_op = ad::or_replicated(
+      [&](const Array& c) {
+        Array unpadded = bind1(std::make_shared<Pad>(nlo, nhi, zero), {c, zero_scalar(c)});
+        return bind1(std::make_shared<Slice>(zero, unpadded.shape(), step), {unpadded});
+      },
+      ct);
+  Array t_pad;
+  if (ins[1].linear()) t_pad = sum(ct) - sum(t_op);
+  return {ins[0].linear() ? t_op : Array(), t_pad};
+}
+
+std::vector<Array> Concatenate::jvp(const std::vector<Array>& primals,
+                                    const std::vector<Array>& tangents, std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Concatenate::transpose(const std::vector<Array>& cts,
+                                          const std::vector<LinearIn>& ins) const {
+  Shape sizes;
+  for (const auto& in : ins) sizes.push_back(in.type.shape[dim_]);
+  std::vector<Array> parts = detail::bind(std::make_shared<Split>(sizes, dim_), {cts[0]});
+  std::vector<Array> out(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i].linear()) out[i] = parts[i];
+  return out;
+}
+
+std::vector<Array> Split::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                              std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Split::transpose(const std::vector<Array>& cts,
+                                    const std::vector<LinearIn>& ins) const {
+  Array like = ad::first_valid(cts);
+  std::vector<Array> pieces;
+  for (size_t i = 0; i < cts.size(); ++i) {
+    ArrayType t = like.type();
+    t.shape = ins[0].type.shape;
+    t.shape[axis_] = sizes_[i];
+    pieces.push_back(cts[i].valid() ? cts[i] : zeros_of(t, like));
+  }
+  return {bind1(std::make_shared<Concatenate>(axis_), pieces)};
+}
+
+std::vector<Array> Rev::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                            std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+std::vector<Array> Rev::transpose(const std::vector<Array>& cts,
+                                  const std::vector<LinearIn>&) const {
+  return {bind1(std::make_shared<Rev>(dims_), {cts[0]})};
+}
+
+std::vector<Array> DynamicSlice::jvp(const std::vector<Array>& primals,
+                                     const std::vector<Array>& tangents,
+                                     std::vector<Array>&) const {
+  std::vector<Array> in = {tangents[0]};
+  for (size_t i = 1; i < primals.size(); ++i) in.push_back(primals[i]);
+  return ad::rebind(*this, in);
+}
+std::vector<Array> DynamicSlice::transpose(const std::vector<Array>& cts,
+                                           const std::vector<LinearIn>& ins) const {
+  std::vector<Array> idx;
+  for (size_t i = 1; i < ins.size(); ++i) idx.push_back(ins[i].value);
+  std::vector<Array> out(ins.size());
+  out[0] = dus_into_zeros(ins[0].type, cts[0], idx);
+  return out;
+}
+
+std::vector<Array> DynamicUpdateSlice::jvp(const std::vector<Array>& primals,
+                                           const std::vector<Array>& tangents,
+                                           std::vector<Array>&) const {
+  Array like = ad::first_valid(tangents);
+  std::vector<Array> in = {ad::instantiate(tangents[0], primals[0].type(), like),
+                           ad::instantiate(tangents[1], primals[1].type(), like)};
+  for (size_t i = 2; i < primals.size(); ++i) in.push_back(primals[i]);
+  return ad::rebind(*this, in);
+}
+std::vector<Array> DynamicUpdateSlice::transpose(const std::vector<Array>& cts,
+                                                 const std::vector<LinearIn>& ins) const {
+  const Array& ct = cts[0];
+  std::vector<Array> idx;
+  for (size_t i = 2; i < ins.size(); ++i) idx.push_back(ins[i].value);
+  std::vector<Array> out(ins.size());
+  if (ins[0].linear()) {
+    ArrayType ut = ct.type();
+    ut.shape = ins[1].type.shape;
+    std::vector<Array> in = {ct, zeros_of(ut, ct)};
+    in.insert(in.end(), idx.begin(), idx.end());
+    out[0] = bind1(std::make_shared<DynamicUpdateSlice>(), in);
+  }
+  if (ins[1].linear()) {
+    std::vector<Array> in = {ct};
+    in.insert(in.end(), idx.begin(), idx.end());
+    out[1] = bind1(std::make_shared<DynamicSlice>(ins[1].type.shape), in);
+  }
+  return out;
+}
 
 }  // namespace tsr::prim

@@ -18,6 +18,8 @@ class Reshape : public detail::Primitive {
   const Shape& new_sizes() const { return sizes_; }
   const char* name() const override { return "reshape"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -36,6 +38,8 @@ class Transpose : public detail::Primitive {
   const std::vector<int>& perm() const { return perm_; }
   const char* name() const override { return "transpose"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -53,6 +57,8 @@ class Squeeze : public detail::Primitive {
   const std::vector<int>& dims() const { return dims_; }
   const char* name() const override { return "squeeze"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -75,6 +81,8 @@ class BroadcastInDim : public detail::Primitive {
   const std::vector<int>& bdims() const { return bdims_; }
   const char* name() const override { return "broadcast_in_dim"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -99,6 +107,8 @@ class Slice : public detail::Primitive {
   const Shape& strides() const { return strides_; }
   const char* name() const override { return "slice"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -116,6 +126,8 @@ class DynamicSlice : public detail::Primitive {
   const Shape& sizes() const { return sizes_; }
   const char* name() const override { return "dynamic_slice"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -129,6 +141,8 @@ class DynamicUpdateSlice : public detail::Primitive {
  public:
   const char* name() const override { return "dynamic_update_slice"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
 };
@@ -147,6 +161,8 @@ class Pad : public detail::Primitive {
   const Shape& interior() const { return interior_; }
   const char* name() const override { return "pad"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -164,6 +180,8 @@ class Concatenate : public detail::Primitive {
   int dim() const { return dim_; }
   const char* name() const override { return "concatenate"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -183,6 +201,8 @@ class Split : public detail::Primitive {
   int axis() const { return axis_; }
   const char* name() const override { return "split"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -201,6 +221,8 @@ class Rev : public detail::Primitive {
   const std::vector<int>& dims() const { return dims_; }
   const char* name() const override { return "rev"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;

@@ -1,12 +1,15 @@
 #include "tsr/prims/sharding_ops.h"
 
 #include "tsr/prims/common.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("reshard") && register_primitive("jit");
+const bool registered = register_primitive("reshard") && register_primitive("jit") &&
+                        declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Linear);
 }
 
 void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op) {
@@ -51,6 +54,42 @@ std::vector<ArrayType> JitCall::infer(const std::vector<ArrayType>& in) const {
   for (size_t i = 0; i < out.size() && i < out_.size(); ++i)
     if (out_[i]) out[i] = make_type(out[i].shape, out[i].dtype, out[i].weak, *out_[i]);
   return out;
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+
+std::vector<Array> Reshard::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents, std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+
+std::vector<Array> Reshard::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>&) const {
+  // The pass reshards the cotangent back to the input's (cotangent) type.
+  return {cts[0]};
+}
+
+// A nested jit differentiates through its program, inlined into the current trace
+// (the enclosing jit, if any, compiles it as a whole).
+std::vector<Array> JitCall::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents,
+                                std::vector<Array>& outs) const {
+  std::vector<Array> touts;
+  jvp_eval(lift_consts(*prog_), primals, tangents, outs, touts);
+  for (size_t i = 0; i < outs.size() && i < out_.size(); ++i)
+    if (out_[i]) {
+      ArrayType t = make_type(outs[i].shape(), outs[i].dtype(), outs[i].type().weak, *out_[i]);
+      outs[i] = ad::coerce(outs[i], t, "jit", "value");
+      if (touts[i].valid()) touts[i] = ad::coerce(touts[i], t, "jit", "tangent");
+    }
+  return touts;
+}
+
+std::vector<Array> JitCall::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>& ins) const {
+  std::vector<Array> args;
+  for (const auto& in : ins) args.push_back(in.value);
+  return backward_pass(lift_consts(*prog_), args, cts, "linear_transpose");
 }
 
 }  // namespace tsr::prim

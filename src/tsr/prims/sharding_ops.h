@@ -20,6 +20,8 @@ class Reshard : public detail::Primitive {
   const NamedSharding& dst() const { return dst_; }
   const char* name() const override { return "reshard"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   std::string params() const override;
   /** Also compares the destination's mesh and devices, which params() does not print. */
   bool equals(const detail::Primitive& o) const override;
@@ -43,6 +45,9 @@ class JitCall : public detail::Primitive {
       : prog_(std::move(prog)), fn_name_(std::move(fn_name)), out_(std::move(out_shardings)) {}
   const char* name() const override { return "jit"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
+  bool jvp_makes_outputs() const override { return true; }
   std::string params() const override { return "name=" + fn_name_; }
   const detail::Program* subprogram() const override { return prog_.get(); }
   bool equals(const Primitive& o) const override { return this == &o; }

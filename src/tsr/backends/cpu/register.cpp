@@ -115,6 +115,7 @@ void register_cpu_kernels() {
 
   // A reshard whose local blocks already match is a copy.
   reg("reshard", cpu::copy_input);
+  reg("stop_gradient", cpu::copy_input);
 }
 
 }  // namespace tsr::detail

@@ -1,0 +1,376 @@
+// The flat core of the public AD API (tsr/ad.h): jvp, linearize, vjp,
+// linear_transpose, the custom rules and checkpoint, built from the passes. Every
+// function traces the user's function into a Program, transforms it, and evaluates
+// the result by binding, so it runs eagerly or records into an enclosing trace.
+#include <sstream>
+
+#include "tsr/ad_core.h"
+#include "tsr/core/array_impl.h"
+#include "tsr/core/primitive.h"
+#include "tsr/core/program.h"
+#include "tsr/core/trace.h"
+#include "tsr/error.h"
+#include "tsr/ops.h"
+#include "tsr/prims/ad_prims.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
+
+namespace tsr::detail {
+
+namespace {
+
+std::vector<ArrayType> types_of(const std::vector<Array>& xs, const char* api) {
+  std::vector<ArrayType> t;
+  for (const auto& x : xs) {
+    if (!x.valid())
+      throw ValueError(std::string("[") + api +
+                       "] an argument leaf is an empty Array handle. Got a default-constructed "
+                       "Array; expected an array made by an op.");
+    t.push_back(x.type());
+  }
+  return t;
+}
+
+std::vector<bool> float_flags(const std::vector<ArrayType>& ts) {
+  std::vector<bool> f;
+  for (const auto& t : ts) f.push_back(has_tangent_space(t.dtype));
+  return f;
+}
+
+// A Program's selected outputs, dce'd.
+Program keep_outputs(const Program& p, const std::vector<bool>& keep) {
+  Program q = p;
+  q.out_vars.clear();
+  for (size_t j = 0; j < p.out_vars.size(); ++j)
+    if (keep[j]) q.out_vars.push_back(p.out_vars[j]);
+  return dce(q);
+}
+
+// Linearize's pieces: primal outputs, the linear program over (residuals, float
+// tangents), and the residual values.
+struct Lin {
+  std::vector<Array> outs;
+  Program linear;  // in_vars: residuals then float tangents
+  std::vector<Array> res;
+  std::vector<ArrayType> in_types, out_types;
+};
+
+Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals, size_t num_aux,
+                      const char* api) {
+  Lin l;
+  l.in_types = types_of(primals, api);
+  Program p = trace_program(f, l.in_types);
+  std::vector<bool> with_t = float_flags(l.in_types);
+  Program jp = jvp_program(p, with_t);
+  size_t n = p.in_vars.size(), m = p.out_vars.size();
+  if (num_aux > m)
+    throw ValueError(std::string("[") + api + "] has_aux needs the function to return " +
+                     std::to_string(num_aux) + " auxiliary leaves. Got " + std::to_string(m) +
+                     " outputs; expected at least that many.");
+  size_t md = m - num_aux;  // differentiated outputs
+  // jp outputs: m primal outputs, then one tangent per float output.
+  std::vector<bool> keep(jp.out_vars.size(), true), unknown_outs;
+  size_t k = m;
+  for (size_t j = 0; j < m; ++j) {
+    l.out_types.push_back(p.out_vars[j]->type);
+    if (!has_tangent_space(p.out_vars[j]->type.dtype)) continue;
+    keep[k++] = j < md;
+  }
+  jp = keep_outputs(jp, keep);
+  for (size_t j = 0; j < jp.out_vars.size(); ++j) unknown_outs.push_back(j >= m);
+  std::vector<bool> unknown_ins(jp.in_vars.size(), false);
+  for (size_t i = n; i < unknown_ins.size(); ++i) unknown_ins[i] = true;
+  PartialEval pe = partial_eval(jp, unknown_ins, unknown_outs);
+  std::vector<Array> known = eval_program(pe.known, primals);
+  l.outs.assign(known.begin(), known.begin() + static_cast<long>(m));
+  l.res.assign(known.begin() + static_cast<long>(m), known.end());
+  l.linear = std::move(pe.unknown);
+  return l;
+}
+
+// The linear program with its residuals captured as constants.
+std::shared_ptr<const Program> close_over(const Program& p, size_t num_res,
+                                          const std::vector<Array>& res) {
+  auto q = std::make_shared<Program>(p);
+  for (size_t i = 0; i < num_res; ++i) {
+    q->const_vars.push_back(p.in_vars[i]);
+    q->consts.push_back(res[i]);
+  }
+  q->in_vars.assign(p.in_vars.begin() + static_cast<long>(num_res), p.in_vars.end());
+  return q;
+}
+
+std::string list_str(const std::vector<ArrayType>& ts) { return ad::types_str(ts); }
+
+}  // namespace
+
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
+                                                           const std::vector<Array>& primals,
+                                                           const std::vector<Array>& tangents) {
+  std::vector<ArrayType> pt = types_of(primals, "jvp");
+  if (tangents.size() != primals.size())
+    throw TypeError(
+        "[jvp] primal and tangent arguments to jax.jvp must have the same tree structure; "
+        "primals have " +
+        std::to_string(primals.size()) + " leaves whereas tangents have " +
+        std::to_string(tangents.size()) + ". Pass one tangent per primal leaf.");
+  std::vector<Array> t(tangents.size());
+  for (size_t i = 0; i < primals.size(); ++i) {
+    if (!has_tangent_space(pt[i].dtype)) continue;  // integer/bool: a zero tangent
+    const Array& ti = tangents[i];
+    if (!ti.valid()) continue;
+    if (ti.dtype() != pt[i].dtype)
+      throw TypeError(std::string("[jvp] primal and tangent arguments to jax.jvp do not match; "
+                                  "dtypes must be equal, or in case of int/bool primal dtype "
+                                  "the tangent dtype must be float0.Got primal dtype ") +
+                      dtype_name(pt[i].dtype) + " and so expected tangent dtype " +
+                      dtype_name(pt[i].dtype) + ", but got tangent dtype " +
+                      dtype_name(ti.dtype()) + " instead. Convert the tangent with astype.");
+    if (ti.shape() != pt[i].shape)
+      throw ValueError("[jvp] jvp called with different primal and tangent shapes;Got primal "
+                       "shape " +
+                       shape_str(pt[i].shape) + " and tangent shape as " +
+                       shape_str(ti.shape()) + ". Give each tangent its primal's shape.");
+    std::string why = ad::mismatch(pt[i], ti.type());
+    if (!why.empty())
+      throw ValueError("[jvp] a tangent's type must be its primal's type. Got tangent type " +
+                       ti.type().str() + " for primal type " + pt[i].str() + why +
+                       ". Reshard the tangent: reshard(t, typeof(primal).sharding).");
+    t[i] = ti;
+  }
+  Program p = trace_program(f, pt);
+  std::vector<Array> outs, touts;
+  jvp_eval(p, primals, t, outs, touts);
+  for (size_t j = 0; j < outs.size(); ++j) touts[j] = ad::instantiate(touts[j], outs[j].type(), outs[j]);
+  return {outs, touts};
+}
+
+LinearMap::LinearMap(std::shared_ptr<const Program> prog, std::vector<ArrayType> in_types,
+                     std::vector<ArrayType> primal_types, std::vector<ArrayType> out_types,
+                     std::vector<bool> in_used, std::string api)
+    : prog_(std::move(prog)),
+      in_types_(std::move(in_types)),
+      primal_types_(std::move(primal_types)),
+      out_types_(std::move(out_types)),
+      in_used_(std::move(in_used)),
+      api_(std::move(api)) {}
+
+std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
+  if (args.size() != in_types_.size())
+    throw TypeError("[" + api_ + "] the function takes " + std::to_string(in_types_.size()) +
+                    " array leaves. Got " + std::to_string(args.size()) + "; expected " +
+                    std::to_string(in_types_.size()) + ", one per " +
+                    (api_ == "linearize" ? "primal input" : "output") + " leaf.");
+  std::vector<Array> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!in_used_[i]) continue;
+    if (!args[i].valid())
+      throw ValueError("[" + api_ + "] argument leaf " + std::to_string(i) +
+                       " is an empty Array handle. Got a default-constructed Array; expected "
+                       "an array made by an op.");
+    const ArrayType &want = in_types_[i], &got = args[i].type();
+    std::string why = ad::mismatch(want, got);
+    if (!why.empty()) {
+      if (api_ == "linearize")
+        throw ValueError(
+            "[linearize] linearized function called on tangent values inconsistent with the "
+            "original primal values:\nGot tangent aval " +
+            got.str() + " for primal aval " + primal_types_[i].str() + " but expected " +
+            want.str() + why +
+            ". \nThis might be fixed by:\n  * resharding the tangent to the primal's sharding "
+            "(reshard(t, typeof(primal).sharding)) or converting its dtype;");
+      if (api_ == "vjp")
+        throw ValueError("[vjp] unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                         "function: got " +
+                         got.str() + ", but expected " + want.str() +
+                         " because the corresponding output of the differentiated function had "
+                         "JAX type " +
+                         primal_types_[i].str() + why +
+                         ". Pass a cotangent of the output's type (reshard or astype it).");
+      throw TypeError("[linear_transpose] cotangent type does not match function output, "
+                      "expected " +
+                      list_str(in_types_) + " but got " +
+                      list_str([&] {
+                        std::vector<ArrayType> g;
+                        for (const auto& a : args) g.push_back(a.valid() ? a.type() : ArrayType{});
+                        return g;
+                      }()) +
+                      why + ". Pass one cotangent of each output's type.");
+    }
+    in.push_back(args[i]);
+  }
+  std::vector<Array> r = eval_program(*prog_, in);
+  // Zeros for the results the program does not produce (integer leaves).
+  std::vector<Array> out;
+  size_t k = 0;
+  Array like = ad::first_valid(args);
+  for (const auto& t : out_types_) {
+    if (has_tangent_space(t.dtype) && k < r.size())
+      out.push_back(r[k++]);
+    else
+      out.push_back(zeros_of(t, like));
+  }
+  return out;
+}
+
+std::string LinearMap::str() const { return prog_->str(); }
+
+std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> linearize_flat(
+    const FlatFn& f, const std::vector<Array>& primals) {
+  Lin l = linearize_program(f, primals, 0, "linearize");
+  size_t num_res = l.linear.in_vars.size() -
+                   static_cast<size_t>(std::count_if(l.in_types.begin(), l.in_types.end(),
+                                                     [](const ArrayType& t) {
+                                                       return has_tangent_space(t.dtype);
+                                                     }));
+  auto prog = close_over(l.linear, num_res, l.res);
+  std::vector<bool> used = float_flags(l.in_types);
+  auto map = std::make_shared<const LinearMap>(prog, l.in_types, l.in_types, l.out_types, used,
+                                               "linearize");
+  return {l.outs, map};
+}
+
+std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
+    const FlatFn& f, const std::vector<Array>& primals, size_t num_aux) {
+  Lin l = linearize_program(f, primals, num_aux, "vjp");
+  size_t nf = static_cast<size_t>(std::count_if(
+      l.in_types.begin(), l.in_types.end(),
+      [](const ArrayType& t) { return has_tangent_space(t.dtype); }));
+  size_t num_res = l.linear.in_vars.size() - nf;
+  std::vector<bool> linear(l.linear.in_vars.size(), false);
+  for (size_t i = num_res; i < linear.size(); ++i) linear[i] = true;
+  Program t = transpose_program(l.linear, linear, "vjp");
+  auto prog = close_over(t, num_res, l.res);
+  size_t md = l.out_types.size() - num_aux;
+  std::vector<ArrayType> ct_in, primal_out;
+  std::vector<bool> used;
+  for (size_t j = 0; j < md; ++j) {
+    ct_in.push_back(ct_type(l.out_types[j]));
+    primal_out.push_back(l.out_types[j]);
+    used.push_back(has_tangent_space(l.out_types[j].dtype));
+  }
+  std::vector<ArrayType> ct_out;
+  for (const auto& it : l.in_types) ct_out.push_back(ct_type(it));
+  auto map = std::make_shared<const LinearMap>(prog, ct_in, primal_out, ct_out, used, "vjp");
+  return {l.outs, map};
+}
+
+std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
+                                                       const std::vector<ArrayType>& in_types) {
+  Program p = trace_program(f, in_types);
+  std::vector<DType> dts;
+  bool all_float = true, all_int = true;
+  for (const auto& t : in_types) dts.push_back(t.dtype);
+  for (const auto& v : p.out_vars) dts.push_back(v->type.dtype);
+  for (DType d : dts) {
+    all_float = all_float && is_floating(d);
+    all_int = all_int && is_integer(d);
+  }
+  if (all_int && !all_float && !dts.empty())
+    throw NotImplementedError(
+        "[linear_transpose] integer -> integer linear functions are not supported yet. Got "
+        "integer inputs and outputs; expected float ones. Convert to float, transpose, and "
+        "convert back.");
+  if (!all_float && !all_int) {
+    std::string a, b;
+    for (size_t i = 0; i < dts.size(); ++i) {
+      std::string& s = i < in_types.size() ? a : b;
+      s += (s.empty() ? "" : ", ") + std::string("dtype(") + dtype_name(dts[i]) + ")";
+    }
+    throw TypeError("[linear_transpose] linear_transpose only supports [float or complex] -> "
+                    "[float or complex], and integer -> integer functions, but got [" +
+                    a + "] -> [" + b + "]. Convert the inputs or outputs to one kind.");
+  }
+  std::vector<bool> linear(p.in_vars.size(), true);
+  Program t = transpose_program(p, linear, "linear_transpose");
+  std::vector<ArrayType> ct_in, ct_out;
+  for (const auto& v : p.out_vars) ct_in.push_back(ct_type(v->type));
+  for (const auto& it : in_types) ct_out.push_back(ct_type(it));
+  std::vector<bool> used(ct_in.size(), true);
+  for (size_t j = 0; j < ct_in.size(); ++j) used[j] = has_tangent_space(ct_in[j].dtype);
+  return std::make_shared<const LinearMap>(std::make_shared<const Program>(std::move(t)), ct_in,
+                                           p.out_types(), ct_out, used, "linear_transpose");
+}
+
+Array stop_gradient_leaf(const Array& x) {
+  if (!has_tangent_space(x.dtype())) return x;
+  return bind1(std::make_shared<prim::StopGradient>(), {x});
+}
+
+void check_grad_output(const Array& ans, const char* api) {
+  const ArrayType& t = ans.type();
+  if (!t.shape.empty()) {
+    std::string hint;
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    std::string extract = n == 1 ? std::string("extract the scalar with output.reshape(())") +
+                                       (t.ndim() == 1 ? " or output[0]" : "") + ", "
+                                 : "";
+    throw TypeError(std::string("[") + api +
+                    "] Gradient only defined for scalar-output functions. Output had shape: " +
+                    shape_str(t.shape) + ". To get the gradient, " + extract +
+                    "reduce the output to a scalar with output.sum(), or use jax.jacobian to "
+                    "differentiate a function with a non-scalar output.");
+  }
+  if (!is_floating(t.dtype))
+    throw TypeError(std::string("[") + api +
+                    "] grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                    "np.floating), but got " +
+                    dtype_name(t.dtype) + ". Convert the output with astype(float32).");
+}
+
+void check_grad_input(const Array& x, bool allow_int, const char* api, const std::string& path) {
+  if (!x.valid())
+    throw ValueError(std::string("[") + api + "] argument leaf " + path +
+                     " is an empty Array handle. Got a default-constructed Array; expected an "
+                     "array made by an op.");
+  if (!is_floating(x.dtype()) && !allow_int)
+    throw TypeError(std::string("[") + api +
+                    "] grad requires real- or complex-valued inputs (input dtype that is a "
+                    "sub-dtype of np.inexact), but got " +
+                    dtype_name(x.dtype()) + (path.empty() ? "" : " at " + path) +
+                    ". If you want to use Boolean- or integer-valued inputs, use vjp or set "
+                    "allow_int to True.");
+}
+
+std::vector<Array> custom_jvp_call(const FlatFn& f,
+                                   const std::function<std::vector<Array>(
+                                       const std::vector<Array>&, const std::vector<Array>&)>& rule,
+                                   const std::vector<Array>& args, const std::string& name) {
+  if (!current_trace()) return f(args);
+  auto prog = std::make_shared<const Program>(trace_program(f, types_of(args, "custom_jvp")));
+  std::vector<Array> in = prog->consts;
+  in.insert(in.end(), args.begin(), args.end());
+  return detail::bind(std::make_shared<prim::CustomJvpCall>(prog, rule, name), in);
+}
+
+std::vector<Array> custom_vjp_call(
+    const FlatFn& f, const FlatFn& fwd,
+    const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>&
+        bwd,
+    const std::vector<Array>& args, const std::vector<bool>& diff,
+    const std::vector<std::string>& paths, const std::string& name) {
+  if (!current_trace()) return f(args);
+  auto prog = std::make_shared<const Program>(trace_program(f, types_of(args, "custom_vjp")));
+  auto rules = std::make_shared<prim::CustomVjpRules>();
+  rules->fwd = fwd;
+  rules->bwd = bwd;
+  rules->fn = name;
+  rules->in_paths = paths;
+  rules->diff = diff;
+  std::vector<Array> in = prog->consts;
+  in.insert(in.end(), args.begin(), args.end());
+  return detail::bind(std::make_shared<prim::CustomVjpCall>(prog, rules), in);
+}
+
+std::vector<Array> checkpoint_call(const FlatFn& f, const std::vector<Array>& args,
+                                   const std::string& name) {
+  if (!current_trace()) return f(args);
+  Program p = trace_program(f, types_of(args, "checkpoint"));
+  std::vector<Array> in = p.consts;
+  in.insert(in.end(), args.begin(), args.end());
+  auto prog = std::make_shared<const Program>(lift_consts(p));
+  return detail::bind(std::make_shared<prim::Checkpoint>(prog, name), in);
+}
+
+}  // namespace tsr::detail

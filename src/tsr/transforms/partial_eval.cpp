@@ -1,0 +1,160 @@
+// partial_eval: splits a Program into the part computable from the known inputs
+// and the part that needs the unknown ones (linearize = jvp + partial_eval). Known
+// values the unknown part reads become residuals. A checkpointed equation saves
+// only its inputs: the unknown part recomputes what it needs (remat).
+#include <algorithm>
+#include <set>
+#include <unordered_set>
+
+#include "tsr/core/primitive.h"
+#include "tsr/error.h"
+#include "tsr/prims/ad_prims.h"
+#include "tsr/transforms/ad.h"
+
+namespace tsr::detail {
+
+namespace {
+
+// Which outputs of p depend on the flagged inputs.
+std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unknown_ins) {
+  std::unordered_set<const Var*> unknown;
+  for (size_t i = 0; i < p.in_vars.size(); ++i)
+    if (unknown_ins[i]) unknown.insert(p.in_vars[i].get());
+  for (const Eqn& e : p.eqns) {
+    bool any = false;
+    for (const auto& v : e.ins) any = any || unknown.count(v.get());
+    if (any)
+      for (const auto& v : e.outs) unknown.insert(v.get());
+  }
+  std::vector<bool> out;
+  for (const auto& v : p.out_vars) out.push_back(unknown.count(v.get()) > 0);
+  return out;
+}
+
+// p with other inputs and outputs (the equations are shared), then dce'd.
+Program restrict(const Program& p, std::vector<VarPtr> ins, std::vector<VarPtr> outs) {
+  Program q = p;
+  q.in_vars = std::move(ins);
+  q.out_vars = std::move(outs);
+  return dce(q);
+}
+
+}  // namespace
+
+PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
+                         const std::vector<bool>& unknown_outs) {
+  std::unordered_set<const Var*> unknown;
+  for (size_t i = 0; i < p.in_vars.size(); ++i)
+    if (unknown_ins.at(i)) unknown.insert(p.in_vars[i].get());
+  std::vector<Eqn> known_eqns, unknown_eqns;
+  for (const Eqn& e : p.eqns) {
+    std::vector<bool> flags;
+    bool any = false, all = true;
+    for (const auto& v : e.ins) {
+      flags.push_back(unknown.count(v.get()) > 0);
+      any = any || flags.back();
+      all = all && flags.back();
+    }
+    if (!any) {
+      known_eqns.push_back(e);
+      continue;
+    }
+    const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get());
+    if (!ck || all) {
+      unknown_eqns.push_back(e);
+      for (const auto& v : e.outs) unknown.insert(v.get());
+      continue;
+    }
+    // Remat: the known side computes the known outputs from the known inputs; the
+    // unknown side takes every input (the known ones as residuals) and recomputes.
+    const Program& sub = ck->program();
+    std::vector<bool> out_unknown = unknown_outputs(sub, flags);
+    std::vector<VarPtr> k_in, k_out, u_out;
+    Eqn ke, ue;
+    for (size_t i = 0; i < e.ins.size(); ++i)
+      if (!flags[i]) {
+        k_in.push_back(sub.in_vars[i]);
+        ke.ins.push_back(e.ins[i]);
+      }
+    for (size_t j = 0; j < e.outs.size(); ++j) {
+      if (out_unknown[j]) {
+        u_out.push_back(sub.out_vars[j]);
+        ue.outs.push_back(e.outs[j]);
+        unknown.insert(e.outs[j].get());
+      } else {
+        k_out.push_back(sub.out_vars[j]);
+        ke.outs.push_back(e.outs[j]);
+      }
+    }
+    if (!ke.outs.empty()) {
+      ke.prim = ck->with_program(restrict(sub, k_in, k_out));
+      known_eqns.push_back(std::move(ke));
+    }
+    ue.ins = e.ins;
+    ue.prim = ck->with_program(restrict(sub, sub.in_vars, u_out));
+    unknown_eqns.push_back(std::move(ue));
+  }
+
+  // Only live unknown equations count, so a dead one saves no residual.
+  {
+    Program live;
+    live.eqns = std::move(unknown_eqns);
+    for (size_t j = 0; j < p.out_vars.size(); ++j)
+      if (unknown_outs.at(j)) live.out_vars.push_back(p.out_vars[j]);
+    unknown_eqns = dce(live).eqns;
+  }
+  // Residuals: known (non-const) values the unknown side reads, in first-use order.
+  std::set<const Var*> consts;
+  for (const auto& v : p.const_vars) consts.insert(v.get());
+  std::vector<VarPtr> res;
+  std::unordered_set<const Var*> seen;
+  std::set<const Var*> used_consts;
+  auto need = [&](const VarPtr& v) {
+    if (unknown.count(v.get())) return;
+    if (consts.count(v.get())) {
+      used_consts.insert(v.get());
+      return;
+    }
+    if (seen.insert(v.get()).second) res.push_back(v);
+  };
+  for (const Eqn& e : unknown_eqns)
+    for (const auto& v : e.ins) need(v);
+  for (size_t j = 0; j < p.out_vars.size(); ++j)
+    if (unknown_outs.at(j)) need(p.out_vars[j]);
+
+  PartialEval r;
+  r.num_res = res.size();
+  r.known.const_vars = p.const_vars;
+  r.known.consts = p.consts;
+  for (size_t i = 0; i < p.in_vars.size(); ++i)
+    if (!unknown_ins[i]) r.known.in_vars.push_back(p.in_vars[i]);
+  r.known.eqns = std::move(known_eqns);
+  for (size_t j = 0; j < p.out_vars.size(); ++j)
+    if (!unknown_outs[j]) {
+      if (unknown.count(p.out_vars[j].get()))
+        throw TypeError(
+            "[partial_eval] an output asked for on the known side depends on unknown inputs. "
+            "Got output " +
+            std::to_string(j) + " of type " + p.out_vars[j]->type.str() +
+            "; expected it to be computable from the known inputs. This is a bug in Tessera: "
+            "please report it.");
+      r.known.out_vars.push_back(p.out_vars[j]);
+    }
+  r.known.out_vars.insert(r.known.out_vars.end(), res.begin(), res.end());
+  r.known = dce(r.known);
+
+  for (size_t i = 0; i < p.const_vars.size(); ++i)
+    if (used_consts.count(p.const_vars[i].get())) {
+      r.unknown.const_vars.push_back(p.const_vars[i]);
+      r.unknown.consts.push_back(p.consts[i]);
+    }
+  r.unknown.in_vars = res;
+  for (size_t i = 0; i < p.in_vars.size(); ++i)
+    if (unknown_ins[i]) r.unknown.in_vars.push_back(p.in_vars[i]);
+  r.unknown.eqns = std::move(unknown_eqns);
+  for (size_t j = 0; j < p.out_vars.size(); ++j)
+    if (unknown_outs[j]) r.unknown.out_vars.push_back(p.out_vars[j]);
+  return r;
+}
+
+}  // namespace tsr::detail

@@ -1,0 +1,119 @@
+// transpose: the reverse sweep over a Program linear in some of its inputs (vjp =
+// linearize + transpose). Cotangents accumulate per variable with symbolic zeros,
+// so branches that receive none cost nothing; each is given exactly its variable's
+// cotangent type (spec §9: unreduced <-> reduced), which is where the partitioner
+// gets the reductions a sharded gradient needs.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tsr/core/primitive.h"
+#include "tsr/core/trace.h"
+#include "tsr/error.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
+
+namespace tsr::detail {
+
+std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& args,
+                                 const std::vector<Array>& cts, const char* api) {
+  std::unordered_map<const Var*, Array> env;
+  std::unordered_set<const Var*> linear;
+  for (size_t i = 0; i < p.const_vars.size(); ++i) env[p.const_vars[i].get()] = p.consts[i];
+  for (size_t i = 0; i < p.in_vars.size(); ++i) {
+    if (args.at(i).valid())
+      env[p.in_vars[i].get()] = args[i];
+    else
+      linear.insert(p.in_vars[i].get());
+  }
+  // Forward: evaluate what does not depend on the linear inputs.
+  std::vector<const Eqn*> lin;
+  for (const Eqn& e : p.eqns) {
+    bool any = false;
+    for (const auto& v : e.ins) any = any || linear.count(v.get());
+    if (any) {
+      lin.push_back(&e);
+      for (const auto& v : e.outs) linear.insert(v.get());
+      continue;
+    }
+    std::vector<Array> ins;
+    for (const auto& v : e.ins) ins.push_back(env.at(v.get()));
+    std::vector<Array> outs = detail::bind(e.prim, ins);
+    for (size_t j = 0; j < e.outs.size(); ++j) env[e.outs[j].get()] = outs[j];
+  }
+  // Backward: accumulate cotangents of linear values.
+  std::unordered_map<const Var*, Array> ct;
+  auto accum = [&](const VarPtr& v, const Array& c, const char* prim) {
+    if (!c.valid() || !linear.count(v.get()) || !has_tangent_space(v->type.dtype)) return;
+    Array g = ad::coerce(c, ct_type(v->type), prim, "cotangent");
+    auto it = ct.find(v.get());
+    if (it == ct.end())
+      ct.emplace(v.get(), g);
+    else
+      it->second = ad::add(it->second, g);
+  };
+  for (size_t j = 0; j < p.out_vars.size(); ++j) accum(p.out_vars[j], cts.at(j), "output");
+  for (auto it = lin.rbegin(); it != lin.rend(); ++it) {
+    const Eqn& e = **it;
+    std::vector<Array> out_ct;
+    bool any = false;
+    for (const auto& v : e.outs) {
+      auto f = ct.find(v.get());
+      out_ct.push_back(f == ct.end() ? Array() : f->second);
+      if (f != ct.end()) ct.erase(f);
+      any = any || out_ct.back().valid();
+    }
+    if (!any) continue;
+    std::vector<LinearIn> ins;
+    for (const auto& v : e.ins) {
+      LinearIn in;
+      in.type = v->type;
+      if (!linear.count(v.get())) in.value = env.at(v.get());
+      ins.push_back(std::move(in));
+    }
+    RuleLog::note("transpose", e.prim->name());
+    std::vector<Array> in_ct;
+    try {
+      in_ct = e.prim->transpose(out_ct, ins);
+    } catch (const NotImplementedError&) {
+      throw TypeError(std::string("[") + api + "] the function is not linear in its inputs: " +
+                      "primitive '" + e.prim->name() +
+                      "' is applied to a value that depends on them and has no transpose rule. "
+                      "Got a non-linear primitive on a linear value; expected only linear "
+                      "operations (add, sub, neg, mul or div by a value that does not depend on "
+                      "the inputs, dot with such a value, reshape, transpose, slice, ...). "
+                      "Transpose only linear functions, such as the one linearize returns.");
+    }
+    for (size_t i = 0; i < e.ins.size() && i < in_ct.size(); ++i)
+      if (ins[i].linear()) accum(e.ins[i], in_ct[i], e.prim->name());
+  }
+  std::vector<Array> out;
+  for (size_t i = 0; i < p.in_vars.size(); ++i) {
+    auto f = ct.find(p.in_vars[i].get());
+    out.push_back(f == ct.end() ? Array() : f->second);
+  }
+  return out;
+}
+
+Program transpose_program(const Program& p, const std::vector<bool>& linear_ins, const char* api) {
+  std::vector<ArrayType> in_t;
+  for (size_t i = 0; i < p.in_vars.size(); ++i)
+    if (!linear_ins.at(i)) in_t.push_back(p.in_vars[i]->type);
+  for (const auto& v : p.out_vars) in_t.push_back(ct_type(v->type));
+  return trace_program(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> args(p.in_vars.size());
+        size_t k = 0;
+        for (size_t i = 0; i < p.in_vars.size(); ++i)
+          if (!linear_ins[i]) args[i] = a[k++];
+        std::vector<Array> cts(a.begin() + static_cast<long>(k), a.end());
+        std::vector<Array> got = backward_pass(p, args, cts, api);
+        Array like = ad::first_valid(a);
+        std::vector<Array> out;
+        for (size_t i = 0; i < p.in_vars.size(); ++i)
+          if (linear_ins[i]) out.push_back(ad::instantiate(got[i], ct_type(p.in_vars[i]->type), like));
+        return out;
+      },
+      in_t);
+}
+
+}  // namespace tsr::detail
