@@ -36,6 +36,13 @@ struct Record {
   bool refuses = false;
   /** The single-device oracle, when it differs from fn (e.g. fn keeps a value unreduced). */
   std::function<std::vector<tsr::Array>(const std::vector<tsr::Array>&)> oracle = {};
+  /** How the gradient check treats the record: Check (finite differences in float64
+   *  and the vjp identity, to order 2), NoFD (no finite differences: a function with
+   *  kinks or discrete steps at the inputs; derivatives still checked sharded vs one
+   *  device), Skip (with a reason in grad_why). */
+  enum class Grad { Check, NoFD, Skip } grad = Grad::Check;
+  /** Why a record skips or weakens its gradient check. */
+  std::string grad_why = {};
 };
 
 /** Helper: a single-output op. */
@@ -56,6 +63,21 @@ std::vector<Record> all_records();
 /** Primitives the coverage test accepts without a sharding rule, with the reason
  *  they only run replicated (empty today: every primitive has a rule). */
 const std::vector<std::pair<std::string, std::string>>& replicated_only();
+
+/** An input's values (deterministic; `salt` varies them per operand). */
+std::vector<double> values(const In& in, int salt);
+/** An input placed at `where`. */
+tsr::Array make(const In& in, int salt, const tsr::Placement& where);
+/** A mesh the driver runs records on. */
+struct MeshCase {
+  std::string label;               /**< "(2,4)" */
+  std::vector<int> sizes;          /**< axis sizes */
+  std::vector<std::string> names;  /**< axis names */
+};
+/** Meshes (1), (2), (8), (2,4). */
+const std::vector<MeshCase>& meshes();
+/** True when every axis p names is one of the mesh's. */
+bool mesh_has(const MeshCase& m, const tsr::PartitionSpec& p);
 
 /** gtest prints a record by its name (ctest lists it instead of a byte dump). */
 inline void PrintTo(const Record& r, std::ostream* os) { *os << r.name; }

@@ -34,8 +34,6 @@ const std::vector<std::pair<std::string, std::string>>& replicated_only() {
   return v;
 }
 
-namespace {
-
 std::vector<double> values(const In& in, int salt) {
   int64_t n = numel(in.shape);
   std::vector<double> v(static_cast<size_t>(n));
@@ -71,12 +69,6 @@ Array make(const In& in, int salt, const Placement& where) {
   return in.dtype == float64 ? a : a.astype(in.dtype);
 }
 
-struct MeshCase {
-  std::string label;
-  std::vector<int> sizes;
-  std::vector<std::string> names;
-};
-
 const std::vector<MeshCase>& meshes() {
   static const std::vector<MeshCase> m = {
       {"(1)", {1}, {"x"}}, {"(2)", {2}, {"x"}}, {"(8)", {8}, {"x"}}, {"(2,4)", {2, 4}, {"x", "y"}}};
@@ -90,6 +82,8 @@ bool mesh_has(const MeshCase& m, const PartitionSpec& p) {
     if (std::find(m.names.begin(), m.names.end(), a) == m.names.end()) return false;
   return true;
 }
+
+namespace {
 
 void expect_close(const std::vector<double>& want, const std::vector<double>& got, double rtol,
                   const std::string& what) {

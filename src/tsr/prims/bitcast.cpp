@@ -7,7 +7,10 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("bitcast_convert_type");
+const bool registered =
+    register_primitive("bitcast_convert_type") &&
+    declare_ad("bitcast_convert_type", AdKind::NonDifferentiable,
+               "a reinterpretation of bits is not a smooth function (JAX: defjvp_zero)");
 }  // namespace
 
 std::vector<ArrayType> BitcastConvertType::infer(const std::vector<ArrayType>& in) const {
@@ -69,6 +72,12 @@ Lowering BitcastConvertType::partition(const std::vector<ArrayType>& in,
 
 std::string BitcastConvertType::params() const {
   return std::string("new_dtype=") + dtype_name(dtype_);
+}
+
+// The same bits read as another type: a zero tangent (JAX: defjvp_zero).
+std::vector<Array> BitcastConvertType::jvp(const std::vector<Array>&, const std::vector<Array>&,
+                                           std::vector<Array>&) const {
+  return {Array()};
 }
 
 }  // namespace tsr::prim

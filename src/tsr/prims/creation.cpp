@@ -11,7 +11,10 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("iota") && register_primitive("full");
+const bool registered =
+    register_primitive("iota") && register_primitive("full") &&
+    declare_ad("iota", AdKind::NonDifferentiable, "no inputs: a constant") &&
+    declare_ad("full", AdKind::NonDifferentiable, "no inputs: a constant");
 
 ArrayType placed_type(const Shape& shape, DType dtype, bool weak, const Placed& where) {
   if (where.sharding) return make_type(shape, dtype, weak, *where.sharding);

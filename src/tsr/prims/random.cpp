@@ -13,8 +13,13 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
+constexpr const char* kKeyOnly = "its inputs are integer keys and counters: no tangents";
 const bool registered = register_primitive("random_bits") && register_primitive("random_uniform") &&
-                        register_primitive("random_randint") && register_primitive("threefry2x32");
+                        register_primitive("random_randint") && register_primitive("threefry2x32") &&
+                        declare_ad("random_bits", AdKind::NonDifferentiable, kKeyOnly) &&
+                        declare_ad("random_uniform", AdKind::NonDifferentiable, kKeyOnly) &&
+                        declare_ad("random_randint", AdKind::NonDifferentiable, kKeyOnly) &&
+                        declare_ad("threefry2x32", AdKind::NonDifferentiable, kKeyOnly);
 
 // Kernels write full values; unreduced axes of the type get zeros from the reshard
 // after them (as the creation ops do).

@@ -40,9 +40,16 @@ namespace tsr::detail::ad {
 
 namespace {
 
+bool replicated(const ArrayType& t) {
+  const PartitionSpec& s = t.sharding.spec();
+  return s.partition_axes().empty() && s.unreduced().empty() && s.reduced().empty();
+}
+
 bool same_sharding(const ArrayType& a, const ArrayType& b) {
+  // A value off-mesh (one device, no mesh) matches any fully replicated layout.
+  if (a.sharding.mesh().empty() || b.sharding.mesh().empty())
+    return replicated(a) && replicated(b);
   if (!(a.sharding.mesh() == b.sharding.mesh())) return false;
-  if (a.sharding.mesh().empty()) return true;
   return a.sharding.normalized(a.ndim()).spec() == b.sharding.normalized(b.ndim()).spec();
 }
 

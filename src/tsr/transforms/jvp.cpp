@@ -90,7 +90,9 @@ void jvp_eval(const Program& p, const std::vector<Array>& primals,
     }
     std::vector<Array> res;
     std::vector<Array> touts;
-    if (!any) {
+    bool float_out = false;  // integer/bool results have no tangents: skip the rule
+    for (const auto& v : e.outs) float_out = float_out || has_tangent_space(v->type.dtype);
+    if (!any || !float_out) {
       res = detail::bind(e.prim, ins);
     } else {
       RuleLog::note("jvp", e.prim->name());
