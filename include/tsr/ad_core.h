@@ -67,6 +67,15 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
 std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
                                                        const std::vector<ArrayType>& in_types);
 
+/** The ones that seed a gradient: the cotangent type of a scalar output. */
+Array grad_seed(const Array& ans);
+
+/** Jacobians of ff (one output) at `leaves`, one per leaf (shape out.shape +
+ *  leaf.shape), by forward mode (a jvp per input element) or reverse mode (a vjp per
+ *  output element). */
+std::vector<Array> jacobian_flat(const FlatFn& ff, const std::vector<Array>& leaves, bool forward,
+                                 const char* api);
+
 /** stop_gradient of one array (a primitive with a zero tangent). */
 Array stop_gradient_leaf(const Array& x);
 

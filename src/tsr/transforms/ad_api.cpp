@@ -294,6 +294,78 @@ std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
                                            p.out_types(), ct_out, used, "linear_transpose");
 }
 
+Array grad_seed(const Array& ans) {
+  ArrayType t = ct_type(ans.type());
+  Array one = ones_like(ans);
+  return ad::coerce(one, t, "grad", "cotangent");
+}
+
+namespace {
+
+// A one-hot array of x's type (sharding included): element k is 1.
+Array one_hot_like(const Array& x, int64_t k) {
+  std::vector<double> v(static_cast<size_t>(x.size()), 0.0);
+  v[static_cast<size_t>(k)] = 1.0;
+  Array e = array<double>(v, x.shape()).astype(x.dtype());
+  const ArrayType& t = x.type();
+  if (!x.impl()->var) {
+    NamedSharding s = x.sharding();
+    if (!s.spec().unreduced().empty() || !s.spec().reduced().empty())
+      s = s.with_spec(PartitionSpec(s.spec().entries()));
+    e = device_put(e, s);
+  }
+  return ad::coerce(e, t, "jacobian", "value");
+}
+
+// Stacks per-element results into one array of shape lead + tail.
+Array assemble(const std::vector<Array>& parts, const Shape& lead, const Shape& tail, bool cols) {
+  Shape shape = lead;
+  shape.insert(shape.end(), tail.begin(), tail.end());
+  if (parts.empty()) return zeros(shape, float32);
+  Array s = stack(parts, cols ? -1 : 0);
+  return reshape(s, shape);
+}
+
+}  // namespace
+
+std::vector<Array> jacobian_flat(const FlatFn& ff, const std::vector<Array>& leaves, bool forward,
+                                 const char* api) {
+  for (const auto& x : leaves)
+    if (!is_floating(x.dtype()))
+      throw TypeError(std::string("[") + api + "] " + api +
+                      " requires real-valued inputs (input dtype that is a sub-dtype of "
+                      "np.floating), but got " +
+                      dtype_name(x.dtype()) +
+                      ". Differentiate with respect to float arguments only (argnums).");
+  std::vector<Array> jac;
+  if (forward) {
+    auto [outs, lin] = linearize_flat(ff, leaves);
+    const Array& out = outs.at(0);
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      std::vector<Array> cols;
+      for (int64_t k = 0; k < leaves[i].size(); ++k) {
+        std::vector<Array> t;
+        for (size_t j = 0; j < leaves.size(); ++j)
+          t.push_back(j == i ? one_hot_like(leaves[j], k) : zeros_of(leaves[j].type(), leaves[j]));
+        cols.push_back((*lin)(t).at(0));
+      }
+      jac.push_back(assemble(cols, out.shape(), leaves[i].shape(), true));
+    }
+    return jac;
+  }
+  auto [outs, vjp] = vjp_flat(ff, leaves);
+  const Array& out = outs.at(0);
+  std::vector<std::vector<Array>> rows(leaves.size());
+  Array seed = grad_seed(out);  // a cotangent of the output's type, for one_hot_like
+  for (int64_t k = 0; k < out.size(); ++k) {
+    std::vector<Array> g = (*vjp)({one_hot_like(seed, k)});
+    for (size_t i = 0; i < leaves.size(); ++i) rows[i].push_back(g[i]);
+  }
+  for (size_t i = 0; i < leaves.size(); ++i)
+    jac.push_back(assemble(rows[i], out.shape(), leaves[i].shape(), false));
+  return jac;
+}
+
 Array stop_gradient_leaf(const Array& x) {
   if (!has_tangent_space(x.dtype())) return x;
   return bind1(std::make_shared<prim::StopGradient>(), {x});

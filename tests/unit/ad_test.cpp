@@ -1,0 +1,310 @@
+// The public AD API over trees: grad/value_and_grad options, jvp/linearize/vjp/
+// linear_transpose, compositions with jit and with themselves (sharded, eager and
+// jitted), shardings of tangents and cotangents, custom rules, checkpoint, the
+// Jacobians, and the errors with JAX's texts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/error_of.h"
+#include "tsr/tsr.h"
+
+using namespace tsr;
+
+namespace {
+
+struct Lin2 {
+  Array w;
+  Array b;
+  int tag = 0;
+};
+TSR_TREE(Lin2, w, b, tag)
+
+std::vector<float> vec(const Array& a) { return a.to_vector<float>(); }
+
+void expect_near(const Array& want, const Array& got, double tol, const std::string& what = "") {
+  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol * (1 + std::fabs(a[i]))) << what << " at " << i;
+}
+
+Array f_sin_sum(const Array& x) { return sum(sin(x) * x); }
+// d/dx sum(sin(x) * x) = cos(x) * x + sin(x)
+Array df_sin_sum(const Array& x) { return cos(x) * x + sin(x); }
+
+TEST(Ad, GradOfScalarFunction) {
+  Array x = array<float>({0.5f, 1.f, -2.f});
+  expect_near(df_sin_sum(x), grad(f_sin_sum)(x), 1e-6);
+}
+
+TEST(Ad, ArgnumsAndHasAux) {
+  Array x = array<float>({1.f, 2.f}), y = array<float>({3.f, 4.f});
+  auto f = [](const Array& a, const Array& b) { return sum(a * b * b); };
+  Array gy = grad(f, argnums<1>)(x, y);
+  EXPECT_EQ(vec(gy), (std::vector<float>{6, 16}));
+  auto [ga, gb] = grad(f, argnums<0, 1>)(x, y);
+  EXPECT_EQ(vec(ga), (std::vector<float>{9, 16}));
+  EXPECT_EQ(vec(gb), (std::vector<float>{6, 16}));
+  auto faux = [](const Array& a) { return std::make_pair(sum(a * a), a + 1.0); };
+  auto [vaux, g] = value_and_grad(faux, has_aux)(x);
+  EXPECT_FLOAT_EQ(vaux.first.item<float>(), 5.f);
+  EXPECT_EQ(vec(vaux.second), (std::vector<float>{2, 3}));
+  EXPECT_EQ(vec(g), (std::vector<float>{2, 4}));
+  auto [g2, aux2] = grad(faux, has_aux)(x);
+  EXPECT_EQ(vec(g2), (std::vector<float>{2, 4}));
+  EXPECT_EQ(vec(aux2), (std::vector<float>{2, 3}));
+}
+
+TEST(Ad, GradOverTreesKeepsStructureAndStatics) {
+  Lin2 p{array<float>({1.f, 2.f}), scalar(0.5f), 7};
+  auto loss = [](const Lin2& p, const Array& x) { return sum(square(p.w * x + p.b)); };
+  Lin2 g = grad(loss)(p, array<float>({1.f, -1.f}));
+  EXPECT_EQ(g.tag, 7);
+  // r = [1.5, -1.5]; dL/dw = 2 r x = [3, 3]; dL/db = 2 sum(r) = 0
+  EXPECT_EQ(vec(g.w), (std::vector<float>{3, 3}));
+  EXPECT_FLOAT_EQ(g.b.item<float>(), 0.f);
+  std::map<std::string, Array> m = {{"a", array<float>({2.f})}, {"b", array<float>({3.f})}};
+  auto gm = grad([](const std::map<std::string, Array>& m) { return sum(m.at("a") * m.at("b")); })(m);
+  EXPECT_EQ(vec(gm.at("a")), (std::vector<float>{3}));
+  EXPECT_EQ(vec(gm.at("b")), (std::vector<float>{2}));
+}
+
+TEST(Ad, JvpLinearizeVjpAgree) {
+  Array x = array<float>({0.3f, -0.7f, 1.1f});
+  Array t = array<float>({1.f, 2.f, 3.f});
+  auto f = [](const Array& x) { return tanh(x) * x; };
+  auto [y, ty] = jvp(f, x, t);
+  auto [y2, f_jvp] = linearize(f, x);
+  expect_near(y, y2, 1e-7);
+  expect_near(ty, f_jvp(t), 1e-6);
+  auto [y3, f_vjp] = vjp(f, x);
+  auto [ct] = f_vjp(t);
+  // f is elementwise: the jacobian is diagonal, so jvp and vjp agree elementwise.
+  expect_near(ty, ct, 1e-6);
+  // linear_transpose of the linearized function is the vjp.
+  auto f_t = linear_transpose(f_jvp, x);
+  auto [ct2] = f_t(t);
+  expect_near(ct, ct2, 1e-6);
+  EXPECT_NE(f_jvp.str().find("mul"), std::string::npos) << f_jvp.str();
+}
+
+TEST(Ad, StopGradient) {
+  Array x = array<float>({2.f});
+  auto f = [](const Array& x) { return sum(x * stop_gradient(x)); };
+  EXPECT_EQ(vec(grad(f)(x)), (std::vector<float>{2}));
+}
+
+TEST(Ad, Jacobians) {
+  Array x = array<float>({1.f, 2.f, 3.f});
+  auto f = [](const Array& x) { return x * x; };
+  Array jf = jacfwd(f)(x), jr = jacrev(f)(x);
+  std::vector<float> want = {2, 0, 0, 0, 4, 0, 0, 0, 6};
+  EXPECT_EQ(jf.shape(), (Shape{3, 3}));
+  EXPECT_EQ(vec(jf), want);
+  EXPECT_EQ(vec(jr), want);
+  Array h = hessian([](const Array& x) { return sum(x * x * x); })(x);
+  EXPECT_EQ(vec(h), (std::vector<float>{6, 0, 0, 0, 12, 0, 0, 0, 18}));
+}
+
+// ---- compositions, sharded, eager and jitted -------------------------------------
+
+class AdSharded : public ::testing::Test {
+ protected:
+  Mesh mesh = make_mesh({8}, {"x"});
+  MeshScope scope{mesh};
+  Array x = device_put(arange(16.f) / 8.0 - 1.0, P("x"));
+  Array x1 = array<float>(x.to_vector<float>());  // the one-device oracle
+};
+
+TEST_F(AdSharded, JitOfGradAndGradOfJit) {
+  Array want = grad(f_sin_sum)(x1);
+  Array a = jit(grad(f_sin_sum))(x);
+  Array b = grad(jit(f_sin_sum))(x);
+  Array c = jit(grad(jit(f_sin_sum)))(x);
+  for (const Array& g : {a, b, c}) {
+    EXPECT_EQ(typeof(g).str(), "f32[16@x]");
+    expect_near(want, g, 1e-6);
+  }
+}
+
+TEST_F(AdSharded, GradOfGradAndJvpOfGrad) {
+  auto f = [](const Array& x) { return sum(sin(x)); };
+  // d2/dx2 of sin summed, along ones: -sin(x)
+  auto g = grad([&](const Array& x) { return sum(grad(f)(x)); });
+  expect_near(neg(sin(x1)), g(x), 1e-6);
+  expect_near(neg(sin(x1)), jit(g)(x), 1e-6);
+  auto [gx, tg] = jvp(grad(f), x, ones_like(x));
+  expect_near(cos(x1), gx, 1e-6);
+  expect_near(neg(sin(x1)), tg, 1e-6);
+  EXPECT_EQ(typeof(tg).str(), "f32[16@x]");
+}
+
+TEST_F(AdSharded, LinearTransposeOfLinearize) {
+  auto f = [](const Array& x) { return mean(x * x); };
+  auto [y, f_jvp] = linearize(f, x);
+  auto f_t = linear_transpose(f_jvp, x);
+  auto [ct] = f_t(scalar(1.f));
+  EXPECT_EQ(typeof(ct).str(), "f32[16@x]");
+  expect_near(x1 * (2.0 / 16), ct, 1e-6);
+  auto [ct_j] = jit([&](const Array& c) { return f_t(c); })(scalar(1.f));
+  expect_near(x1 * (2.0 / 16), ct_j, 1e-6);
+}
+
+// The gradient of a data-parallel loss equals the one-device gradient and has each
+// weight's sharding: batch over x, weights replicated or sharded over y.
+TEST(AdShardings, DataParallelGradientHasTheWeightsShardings) {
+  Mesh mesh = make_mesh({4, 2}, {"x", "y"});
+  MeshScope scope(mesh);
+  Array xb = device_put(iota({8, 6}) / 48.0 - 0.5, P("x"));
+  Array w1 = device_put(iota({6, 4}) / 24.0 - 0.3, P(nullptr, "y"));
+  Array w2 = device_put(iota({4, 3}) / 12.0 - 0.4, P());
+  auto loss = [](const Array& w1, const Array& w2, const Array& x) {
+    Array h = tanh(matmul(x, w1));
+    Array h2 = reshard(h, P("x", nullptr));
+    return mean(square(matmul(h2, w2)));
+  };
+  auto [g1, g2] = grad(loss, argnums<0, 1>)(w1, w2, xb);
+  EXPECT_EQ(typeof(g1).str(), "f32[6,4@y]");
+  EXPECT_EQ(typeof(g2).str(), "f32[4,3]");
+  Array o1 = array<float>(w1.to_vector<float>(), {6, 4});
+  Array o2 = array<float>(w2.to_vector<float>(), {4, 3});
+  Array ox = array<float>(xb.to_vector<float>(), {8, 6});
+  auto [h1, h2] = grad(loss, argnums<0, 1>)(o1, o2, ox);
+  expect_near(h1, g1, 1e-5);
+  expect_near(h2, g2, 1e-5);
+  auto [j1, j2] = jit(grad(loss, argnums<0, 1>))(w1, w2, xb);
+  EXPECT_EQ(typeof(j1).str(), "f32[6,4@y]");
+  expect_near(h1, j1, 1e-5);
+  expect_near(h2, j2, 1e-5);
+}
+
+// Spec §9: the cotangent of a value reduced over an axis is unreduced over it.
+TEST(AdShardings, ReducedInputGetsAnUnreducedCotangent) {
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope(mesh);
+  Array w = reshard(device_put(array<float>({1.f, 2.f, 3.f, 4.f}), P()), P(Reduced{{"x"}}));
+  EXPECT_EQ(typeof(w).str(), "f32[4]{R:x}");
+  auto [y, f_vjp] = vjp([](const Array& w) { return w * 3.0; }, w);
+  auto [ct] = f_vjp(reshard(ones({4}), P(Unreduced{{"x"}})));
+  EXPECT_EQ(typeof(ct).str(), "f32[4]{U:x}");
+  // The logical value sums the partials: 2 (partials) * 1 * 3.
+  EXPECT_EQ(reshard(ct, P()).to_vector<float>(), (std::vector<float>{6, 6, 6, 6}));
+}
+
+// ---- custom rules and checkpoint ------------------------------------------------
+
+TEST(AdCustom, CustomJvpRuleIsUsed) {
+  // log1p(exp(x)) with the stable derivative 1 - 1/(1+exp(x)).
+  auto softplus = custom_jvp(
+      [](const Array& x) { return log1p(exp(x)); },
+      [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+        auto [x] = p;
+        auto [tx] = t;
+        Array y = log1p(exp(x));
+        return std::make_pair(y, tx * (1.0 - 1.0 / (1.0 + exp(x))) * 1.0);
+      },
+      "softplus");
+  Array x = array<float>({100.f, 0.f});
+  Array g = grad([&](const Array& x) { return sum(softplus(x)); })(x);
+  EXPECT_EQ(vec(g), (std::vector<float>{1.f, 0.5f}));
+  Array gj = jit(grad([&](const Array& x) { return sum(softplus(x)); }))(x);
+  EXPECT_EQ(vec(gj), (std::vector<float>{1.f, 0.5f}));
+  auto [y, ty] = jvp([&](const Array& x) { return softplus(x); }, x, ones_like(x));
+  EXPECT_EQ(vec(ty), (std::vector<float>{1.f, 0.5f}));
+}
+
+TEST(AdCustom, CustomVjpWithNondiffArgnums) {
+  // Gradient clipping: identity forward, clipped cotangent backward; the limit is a
+  // static nondiff argument, the scale an Array one that bwd also receives.
+  auto clip_grad = custom_vjp(
+      [](double lim, const Array& scale, const Array& x) { return x * scale; },
+      [](double lim, const Array& scale, const Array& x) {
+        return std::make_pair(x * scale, std::tuple<>());
+      },
+      [](double lim, const Array& scale, const std::tuple<>&, const Array& g) {
+        return std::make_tuple(clip(g * scale, -lim, lim));
+      },
+      nondiff_argnums<0, 1>);
+  Array x = array<float>({1.f, 2.f});
+  Array s = scalar(2.f);
+  auto f = [&](const Array& x) { return sum(clip_grad(0.5, s, x) * 3.0); };
+  EXPECT_EQ(vec(grad(f)(x)), (std::vector<float>{0.5f, 0.5f}));
+  EXPECT_EQ(vec(jit(grad(f))(x)), (std::vector<float>{0.5f, 0.5f}));
+  EXPECT_EQ(vec(f(x) * 1.0), (std::vector<float>{18.f}));
+  // Forward mode through custom_vjp is refused, as in JAX.
+  std::string e = error_of<TypeError>([&] { (void)jvp(f, x, ones_like(x)); });
+  EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+}
+
+TEST(AdCustom, CustomVjpBwdTypeErrors) {
+  Array x = array<float>({1.f, 2.f});
+  auto bad_shape = custom_vjp([](const Array& x) { return x * 2.0; },
+                              [](const Array& x) { return std::make_pair(x * 2.0, std::tuple<>()); },
+                              [](const std::tuple<>&, const Array& g) {
+                                return std::make_tuple(sum(g));
+                              });
+  std::string e = error_of<ValueError>([&] { (void)grad([&](const Array& x) { return sum(bad_shape(x)); })(x); });
+  EXPECT_HAS(e, "Custom VJP bwd rule attached to");
+  EXPECT_HAS(e, "so the shapes do not match");
+  auto bad_dtype = custom_vjp([](const Array& x) { return x * 2.0; },
+                              [](const Array& x) { return std::make_pair(x * 2.0, std::tuple<>()); },
+                              [](const std::tuple<>&, const Array& g) {
+                                return std::make_tuple(g.astype(float64));
+                              });
+  e = error_of<ValueError>([&] { (void)grad([&](const Array& x) { return sum(bad_dtype(x)); })(x); });
+  EXPECT_HAS(e, "so the dtypes do not match");
+}
+
+TEST(AdCustom, CheckpointRecomputesInTheBackwardPass) {
+  auto f = [](const Array& x) { return sum(sin(sin(x))); };
+  auto fc = [](const Array& x) { return sum(checkpoint([](const Array& y) { return sin(sin(y)); })(x)); };
+  Array x = array<float>({0.1f, 0.2f, 0.3f});
+  expect_near(grad(f)(x), grad(fc)(x), 1e-6);
+  expect_near(grad(f)(x), jit(grad(fc))(x), 1e-6);
+  std::string text = make_jaxpr(grad(fc), x);
+  // The backward pass holds its own checkpoint that recomputes sin from the input.
+  EXPECT_NE(text.find("checkpoint"), std::string::npos) << text;
+}
+
+// ---- errors ------------------------------------------------------------------------
+
+TEST(AdErrors, GradOfNonScalarAndOfIntegers) {
+  Array x = array<float>({1.f, 2.f});
+  std::string e = error_of<TypeError>([&] { (void)grad([](const Array& x) { return x * 2.0; })(x); });
+  EXPECT_HAS(e, "Gradient only defined for scalar-output functions. Output had shape: (2,)");
+  Array i = array<int32_t>({1, 2});
+  e = error_of<TypeError>([&] { (void)grad([](const Array& i) { return sum(i.astype(float32)); })(i); });
+  EXPECT_HAS(e, "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype "
+                "of np.inexact), but got int32");
+  Array gi = grad([](const Array& i) { return sum(i.astype(float32)); }, allow_int)(i);
+  EXPECT_EQ(gi.to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+}
+
+TEST(AdErrors, LinearTransposeOfNonLinearFunction) {
+  Array x = array<float>({1.f, 2.f});
+  std::string e = error_of<TypeError>([&] { (void)linear_transpose([](const Array& x) { return sin(x); }, x); });
+  EXPECT_HAS(e, "not linear");
+  EXPECT_HAS(e, "'sin'");
+  e = error_of<TypeError>([&] { (void)linear_transpose([](const Array& x) { return x * x; }, x); });
+  EXPECT_HAS(e, "not linear");
+}
+
+TEST(AdErrors, TangentAndCotangentTypesMustMatch) {
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope(mesh);
+  Array x = device_put(array<float>({1.f, 2.f}), P());
+  auto [y, f_jvp] = linearize([](const Array& x) { return x * 2.0; }, x);
+  std::string e = error_of<ValueError>([&] { (void)f_jvp(device_put(array<float>({1.f, 1.f}), P("x"))); });
+  EXPECT_HAS(e, "linearized function called on tangent values inconsistent with the original "
+                "primal values");
+  EXPECT_HAS(e, "so the shardings do not match");
+  auto [y2, f_vjp] = vjp([](const Array& x) { return sum(x); }, x);
+  e = error_of<ValueError>([&] { (void)f_vjp(array<float>({1.f})); });
+  EXPECT_HAS(e, "unexpected JAX type (e.g. shape/dtype) for argument to VJP function");
+  e = error_of<ValueError>([&] {
+    (void)jvp([](const Array& x) { return x; }, x, device_put(array<float>({1.f, 1.f}), P("x")));
+  });
+  EXPECT_HAS(e, "reshard(t, typeof(primal).sharding)");
+}
+
+}  // namespace
