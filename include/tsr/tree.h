@@ -46,6 +46,7 @@
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tsr/array.h"
@@ -406,8 +407,23 @@ std::shared_ptr<const StaticValue> make_static(const T& v) {
   return std::make_shared<StaticOf<D>>(D(v));
 }
 
+// Types that hold Arrays but are not nodes: flattening them as one static would hide
+// their Arrays from every transform, so they are a compile error instead.
 template <class T>
-struct Unsupported : std::false_type {};
+concept RangeOfLeaves = requires(const T& t) {
+  typename T::value_type;
+  t.begin();
+}
+&&HoldsLeaves<std::remove_cvref_t<typename T::value_type>>::value;
+template <class T>
+struct Unsupported : std::bool_constant<RangeOfLeaves<T>> {};
+template <class... Ts>
+struct Unsupported<std::variant<Ts...>>
+    : std::bool_constant<(HoldsLeaves<std::remove_cvref_t<Ts>>::value || ...)> {};
+template <class E>
+struct Unsupported<std::shared_ptr<E>> : HoldsLeaves<std::remove_cv_t<E>> {};
+template <class E, class D>
+struct Unsupported<std::unique_ptr<E, D>> : HoldsLeaves<std::remove_cv_t<E>> {};
 template <class T>
 inline constexpr bool holds_leaves_v = HoldsLeaves<std::remove_cvref_t<T>>::value;
 
@@ -427,6 +443,10 @@ void flatten_into(Builder& b, const T& t) {
     flatten_into(b, NodeTraits<T>::children(t));
     b.close();
   } else if constexpr (!holds_leaves_v<T>) {
+    static_assert(!Unsupported<T>::value,
+                  "[tree] this container holds Arrays but is not a tree node. Use std::vector, "
+                  "std::array, std::tuple, std::pair, std::map<std::string, T>, std::optional, "
+                  "a TSR_TREE struct, or specialize tsr::tree::NodeTraits for it.");
     if (b.wants_structure()) b.static_value(make_static(t));
   } else if constexpr (IsVector<T>::value || IsStdArray<T>::value) {
     b.open(Kind::List, t.size());

@@ -42,6 +42,13 @@ struct Params {
 };
 TSR_TREE(Params, layers, extra, scale, sizes)
 
+// A recursive tree type.
+struct Node {
+  Array value;
+  std::vector<Node> kids;
+};
+TSR_TREE(Node, value, kids)
+
 struct Tagged {
   Array a, b;
   int tag = 0;
@@ -115,6 +122,11 @@ TEST(Tree, EveryContainerKind) {
   EXPECT_EQ(vals(*m2.at("k")[0])[0], 2.f);
   EXPECT_FALSE(m2.at("k")[1].has_value());
   EXPECT_TRUE(tree::is_tree_v<decltype(m)>);
+  // Containers that hold Arrays without being nodes are compile errors, not statics.
+  static_assert(tree::detail::Unsupported<std::map<int, Array>>::value);
+  static_assert(tree::detail::Unsupported<std::variant<int, Array>>::value);
+  static_assert(!tree::detail::Unsupported<std::map<int, float>>::value);
+  static_assert(!tree::detail::Unsupported<std::string>::value);
   EXPECT_FALSE(tree::is_tree_v<std::vector<int>>);
 }
 
@@ -206,6 +218,16 @@ TEST(Tree, CustomNode) {
   EXPECT_EQ(back.tag, 7);
 }
 
+TEST(Tree, RecursiveStruct) {
+  Node n{vec({1}), {Node{vec({2}), {}}, Node{vec({3}), {Node{vec({4}), {}}}}}};
+  EXPECT_EQ(tree::structure(n).str(),
+            "Node{value=*, kids=[Node{value=*, kids=[]}, Node{value=*, kids=[Node{value=*, "
+            "kids=[]}]}]}");
+  EXPECT_EQ(tree::paths(n)[3], "kids[1].kids[0].value");
+  Node m = tree::map([](const Array& a) { return a * 10.0; }, n);
+  EXPECT_EQ(vals(m.kids[1].kids[0].value)[0], 40.f);
+}
+
 TEST(Tree, MapAndMap2) {
   Params p = make_params();
   Params q = tree::map([](const Array& a) { return a + 10.0; }, p);
@@ -246,8 +268,9 @@ TEST(Tree, UnflattenChecksTheStructure) {
   Params p = make_params();
   auto [l, s] = tree::flatten(p);
   std::string e = error_of<ValueError>([&] { tree::unflatten<Params>(s, {l[0]}); });
-  EXPECT_HAS(e, "[tree] unflatten: the number of leaves differs from the Structure's. Got 1 "
-                "leaves; expected 7");
+  EXPECT_HAS(e,
+             "[tree] unflatten: the number of leaves differs from the Structure's. Got 1 "
+             "leaves; expected 7");
   e = error_of<ValueError>([&] { tree::unflatten<Mlp>(s, l); });
   EXPECT_HAS(e, "does not describe the requested type at the root. Got Params{");
   EXPECT_HAS(e, "expected a TSR_TREE struct node for Mlp named Mlp");
@@ -271,9 +294,8 @@ TEST(Tree, PrefixBroadcast) {
   // One value for everything.
   EXPECT_EQ(tree::broadcast_prefix(tree::Prefix<int>(4), s), std::vector<int>(7, 4));
   // By struct field name (a key whose subtree has no leaves may be left out).
-  tree::Prefix<int> by_key = {{"layers", {{{"w", 1}, {"b", 2}}, 3}},
-                              {"extra", {{"a", 4}, {"z", 5}}},
-                              {"scale", 6}};
+  tree::Prefix<int> by_key = {
+      {"layers", {{{"w", 1}, {"b", 2}}, 3}}, {"extra", {{"a", 4}, {"z", 5}}}, {"scale", 6}};
   EXPECT_EQ(tree::broadcast_prefix(by_key, s), (std::vector<int>{1, 2, 3, 3, 4, 5, 6}));
   // By position: struct fields in order (the static `sizes` needs an entry too).
   tree::Prefix<int> by_pos = {{7, 8}, 9, 0, 0};
@@ -288,11 +310,13 @@ TEST(Tree, PrefixBroadcast) {
             (std::vector<bool>{true, false, true, true}));
 
   // Mismatches name the path where the prefix and the tree diverge.
-  std::string e = error_of<ValueError>(
-      [&] { tree::broadcast_prefix(tree::Prefix<int>{{1, 2, 3}, 0, 0, 0}, s); });
-  EXPECT_HAS(e, "[tree] prefix must be a tree prefix of the tree; they diverge at 'layers': "
-                "different lengths: the prefix has 3 entries where the tree's node "
-                "[Layer{w=*, b=*}, Layer{w=*, b=*}] has 2 children");
+  std::string e = error_of<ValueError>([&] {
+    tree::broadcast_prefix(tree::Prefix<int>{{1, 2, 3}, 0, 0, 0}, s);
+  });
+  EXPECT_HAS(e,
+             "[tree] prefix must be a tree prefix of the tree; they diverge at 'layers': "
+             "different lengths: the prefix has 3 entries where the tree's node "
+             "[Layer{w=*, b=*}, Layer{w=*, b=*}] has 2 children");
   e = error_of<ValueError>([&] {
     tree::broadcast_prefix(tree::Prefix<int>{{"layers", 1}, {"scale", 2}}, s, {.root = "p"});
   });
@@ -301,14 +325,17 @@ TEST(Tree, PrefixBroadcast) {
     tree::broadcast_prefix(tree::Prefix<int>{{"layers", 1}, {"nope", 2}}, s);
   });
   EXPECT_HAS(e, "the prefix names key 'nope' that the tree's node");
-  e = error_of<ValueError>(
-      [&] { tree::broadcast_prefix(tree::Prefix<int>{{"layers", {1, {{2, 3}, 4}}}}, s); });
-  EXPECT_HAS(e, "they diverge at 'layers[1].w': the prefix has a sequence of 2 entries where "
-                "the tree has *");
+  e = error_of<ValueError>([&] {
+    tree::broadcast_prefix(tree::Prefix<int>{{"layers", {1, {{2, 3}, 4}}}}, s);
+  });
+  EXPECT_HAS(e,
+             "they diverge at 'layers[1].w': the prefix has a sequence of 2 entries where "
+             "the tree has *");
   e = error_of<ValueError>([&] { tree::broadcast_prefix(tree::Prefix<int>{1, 2}, s); });
   EXPECT_HAS(e, "different lengths: the prefix has 2 entries where the tree's node Params{");
-  e = error_of<ValueError>(
-      [&] { tree::broadcast_prefix(tree::Prefix<int>{{"a", 1}}, tree::structure(t)); });
+  e = error_of<ValueError>([&] {
+    tree::broadcast_prefix(tree::Prefix<int>{{"a", 1}}, tree::structure(t));
+  });
   EXPECT_HAS(e, "they diverge at the root: the prefix has keys 'a' where the tree has (*, ");
 }
 
@@ -410,14 +437,19 @@ TEST_F(TreeJit, ShardingsAsPrefixes) {
   auto bad = jit([](const Layer& l, const Array& x) { return x; },
                  {.in_shardings = {{P(), P(), P()}, P()}});
   std::string e = error_of<ValueError>([&] { bad(l, iota({8})); });
-  EXPECT_HAS(e, "[jit] jit in_shardings must be a tree prefix of the positional arguments tuple; "
-                "they diverge at 'args[0]': different lengths: the prefix has 3 entries where the "
-                "tree's node Layer{w=*, b=*} has 2 children");
-  auto bad_out = jit([](const Array& x) { return std::map<std::string, Array>{{"a", x}}; },
-                     {.out_shardings = {{"b", P()}}});
+  EXPECT_HAS(e,
+             "[jit] jit in_shardings must be a tree prefix of the positional arguments tuple; "
+             "they diverge at 'args[0]': different lengths: the prefix has 3 entries where the "
+             "tree's node Layer{w=*, b=*} has 2 children");
+  auto bad_out = jit(
+      [](const Array& x) {
+        return std::map<std::string, Array>{{"a", x}};
+      },
+      {.out_shardings = {{"b", P()}}});
   e = error_of<ValueError>([&] { bad_out(iota({8})); });
-  EXPECT_HAS(e, "[jit] jit out_shardings must be a tree prefix of the corresponding value (the "
-                "result); they diverge at 'result': the prefix names key 'b'");
+  EXPECT_HAS(e,
+             "[jit] jit out_shardings must be a tree prefix of the corresponding value (the "
+             "result); they diverge at 'result': the prefix names key 'b'");
   // Static arguments take a (ignored) entry: the count is of positional arguments.
   auto scaled = jit([](const Array& x, int k) { return x * static_cast<double>(k); },
                     {.in_shardings = {P("X"), std::monostate{}}});
@@ -429,8 +461,8 @@ TEST_F(TreeJit, ShardingsAsPrefixes) {
 }
 
 TEST_F(TreeJit, DonationByArgnumAndPrefix) {
-  auto f = jit([](const Layer& l, const Array& x) { return l.w + l.b + x; },
-               {.donate_argnums = {0}});
+  auto f =
+      jit([](const Layer& l, const Array& x) { return l.w + l.b + x; }, {.donate_argnums = {0}});
   Layer l{device_put(ones({8}), P("X")), device_put(ones({8}), P("X"))};
   Array x = device_put(ones({8}), P("X"));
   EXPECT_EQ(vals(f(l, x))[0], 3.f);
@@ -467,8 +499,8 @@ TEST_F(TreeJit, DevicePutAndShardOverTrees) {
   p.extra = {{"a", iota({4, 4})}};
   p.scale = scalar(2.f);
   // One placement per leaf from a prefix; statics pass through.
-  Params q = device_put(
-      p, tree::Prefix<Placement>{{"layers", P("X")}, {"extra", P("Y")}, {"scale", P()}});
+  Params q =
+      device_put(p, tree::Prefix<Placement>{{"layers", P("X")}, {"extra", P("Y")}, {"scale", P()}});
   EXPECT_EQ(typeof(q.layers[0].w).str(), "f32[8@X,2]");
   EXPECT_EQ(typeof(q.extra.at("a")).str(), "f32[4@Y,4]");
   EXPECT_EQ(q.sizes, p.sizes);

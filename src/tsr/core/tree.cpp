@@ -259,6 +259,11 @@ std::string type_name(const std::type_info& t) {
   char* d = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
   std::string out = (status == 0 && d) ? d : t.name();
   std::free(d);
+  // std::string spells out its allocator when demangled.
+  const std::string longhand =
+      "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >";
+  for (size_t at; (at = out.find(longhand)) != std::string::npos;)
+    out.replace(at, longhand.size(), "std::string");
   return out;
 }
 
@@ -418,7 +423,7 @@ const void* Reader::static_value(const std::type_info& t) {
   const Node& n = impl_->take("a static " + type_name(t));
   if (n.kind != Kind::Static) impl_->fail(n, "a static " + type_name(t));
   if (n.value->type() != t)
-    impl_->fail(n, "a static " + type_name(t) + " (the structure holds a " +
+    impl_->fail(n, "a static " + type_name(t) + " (the structure holds type " +
                        type_name(n.value->type()) + ")");
   return n.value->get();
 }

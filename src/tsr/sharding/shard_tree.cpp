@@ -50,7 +50,7 @@ Array place_one(const Array& x, const Placement& where, const tree::Structure& s
                       ") cannot take " + placement_str(where) + ": " + reason +
                       ". Give that leaf a placement it can take: a policy (path, type) -> "
                       "Placement can choose by rank or by path (P() replicates any rank, "
-                      "P(\"data\") needs rank >= 1).");
+                      "P(\"axis\") needs rank >= 1).");
   }
 }
 
