@@ -85,8 +85,8 @@ class StaticValue {
   virtual std::string repr() const = 0;
 };
 
-class Builder;
-class Reader;
+class Builder;  // below
+class Reader;   // below
 
 }  // namespace detail
 
@@ -133,6 +133,7 @@ class Structure {
   /** A tuple node over these children (e.g. the positional arguments of a call). */
   static Structure tuple(const std::vector<Structure>& children);
 
+  /** A node of the structure (defined in tree.cpp). */
   struct Node;
   /** Wraps a node (internal). */
   explicit Structure(std::shared_ptr<const Node> root);
@@ -194,6 +195,7 @@ concept CustomNode = !requires {
   NodeTraits<T>::unspecialized_;
 };
 
+/** Whether values of type T can hold Array leaves (decided on the type alone). */
 template <class T>
 struct HoldsLeaves : std::bool_constant<TreeStruct<T> || CustomNode<T>> {};
 template <>
@@ -214,6 +216,7 @@ struct HoldsLeaves<std::map<std::string, V, C, A>> : HoldsLeaves<std::remove_cv_
 template <class E>
 struct HoldsLeaves<std::optional<E>> : HoldsLeaves<std::remove_cv_t<E>> {};
 
+/** Recognisers of the standard node types. */
 template <class T>
 struct IsVector : std::false_type {};
 template <class E, class A>
@@ -243,12 +246,15 @@ struct IsFunction<std::function<R(A...)>> : std::true_type {
   using Pointer = R (*)(A...);
 };
 
-// operator== that compiles all the way down: std::vector<std::function<...>> declares
-// an operator== that fails only when instantiated.
+/** T has an operator== that returns something convertible to bool. */
 template <class T>
-    struct EqComparable : std::bool_constant < requires(const T& a) {
+concept HasEquality = requires(const T& a) {
   { a == a } -> std::convertible_to<bool>;
-} > {};
+};
+/** operator== that compiles all the way down: std::vector<std::function<...>>
+ *  declares an operator== that fails only when instantiated. */
+template <class T>
+struct EqComparable : std::bool_constant<HasEquality<T>> {};
 template <class E, class A>
 struct EqComparable<std::vector<E, A>> : EqComparable<E> {};
 template <class E, size_t N>
@@ -277,8 +283,11 @@ class StaticOf final : public StaticValue {
  public:
   /** Copies v. */
   explicit StaticOf(T v) : v_(std::move(v)) {}
+  /** typeid(T). */
   const std::type_info& type() const override { return typeid(T); }
+  /** The held value. */
   const void* get() const override { return &v_; }
+  /** Cache-key equality (see the header comment). */
   bool equals(const StaticValue& o) const override {
     const T& b = *static_cast<const T*>(o.get());
     if constexpr (std::is_floating_point_v<T>) {
@@ -298,6 +307,7 @@ class StaticOf final : public StaticValue {
       return true;  // same type (checked by the caller), no operator==
     }
   }
+  /** Consistent with equals. */
   size_t hash() const override {
     if constexpr (std::is_floating_point_v<T>) {
       return v_ != v_ ? 0x7ff8u : std::hash<T>()(v_);
@@ -312,6 +322,7 @@ class StaticOf final : public StaticValue {
       return typeid(T).hash_code();
     }
   }
+  /** The printed value, or "" when T is not printable. */
   std::string repr() const override {
     if constexpr (std::is_same_v<T, bool>) {
       return v_ ? "true" : "false";
@@ -407,16 +418,20 @@ std::shared_ptr<const StaticValue> make_static(const T& v) {
   return std::make_shared<StaticOf<D>>(D(v));
 }
 
-// Types that hold Arrays but are not nodes: flattening them as one static would hide
-// their Arrays from every transform, so they are a compile error instead.
+/** A standard-library-like range (value_type and begin()). */
 template <class T>
-concept RangeOfLeaves = requires(const T& t) {
+concept Range = requires(const T& t) {
   typename T::value_type;
   t.begin();
-}
-&&HoldsLeaves<std::remove_cvref_t<typename T::value_type>>::value;
+};
+/** Types that hold Arrays but are not nodes: flattening them as one static would hide
+ *  their Arrays from every transform, so they are a compile error instead. */
 template <class T>
-struct Unsupported : std::bool_constant<RangeOfLeaves<T>> {};
+struct Unsupported : std::false_type {};
+/** A range whose elements can hold Arrays (std::map<int, Array>, std::list<Array>). */
+template <class T>
+requires Range<T>
+struct Unsupported<T> : HoldsLeaves<std::remove_cvref_t<typename T::value_type>> {};
 template <class... Ts>
 struct Unsupported<std::variant<Ts...>>
     : std::bool_constant<(HoldsLeaves<std::remove_cvref_t<Ts>>::value || ...)> {};
@@ -475,18 +490,22 @@ void flatten_into(Builder& b, const T& t) {
   }
 }
 
+/** Rebuilds a T from the reader. */
 template <class T>
 T unflatten_from(Reader& r);
 
+/** Rebuilds a std::array element by element. */
 template <class A, size_t... I>
 A unflatten_array(Reader& r, std::index_sequence<I...>) {
   // Braced initialisation evaluates left to right: leaves are read in order.
   return A{(static_cast<void>(I), unflatten_from<typename A::value_type>(r))...};
 }
+/** Rebuilds a std::tuple element by element. */
 template <class T, class... Ts>
 T unflatten_tuple(Reader& r, std::type_identity<std::tuple<Ts...>>) {
   return T{unflatten_from<std::remove_cvref_t<Ts>>(r)...};
 }
+/** Rebuilds a std::pair. */
 template <class T, class A, class B>
 T unflatten_tuple(Reader& r, std::type_identity<std::pair<A, B>>) {
   return T{unflatten_from<std::remove_cvref_t<A>>(r), unflatten_from<std::remove_cvref_t<B>>(r)};
@@ -637,6 +656,7 @@ T map2(F&& f, const T& a, const U& b) {
   return unflatten<T>(sa, la);
 }
 
+/** A tree prefix of values (defined below). */
 template <class V>
 class Prefix;
 
@@ -656,6 +676,7 @@ std::vector<int> match_prefix(const PrefixShape& p, const Structure& s, const st
                               const std::string& what, const std::string& of,
                               const std::string& root);
 
+/** U converts to a prefix value (strings are keys, not values). */
 template <class V, class U>
 concept PrefixValueArg =
     std::is_constructible_v<V, U> && !std::is_same_v<std::remove_cvref_t<U>, Prefix<V>> &&

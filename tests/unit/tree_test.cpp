@@ -481,6 +481,17 @@ TEST_F(TreeJit, DonationByArgnumAndPrefix) {
              "donate_argnums names argument 1 of jit of `fn`. Got 1 positional arguments");
 }
 
+TEST_F(TreeJit, EmptyHandlesAreNamed) {
+  auto f = jit([](const Layer& l) { return l.w; });
+  EXPECT_HAS(error_of<ValueError>([&] { f(Layer{iota({4}), Array()}); }),
+             "[jit] argument leaf args[0].b is an empty Array handle");
+  EXPECT_HAS(error_of<ValueError>([&] { shard(Layer{iota({4}), Array()}, P(), "layer"); }),
+             "[shard] leaf 'layer.b' is an empty Array handle");
+  auto g = jit([](const Array& x) { return std::make_pair(x, Array()); });
+  EXPECT_HAS(error_of<ValueError>([&] { g(iota({4})); }),
+             "[jit] result leaf result[1] of jit of `fn` is an empty Array handle");
+}
+
 TEST_F(TreeJit, NestedJitOverTrees) {
   auto inner = jit([](const Layer& l) { return Layer{l.w * 2.0, l.b + 1.0}; }, {.name = "inner"});
   auto outer = jit([&](const Layer& l) {
