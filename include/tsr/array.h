@@ -200,9 +200,11 @@ Array iota(const Shape& shape, DType dtype = float32, const Placement& where = {
 /** Copies an array (or moves it between device sets) to a placement. */
 Array device_put(const Array& x, const Placement& where);
 /** Puts host data (1-D, or of `shape`: exactly numel(shape) elements) on a placement:
- *  device_put(vec, P("x")). */
+ *  device_put(vec, P("x")). (A std::vector<Array> is a tree: see tsr/shard.h.) */
 template <typename T>
-Array device_put(const std::vector<T>& data, const Placement& where, const Shape& shape = {-1}) {
+requires(std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> ||
+         std::is_same_v<T, bfloat16_t>) Array
+    device_put(const std::vector<T>& data, const Placement& where, const Shape& shape = {-1}) {
   return detail::host_array(data, shape, where, "device_put");
 }
 /** Changes an array's sharding with collectives on device data (never via the

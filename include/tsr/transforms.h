@@ -1,6 +1,6 @@
 #pragma once
-/** Transformations over C++ callables of Arrays. jit traces the function into a
- *  typed Program once per input signature and runs the compiled (lowered) form. */
+/** Transformations over C++ callables of trees of Arrays. jit traces the function
+ *  into a typed Program once per input signature and runs the compiled (lowered) form. */
 #include <functional>
 #include <memory>
 #include <string>
@@ -10,20 +10,25 @@
 #include <vector>
 
 #include "tsr/array.h"
+#include "tsr/tree.h"
 
 namespace tsr {
 
-/** Options of jit. Indices count Array leaves of the arguments, left to right
- *  (a std::vector<Array> argument contributes one leaf per element). A non-empty
- *  in_shardings / out_shardings needs exactly one entry per leaf / result (ValueError
- *  naming both counts). out_shardings may name Auto axes: the result's type keeps
- *  the Explicit part, its concrete layout the whole spec (spec §13.6). Traces nest at
- *  most 64 deep per thread (recursion through jit is a ValueError). */
+/** Options of jit. Arguments and results are trees (tsr/tree.h); in_shardings,
+ *  out_shardings and donate are tree prefixes of the positional arguments tuple /
+ *  the result: one value for everything, `{P("x"), P()}` one per argument (a
+ *  sequence whose length is not the argument count is JAX's "wrong length" error),
+ *  deeper by position or key. std::monostate keeps a leaf's own (or traced) sharding.
+ *  A single-Array result also takes a one-entry list (`{P()}`). out_shardings may
+ *  name Auto axes: the result's type keeps the Explicit part, its concrete layout
+ *  the whole spec (spec §13.6). Traces nest at most 64 deep per thread (recursion
+ *  through jit is a ValueError). */
 struct JitOptions {
-  std::vector<Placement> in_shardings = {};  /**< per leaf; monostate: keep the argument's */
-  std::vector<Placement> out_shardings = {}; /**< per output; monostate: the traced type's */
-  std::vector<int> donate_argnums = {};      /**< leaves whose buffers the call may consume */
-  std::string name = "fn";                   /**< printed in programs */
+  tree::Prefix<Placement> in_shardings = {};  /**< over the arguments; monostate: keep */
+  tree::Prefix<Placement> out_shardings = {}; /**< over the result; monostate: traced */
+  std::vector<int> donate_argnums = {}; /**< positional arguments whose every leaf is donated */
+  tree::Prefix<bool> donate = {};       /**< leaves to donate, as a prefix of the arguments */
+  std::string name = "fn";              /**< printed in programs */
 };
 
 /** The text forms of a traced and lowered call (like jit(f).lower(args)). */
@@ -36,34 +41,39 @@ struct Lowered {
 
 namespace detail {
 
-/** The non-template core of jit: traces, caches and runs. */
+/** The non-template core of jit: traces, caches and runs over flat leaves. */
 class JitCore {
  public:
-  /** A non-owning reference to the function over flat leaves (called only while
-   *  tracing, inside call/lower). */
+  /** A traced call's result: its leaves and their Structure. */
+  struct Out {
+    std::vector<Array> leaves; /**< result leaves */
+    tree::Structure structure; /**< the result's tree shape and statics */
+  };
+  /** A non-owning reference to the function over flat argument leaves (called only
+   *  while tracing, inside call/lower). */
   class Fn {
    public:
     /** Refers to c, which must outlive the call. */
     template <typename C>
     explicit Fn(C& c)
-        : obj_(&c),
-          call_([](void* o, const std::vector<Array>& l) { return (*static_cast<C*>(o))(l); }) {}
+        : obj_(&c), call_([](void* o, const std::vector<Array>& l) -> Out {
+            return (*static_cast<C*>(o))(l);
+          }) {}
     /** Invokes it. */
-    std::vector<Array> operator()(const std::vector<Array>& leaves) const {
-      return call_(obj_, leaves);
-    }
+    Out operator()(const std::vector<Array>& leaves) const { return call_(obj_, leaves); }
 
    private:
     void* obj_;
-    std::vector<Array> (*call_)(void*, const std::vector<Array>&);
+    Out (*call_)(void*, const std::vector<Array>&);
   };
   /** Options are fixed per jitted function. */
   explicit JitCore(JitOptions opts);
   ~JitCore();
-  /** Calls with flat leaves; `key` encodes static arguments and the tree shape. */
-  std::vector<Array> call(const std::vector<Array>& args, const std::string& key, const Fn& fn);
+  /** Calls with the argument leaves; `in` (the positional arguments' tuple Structure,
+   *  statics included) is part of the cache key. */
+  Out call(const std::vector<Array>& leaves, const tree::Structure& in, const Fn& fn);
   /** Traces (if needed) and lowers without running. */
-  Lowered lower(const std::vector<Array>& args, const std::string& key, const Fn& fn);
+  Lowered lower(const std::vector<Array>& leaves, const tree::Structure& in, const Fn& fn);
   /** How many times the function was traced. */
   int trace_count() const;
 
@@ -72,82 +82,9 @@ class JitCore {
   std::unique_ptr<Impl> impl_;
 };
 
-/** Leaves of an argument: Array, std::vector<Array>; anything else is static. */
-inline void flatten_arg(const Array& a, std::vector<Array>& out, std::string& key) {
-  out.push_back(a);
-  key += "A;";
-}
-inline void flatten_arg(const std::vector<Array>& a, std::vector<Array>& out, std::string& key) {
-  out.insert(out.end(), a.begin(), a.end());
-  key += "V" + std::to_string(a.size()) + ";";
-}
-template <typename T>
-void flatten_arg(const T& v, std::vector<Array>&, std::string& key) {
-  static_assert(std::is_arithmetic_v<T> || std::is_same_v<T, std::string> || std::is_enum_v<T>,
-                "jit arguments must be Array, std::vector<Array>, or static scalars/strings");
-  if constexpr (std::is_same_v<T, std::string>)
-    key += "S" + v + ";";
-  else if constexpr (std::is_enum_v<T>)
-    key += "E" + std::to_string(static_cast<long long>(v)) + ";";
-  else
-    key += "N" + std::to_string(v) + ";";
-}
-
-template <typename T>
-T unflatten_arg(const T& orig, const std::vector<Array>& leaves, size_t& k) {
-  if constexpr (std::is_same_v<T, Array>) {
-    return leaves[k++];
-  } else if constexpr (std::is_same_v<T, std::vector<Array>>) {
-    std::vector<Array> v(leaves.begin() + static_cast<long>(k),
-                         leaves.begin() + static_cast<long>(k + orig.size()));
-    k += orig.size();
-    return v;
-  } else {
-    return orig;
-  }
-}
-
-inline std::vector<Array> flatten_result(const Array& a) { return {a}; }
-inline std::vector<Array> flatten_result(const std::vector<Array>& a) { return a; }
-template <typename... Ts>
-std::vector<Array> flatten_result(const std::tuple<Ts...>& t) {
-  std::vector<Array> out;
-  std::apply([&](const auto&... x) { (out.push_back(x), ...); }, t);
-  return out;
-}
-template <typename A, typename B>
-std::vector<Array> flatten_result(const std::pair<A, B>& p) {
-  return {p.first, p.second};
-}
-
-template <typename R>
-struct Unflatten;
-template <>
-struct Unflatten<Array> {
-  static Array get(const std::vector<Array>& v) { return v.at(0); }
-};
-template <>
-struct Unflatten<std::vector<Array>> {
-  static std::vector<Array> get(const std::vector<Array>& v) { return v; }
-};
-template <typename... Ts>
-struct Unflatten<std::tuple<Ts...>> {
-  static std::tuple<Ts...> get(const std::vector<Array>& v) {
-    return get_impl(v, std::index_sequence_for<Ts...>{});
-  }
-  template <size_t... I>
-  static std::tuple<Ts...> get_impl(const std::vector<Array>& v, std::index_sequence<I...>) {
-    return std::tuple<Ts...>{v.at(I)...};
-  }
-};
-template <typename A, typename B>
-struct Unflatten<std::pair<A, B>> {
-  static std::pair<A, B> get(const std::vector<Array>& v) { return {v.at(0), v.at(1)}; }
-};
-
 }  // namespace detail
 
-/** A jitted callable: same signature as f. */
+/** A jitted callable: same signature as f, over trees of Arrays. */
 template <typename F>
 class Jitted {
  public:
@@ -156,42 +93,41 @@ class Jitted {
       : f_(std::make_shared<F>(std::move(f))),
         core_(std::make_shared<detail::JitCore>(std::move(opts))) {}
 
-  /** Traces on the first call per input signature, then runs the cached form. */
+  /** Traces on the first call per input signature (leaf types and the arguments'
+   *  Structure with its statics), then runs the cached form. */
   template <typename... Args>
   auto operator()(const Args&... args) const {
-    using R = std::decay_t<std::invoke_result_t<F&, const Args&...>>;
-    std::vector<Array> flat;
-    std::string key;
-    (detail::flatten_arg(args, flat, key), ...);
-    auto body = [&](const std::vector<Array>& leaves) {
-      return this->trace_body<R>(leaves, args...);
+    auto in = tree::flatten(std::forward_as_tuple(args...));
+    auto body = [&](const std::vector<Array>& l) {
+      return this->trace_body<Args...>(in.second, l);
     };
-    return detail::Unflatten<R>::get(core_->call(flat, key, detail::JitCore::Fn(body)));
+    auto out = core_->call(in.first, in.second, detail::JitCore::Fn(body));
+    return tree::unflatten<Result<Args...>>(out.structure, out.leaves);
   }
 
   /** Traces and lowers for these arguments: the printed Program and local form. */
   template <typename... Args>
   Lowered lower(const Args&... args) const {
-    using R = std::decay_t<std::invoke_result_t<F&, const Args&...>>;
-    std::vector<Array> flat;
-    std::string key;
-    (detail::flatten_arg(args, flat, key), ...);
-    auto body = [&](const std::vector<Array>& leaves) {
-      return this->trace_body<R>(leaves, args...);
+    auto in = tree::flatten(std::forward_as_tuple(args...));
+    auto body = [&](const std::vector<Array>& l) {
+      return this->trace_body<Args...>(in.second, l);
     };
-    return core_->lower(flat, key, detail::JitCore::Fn(body));
+    return core_->lower(in.first, in.second, detail::JitCore::Fn(body));
   }
 
-  /** Number of traces so far (retracing happens only for new input types). */
+  /** Number of traces so far (retracing happens only for new input signatures). */
   int trace_count() const { return core_->trace_count(); }
 
  private:
-  template <typename R, typename... Args>
-  std::vector<Array> trace_body(const std::vector<Array>& leaves, const Args&... args) const {
-    size_t k = 0;
-    // Braced init evaluates left to right, so leaves are consumed in order.
-    std::tuple<Args...> rebuilt{detail::unflatten_arg(args, leaves, k)...};
-    return detail::flatten_result(static_cast<R>(std::apply(*f_, rebuilt)));
+  template <typename... Args>
+  using Result = std::decay_t<std::invoke_result_t<F&, const std::decay_t<Args>&...>>;
+
+  // Rebuilds the arguments around the traced leaves, calls f, flattens its result.
+  template <typename... Args>
+  detail::JitCore::Out trace_body(const tree::Structure& in, const std::vector<Array>& l) const {
+    auto args = tree::unflatten<std::tuple<std::decay_t<Args>...>>(in, l);
+    auto [leaves, s] = tree::flatten(static_cast<Result<Args...>>(std::apply(*f_, args)));
+    return {std::move(leaves), std::move(s)};
   }
 
   std::shared_ptr<F> f_;

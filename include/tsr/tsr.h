@@ -9,5 +9,7 @@
 #include "tsr/ops.h"
 #include "tsr/random.h"
 #include "tsr/shape.h"
+#include "tsr/shard.h"
 #include "tsr/sharding.h"
 #include "tsr/transforms.h"
+#include "tsr/tree.h"

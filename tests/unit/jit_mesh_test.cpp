@@ -147,7 +147,8 @@ TEST(JitMesh, OutShardingsMayNameAutoAxes) {
   EXPECT_EQ(s.sharding(), NamedSharding(m, P(Axes{"y", "x"}, nullptr)));
   EXPECT_EQ(s.to_vector<float>()[31], 32.f);
   std::string e = error_of<IndivisibleError>([&] { f(array(v, {1, 32}, NamedSharding(m, P()))); });
-  EXPECT_HAS(e, "One of pjit outputs with pytree key path result[0] was given the sharding");
+  // A single-Array result's key path is `result` (a tuple's elements: result[0], ...).
+  EXPECT_HAS(e, "One of pjit outputs with pytree key path result was given the sharding");
   EXPECT_HAS(e, "should evenly divide the shape");
   // All-Auto meshes (Auto mode) take out_shardings too.
   Mesh au = make_mesh({8}, {"d"}, {AxisType::Auto});

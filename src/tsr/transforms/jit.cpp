@@ -20,11 +20,11 @@ namespace {
 constexpr int kMaxJitTraceDepth = 64;
 
 struct SigKey {
-  std::string statics;
+  tree::Structure in;  // the arguments' tree shape and statics
   std::vector<ArrayType> types;
   size_t hash = 0;
   bool operator==(const SigKey& o) const {
-    if (hash != o.hash || statics != o.statics || types.size() != o.types.size()) return false;
+    if (hash != o.hash || types.size() != o.types.size() || !(in == o.in)) return false;
     for (size_t i = 0; i < types.size(); ++i) {
       const ArrayType &a = types[i], &b = o.types[i];
       if (a.shape != b.shape || a.dtype != b.dtype || a.weak != b.weak || a.vma != b.vma ||
@@ -52,7 +52,7 @@ struct DepthGuard {
 // Explicit part (through reshard), the result's concrete layout the whole spec.
 // Checks rank and divisibility of the whole spec (E21, E22). Specs without Auto
 // axes come back unchanged with no layout.
-Placement split_auto_axes(const Placement& p, const Array& out, size_t index,
+Placement split_auto_axes(const Placement& p, const Array& out, const std::string& path,
                           std::optional<NamedSharding>& layout) {
   const PartitionSpec* ps = std::get_if<PartitionSpec>(&p);
   const NamedSharding* ns = std::get_if<NamedSharding>(&p);
@@ -69,8 +69,7 @@ Placement split_auto_axes(const Placement& p, const Array& out, size_t index,
     if (!ctx.empty() && ctx.abstract_mesh() == m) full = NamedSharding(ctx, spec);
   }
   // JAX's pjit_check_aval_sharding wording around E21 / E22.
-  std::string what =
-      "One of pjit outputs with pytree key path result[" + std::to_string(index) + "]";
+  std::string what = "One of pjit outputs with pytree key path " + path;
   auto inner = [](const Error& e) {
     std::string m = e.what();
     return m.rfind("[NamedSharding] ", 0) == 0 ? m.substr(16) : m;
@@ -85,7 +84,9 @@ Placement split_auto_axes(const Placement& p, const Array& out, size_t index,
   try {
     full.shard_shape(out.shape());
   } catch (const IndivisibleError& e) {
-    throw IndivisibleError("[jit] " + what + " was given the sharding " + inner(e) + ".");
+    std::string m = inner(e);
+    if (m.empty() || m.back() != '.') m += ".";
+    throw IndivisibleError("[jit] " + what + " was given the sharding " + m);
   }
   layout = full;
   std::vector<PartitionEntry> kept;
@@ -103,9 +104,44 @@ Placement split_auto_axes(const Placement& p, const Array& out, size_t index,
 
 struct Entry {
   std::shared_ptr<const Program> prog;
+  tree::Structure out;  // the result's tree: rebuilt on a cache hit without calling f
   std::vector<std::optional<NamedSharding>> out_layouts;  // concrete layouts of Auto axes
   std::vector<std::pair<std::vector<NamedSharding>, std::shared_ptr<const Executable>>> exes;
 };
+
+[[noreturn]] void throw_in_length(const std::string& name, size_t got, size_t args) {
+  throw ValueError(
+      "[jit] jit in_shardings specification must be a tree prefix of the positional "
+      "arguments tuple. In particular, jit in_shardings must either be a Sharding, a "
+      "PartitionSpec, or a tuple of length equal to the number of positional arguments. But "
+      "jit in_shardings is the wrong length: got a tuple or list of length " +
+      std::to_string(got) + " for an args tuple of length " + std::to_string(args) + " (jit of `" +
+      name +
+      "`). Give one entry per positional argument (static ones included; their entry is "
+      "ignored), or one placement for all; std::monostate{} keeps an argument's own sharding.");
+}
+
+[[noreturn]] void throw_out_length(const std::string& name, size_t got, size_t results) {
+  throw ValueError(
+      "[jit] jit out_shardings specification must be a tree prefix of the corresponding "
+      "value. Got " +
+      std::to_string(got) + " out_shardings for " + std::to_string(results) +
+      (results == 1 ? " result" : " results") + " of jit of `" + name +
+      "`; expected one entry per element of the result (or one placement for all). Use "
+      "std::monostate{} for a result that keeps its traced sharding.");
+}
+
+void check_constrained(const Placement& p, const char* which) {
+  if (const auto* ps = std::get_if<PartitionSpec>(&p))
+    for (const auto& e : ps->entries())
+      if (e.is_unconstrained())
+        throw ValueError(std::string("[jit] Unconstrained dims are not allowed when passed to ") +
+                         which + ": " + ps->repr() + ". Name the axes or use None.");
+}
+
+bool is_default(const tree::Prefix<Placement>& p) {
+  return p.is_value() && std::holds_alternative<std::monostate>(p.value());
+}
 
 }  // namespace
 
@@ -114,45 +150,114 @@ struct JitCore::Impl {
   std::mutex mu;
   std::unordered_map<SigKey, std::shared_ptr<Entry>, SigHash> cache;
   int traces = 0;
+  // The last argument structure's per-leaf in_shardings and donations (most calls repeat it).
+  tree::Structure last_in;
+  std::shared_ptr<const std::vector<Placement>> last_in_shardings;
+  std::shared_ptr<const std::vector<bool>> last_donated;
 
-  std::vector<Array> apply_in_shardings(const std::vector<Array>& args) {
+  std::vector<Placement> in_shardings_for(const tree::Structure& in) {
+    if (const auto* p = &opts.in_shardings;
+        p->is_sequence() && p->children().size() != static_cast<size_t>(in.num_children()))
+      throw_in_length(opts.name, p->children().size(), static_cast<size_t>(in.num_children()));
+    return tree::broadcast_prefix(opts.in_shardings, in,
+                                  {.api = "jit",
+                                   .what = "jit in_shardings",
+                                   .of = "the positional arguments tuple",
+                                   .root = "args"});
+  }
+
+  std::vector<bool> donated_for(const tree::Structure& in) {
+    size_t nargs = static_cast<size_t>(in.num_children());
+    std::vector<bool> out;
+    if (!(opts.donate.is_value() && !opts.donate.value())) {
+      if (opts.donate.is_sequence() && opts.donate.children().size() != nargs)
+        throw ValueError(
+            "[jit] jit donate must be a tree prefix of the positional arguments "
+            "tuple. Got a sequence of " +
+            std::to_string(opts.donate.children().size()) + " entries for " +
+            std::to_string(nargs) + " positional arguments (jit of `" + opts.name +
+            "`); expected one entry per argument or one bool for all.");
+      out = tree::broadcast_prefix(opts.donate, in,
+                                   {.api = "jit",
+                                    .what = "jit donate",
+                                    .of = "the positional arguments tuple",
+                                    .root = "args"});
+    }
+    if (opts.donate_argnums.empty()) return out;
+    out.resize(static_cast<size_t>(in.num_leaves()), false);
+    std::vector<size_t> first(nargs + 1, 0);  // leaf offset of each argument
+    for (size_t i = 0; i < nargs; ++i)
+      first[i + 1] = first[i] + static_cast<size_t>(in.child(static_cast<int>(i)).num_leaves());
+    for (int a : opts.donate_argnums) {
+      if (a < 0 || static_cast<size_t>(a) >= nargs)
+        throw ValueError("[jit] donate_argnums names argument " + std::to_string(a) +
+                         " of jit of `" + opts.name + "`. Got " + std::to_string(nargs) +
+                         " positional arguments; expected argument numbers in [0, " +
+                         std::to_string(nargs) + "). Count positional arguments from 0.");
+      for (size_t k = first[a]; k < first[a + 1]; ++k) out[k] = true;
+    }
+    return out;
+  }
+
+  // Per-leaf in_shardings and donations for this argument structure, memoised.
+  std::pair<std::shared_ptr<const std::vector<Placement>>, std::shared_ptr<const std::vector<bool>>>
+  per_leaf(const tree::Structure& in) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (last_in_shardings && last_in == in) return {last_in_shardings, last_donated};
+    }
+    auto sh = std::make_shared<const std::vector<Placement>>(
+        is_default(opts.in_shardings) ? std::vector<Placement>{} : in_shardings_for(in));
+    auto dn = std::make_shared<const std::vector<bool>>(donated_for(in));
+    std::lock_guard<std::mutex> lock(mu);
+    last_in = in;
+    last_in_shardings = sh;
+    last_donated = dn;
+    return {sh, dn};
+  }
+
+  std::vector<Array> apply_in_shardings(const std::vector<Array>& args, const tree::Structure& in,
+                                        const std::vector<Placement>& shardings) {
     std::vector<Array> out = args;
-    if (!opts.in_shardings.empty() && opts.in_shardings.size() != args.size())
-      throw ValueError(
-          "[jit] jit in_shardings specification must be a tree prefix of the positional "
-          "arguments tuple. In particular, jit in_shardings must either be a Sharding, a "
-          "PartitionSpec, or a tuple of length equal to the number of positional arguments. But "
-          "jit in_shardings is the wrong length: got a tuple or list of length " +
-          std::to_string(opts.in_shardings.size()) + " for an args tuple of length " +
-          std::to_string(args.size()) + " (jit of `" + opts.name +
-          "`; counted in Array leaves). Give one entry per Array leaf; std::monostate{} keeps "
-          "that leaf's own sharding.");
     for (size_t i = 0; i < out.size(); ++i) {
       if (!out[i].valid())
-        throw ValueError("[jit] argument leaf " + std::to_string(i) +
+        throw ValueError("[jit] argument leaf " + in.paths("args")[i] +
                          " is an empty Array handle. Got a default-constructed Array; expected "
                          "an array made by an op.");
-      if (i < opts.in_shardings.size() &&
-          !std::holds_alternative<std::monostate>(opts.in_shardings[i])) {
-        if (const auto* ps = std::get_if<PartitionSpec>(&opts.in_shardings[i]))
-          for (const auto& e : ps->entries())
-            if (e.is_unconstrained())
-              throw ValueError(
-                  "[jit] Unconstrained dims are not allowed when passed to "
-                  "in_shardings: " +
-                  ps->repr() + ". Name the axes or use None.");
-        out[i] = out[i].impl()->var ? reshard(out[i], opts.in_shardings[i])
-                                    : device_put(out[i], opts.in_shardings[i]);
+      if (i < shardings.size() && !std::holds_alternative<std::monostate>(shardings[i])) {
+        check_constrained(shardings[i], "in_shardings");
+        out[i] =
+            out[i].impl()->var ? reshard(out[i], shardings[i]) : device_put(out[i], shardings[i]);
       }
     }
     return out;
   }
 
-  std::shared_ptr<Entry> entry_for(const std::vector<Array>& args, const std::string& statics,
+  // Per-result out_shardings from the prefix (keeping the old per-result list forms).
+  std::vector<Placement> out_shardings_for(const tree::Structure& out) {
+    const tree::Prefix<Placement>& p = opts.out_shardings;
+    if (p.is_sequence()) {
+      size_t k = p.children().size();
+      bool container = out.kind() == tree::Kind::Tuple || out.kind() == tree::Kind::List;
+      if (out.kind() == tree::Kind::Leaf) {
+        if (k != 1) throw_out_length(opts.name, k, 1);
+        return tree::broadcast_prefix(p.children()[0], out);  // `{P()}` for one result
+      }
+      if (container && k != static_cast<size_t>(out.num_children()))
+        throw_out_length(opts.name, k, static_cast<size_t>(out.num_children()));
+    }
+    return tree::broadcast_prefix(p, out,
+                                  {.api = "jit",
+                                   .what = "jit out_shardings",
+                                   .of = "the corresponding value (the result)",
+                                   .root = "result"});
+  }
+
+  std::shared_ptr<Entry> entry_for(const std::vector<Array>& args, const tree::Structure& in,
                                    const Fn& fn) {
     SigKey key;
-    key.statics = statics;
-    key.hash = std::hash<std::string>()(statics);
+    key.in = in;
+    key.hash = in.hash();
     for (const auto& a : args) {
       const ArrayType& t = a.type();
       key.types.push_back(t);
@@ -181,32 +286,30 @@ struct JitCore::Impl {
       Trace trace;
       std::vector<Array> ins;
       for (const auto& t : key.types) ins.push_back(trace.new_input(t));
-      std::vector<Array> outs = fn(ins);
-      if (!opts.out_shardings.empty() && opts.out_shardings.size() != outs.size())
-        throw ValueError(
-            "[jit] jit out_shardings specification must be a tree prefix of the corresponding "
-            "value. Got " +
-            std::to_string(opts.out_shardings.size()) + " out_shardings for " +
-            std::to_string(outs.size()) + (outs.size() == 1 ? " result" : " results") +
-            " of jit of `" + opts.name +
-            "`; expected one entry per result Array. Use std::monostate{} for a result that "
-            "keeps its traced sharding.");
-      for (size_t i = 0; i < outs.size() && i < opts.out_shardings.size(); ++i)
-        if (!std::holds_alternative<std::monostate>(opts.out_shardings[i])) {
-          if (const auto* ps = std::get_if<PartitionSpec>(&opts.out_shardings[i]))
-            for (const auto& en : ps->entries())
-              if (en.is_unconstrained())
-                throw ValueError(
-                    "[jit] Unconstrained dims are not allowed when passed to "
-                    "out_shardings: " +
-                    ps->repr() + ". Name the axes or use None.");
+      Out traced = fn(ins);
+      std::vector<Array>& outs = traced.leaves;
+      for (size_t i = 0; i < outs.size(); ++i)
+        if (!outs[i].valid())
+          throw ValueError("[jit] result leaf " + traced.structure.paths("result")[i] +
+                           " of jit of `" + opts.name +
+                           "` is an empty Array handle. Got a default-constructed Array; "
+                           "expected an array computed by the function.");
+      if (!is_default(opts.out_shardings)) {
+        std::vector<Placement> outsh = out_shardings_for(traced.structure);
+        std::vector<std::string> paths;
+        for (size_t i = 0; i < outs.size(); ++i) {
+          if (std::holds_alternative<std::monostate>(outsh[i])) continue;
+          check_constrained(outsh[i], "out_shardings");
+          if (paths.empty()) paths = traced.structure.paths("result");
           std::optional<NamedSharding> layout;
-          outs[i] = reshard(outs[i], split_auto_axes(opts.out_shardings[i], outs[i], i, layout));
+          outs[i] = reshard(outs[i], split_auto_axes(outsh[i], outs[i], paths[i], layout));
           if (layout) {
             e->out_layouts.resize(outs.size());
             e->out_layouts[i] = layout;
           }
         }
+      }
+      e->out = traced.structure;
       e->prog = std::make_shared<const Program>(dce(cse(trace.finish(outs))));
     }
     std::lock_guard<std::mutex> lock(mu);
@@ -246,29 +349,29 @@ int JitCore::trace_count() const {
   return impl_->traces;
 }
 
-std::vector<Array> JitCore::call(const std::vector<Array>& args0, const std::string& key,
-                                 const Fn& fn) {
-  std::vector<Array> args = impl_->apply_in_shardings(args0);
+JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structure& in,
+                           const Fn& fn) {
+  auto [shardings, donated] = impl_->per_leaf(in);
+  std::vector<Array> args = impl_->apply_in_shardings(args0, in, *shardings);
   if (current_trace()) {
     // Nested: record one equation that holds the sub-program.
-    auto e = impl_->entry_for(args, key, fn);
-    std::vector<Array> in = e->prog->consts;
-    in.insert(in.end(), args.begin(), args.end());
-    return detail::bind(std::make_shared<prim::JitCall>(
-                            e->prog, impl_->opts.name, std::vector<std::optional<NamedSharding>>{}),
-                        in);
+    auto e = impl_->entry_for(args, in, fn);
+    std::vector<Array> ins = e->prog->consts;
+    ins.insert(ins.end(), args.begin(), args.end());
+    return {
+        detail::bind(std::make_shared<prim::JitCall>(e->prog, impl_->opts.name,
+                                                     std::vector<std::optional<NamedSharding>>{}),
+                     ins),
+        e->out};
   }
   for (const auto& a : args) check_concrete(a, "jit");
-  auto e = impl_->entry_for(args, key, fn);
+  auto e = impl_->entry_for(args, in, fn);
   auto ex = impl_->exe_for(*e, args);
-  std::vector<Array> in = e->prog->consts;
-  in.insert(in.end(), args.begin(), args.end());
-  std::vector<Array> outs = ex->run(in);
-  for (int i : impl_->opts.donate_argnums) {
-    if (i < 0 || i >= static_cast<int>(args0.size()))
-      throw ValueError("[jit] donate_argnums names leaf " + std::to_string(i) + ". Got " +
-                       std::to_string(args0.size()) + " array leaves; expected indices in [0, " +
-                       std::to_string(args0.size()) + ").");
+  std::vector<Array> ins = e->prog->consts;
+  ins.insert(ins.end(), args.begin(), args.end());
+  std::vector<Array> outs = ex->run(ins);
+  for (size_t i = 0; i < donated->size() && i < args0.size(); ++i) {
+    if (!(*donated)[i]) continue;
     const auto& impl = args0[i].impl();
     bool returned = false;
     for (const auto& o : outs) returned = returned || o.impl() == impl;
@@ -277,13 +380,14 @@ std::vector<Array> JitCore::call(const std::vector<Array>& args0, const std::str
     impl->deleted = true;
     impl->buffers.clear();
   }
-  return outs;
+  return {std::move(outs), e->out};
 }
 
-Lowered JitCore::lower(const std::vector<Array>& args0, const std::string& key, const Fn& fn) {
-  std::vector<Array> args = impl_->apply_in_shardings(args0);
+Lowered JitCore::lower(const std::vector<Array>& args0, const tree::Structure& in, const Fn& fn) {
+  auto shardings = impl_->per_leaf(in).first;
+  std::vector<Array> args = impl_->apply_in_shardings(args0, in, *shardings);
   for (const auto& a : args) check_concrete(a, "lower");
-  auto e = impl_->entry_for(args, key, fn);
+  auto e = impl_->entry_for(args, in, fn);
   auto ex = impl_->exe_for(*e, args);
   return Lowered{e->prog->str(), ex->str()};
 }
