@@ -431,7 +431,8 @@ struct Unsupported : std::false_type {};
 /** A range whose elements can hold Arrays (std::map<int, Array>, std::list<Array>). */
 template <class T>
 requires Range<T>
-struct Unsupported<T> : HoldsLeaves<std::remove_cvref_t<typename T::value_type>> {};
+struct Unsupported<T> : HoldsLeaves<std::remove_cvref_t<typename T::value_type>> {
+};
 template <class... Ts>
 struct Unsupported<std::variant<Ts...>>
     : std::bool_constant<(HoldsLeaves<std::remove_cvref_t<Ts>>::value || ...)> {};

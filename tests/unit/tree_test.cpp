@@ -309,6 +309,12 @@ TEST(Tree, PrefixBroadcast) {
   EXPECT_EQ(tree::broadcast_prefix(flags, tree::structure(t)),
             (std::vector<bool>{true, false, true, true}));
 
+  // Optional values (vmap's in_axes shape): nullopt is a value like any other.
+  tree::Prefix<std::optional<int>> axes = {0, std::nullopt};
+  EXPECT_EQ(
+      tree::broadcast_prefix(axes, tree::structure(std::make_tuple(x, std::vector<Array>{x, x}))),
+      (std::vector<std::optional<int>>{0, std::nullopt, std::nullopt}));
+
   // Mismatches name the path where the prefix and the tree diverge.
   std::string e = error_of<ValueError>([&] {
     tree::broadcast_prefix(tree::Prefix<int>{{1, 2, 3}, 0, 0, 0}, s);
@@ -483,9 +489,13 @@ TEST_F(TreeJit, DonationByArgnumAndPrefix) {
 
 TEST_F(TreeJit, EmptyHandlesAreNamed) {
   auto f = jit([](const Layer& l) { return l.w; });
-  EXPECT_HAS(error_of<ValueError>([&] { f(Layer{iota({4}), Array()}); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               f(Layer{iota({4}), Array()});
+             }),
              "[jit] argument leaf args[0].b is an empty Array handle");
-  EXPECT_HAS(error_of<ValueError>([&] { shard(Layer{iota({4}), Array()}, P(), "layer"); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               shard(Layer{iota({4}), Array()}, P(), "layer");
+             }),
              "[shard] leaf 'layer.b' is an empty Array handle");
   auto g = jit([](const Array& x) { return std::make_pair(x, Array()); });
   EXPECT_HAS(error_of<ValueError>([&] { g(iota({4})); }),
