@@ -626,7 +626,7 @@ std::vector<std::string> paths(const T& t, const std::string& root = "") {
 /** f(const Array&) -> Array applied to every leaf; statics and structure kept. */
 template <class T, class F>
 T map(F&& f, const T& t) {
-  auto [l, s] = flatten(t);
+  auto [l, s] = tree::flatten(t);
   for (Array& x : l) x = f(static_cast<const Array&>(x));
   return unflatten<T>(s, l);
 }
@@ -634,7 +634,7 @@ T map(F&& f, const T& t) {
 /** f(const std::string& path, const Array&) -> Array applied to every leaf. */
 template <class T, class F>
 T map_with_path(F&& f, const T& t) {
-  auto [l, s] = flatten(t);
+  auto [l, s] = tree::flatten(t);
   std::vector<std::string> p = s.paths();
   for (size_t i = 0; i < l.size(); ++i) l[i] = f(static_cast<const std::string&>(p[i]), l[i]);
   return unflatten<T>(s, l);

@@ -1,5 +1,6 @@
 #pragma once
 /** Tessera: JAX's parallel-array model in C++. Include this one header. */
+#include "tsr/ad.h"
 #include "tsr/array.h"
 #include "tsr/device.h"
 #include "tsr/dtype.h"

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "rules/record.h"
 #include "support/check_grads.h"
@@ -64,11 +66,12 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
     base.push_back(make_grad(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
   gradcheck::GradCheck gc;
   gc.fd = rec.grad == Record::Grad::Check && !halfs;
+  gc.fwd = rec.grad != Record::Grad::RevOnly;
   if (halfs) gc.order = 1, gc.atol = 1e-1, gc.rtol = 1e-1;
   detail::FlatFn fn = rec.oracle ? rec.oracle : rec.fn;
   gradcheck::check_grads(fn, base, gc, rec.name + " on one device");
   if (::testing::Test::HasFailure()) return;
-  gradcheck::Derivatives want = gradcheck::derivatives(fn, base, true);
+  gradcheck::Derivatives want = gradcheck::derivatives(fn, base, true, gc.fwd);
   scope.reset();
   int ran = 0;
   for (const auto& m : meshes()) {
@@ -89,7 +92,7 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
       }
       std::string what = rec.name + " on " + m.label + " with";
       for (const auto& p : combo) what += " " + p.repr();
-      gradcheck::Derivatives got = gradcheck::derivatives(rec.fn, in, true);
+      gradcheck::Derivatives got = gradcheck::derivatives(rec.fn, in, true, gc.fwd);
       ASSERT_EQ(got.tangents.size(), want.tangents.size()) << what;
       for (size_t j = 0; j < got.tangents.size(); ++j)
         if (is_floating(got.tangents[j].dtype()))
@@ -106,6 +109,62 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
     }
   }
   EXPECT_GT(ran, 0) << rec.name << ": no sharded layout ran";
+}
+
+// Every registered primitive declares how it takes part in autodiff, and the
+// records exercise every rule it claims: a jvp rule for each differentiable one and
+// a transpose rule for each linear one (seen running, not just declared).
+TEST(AdCoverage, EveryPrimitiveHasItsRules) {
+  std::map<std::string, std::pair<detail::AdKind, std::string>> decl;
+  for (const auto& [name, kind, why] : detail::ad_declarations()) {
+    EXPECT_FALSE(decl.count(name)) << name << " declares its AD kind twice";
+    decl[name] = {kind, why};
+  }
+  std::set<std::string> seen;
+  {
+    detail::RuleLog log;
+    Mesh one_device = make_mesh({1, 1}, {"x", "y"});
+    MeshScope scope(one_device);
+    for (const auto& rec : all_records()) {
+      if (rec.refuses || rec.grad == Record::Grad::Skip) continue;
+      std::vector<Array> in;
+      for (size_t i = 0; i < rec.inputs.size(); ++i)
+        in.push_back(make_grad(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
+      try {
+        (void)gradcheck::derivatives(rec.oracle ? rec.oracle : rec.fn, in, true,
+                                     rec.grad != Record::Grad::RevOnly);
+      } catch (const Error&) {
+        // The Grads test reports it.
+      }
+    }
+    seen.insert(log.seen().begin(), log.seen().end());
+  }
+  int nondiff = 0;
+  for (const auto& p : detail::registered_primitives()) {
+    auto it = decl.find(p);
+    if (it == decl.end()) {
+      ADD_FAILURE() << "primitive '" << p << "' declares no AD kind (declare_ad in its family)";
+      continue;
+    }
+    auto [kind, why] = it->second;
+    switch (kind) {
+      case detail::AdKind::NonDifferentiable:
+        ++nondiff;
+        EXPECT_FALSE(why.empty()) << p << " is non-differentiable without a reason";
+        break;
+      case detail::AdKind::TransposeOnly:
+        EXPECT_FALSE(why.empty()) << p << " has no jvp without a reason";
+        EXPECT_TRUE(seen.count("transpose:" + p)) << "no record ran the transpose rule of " << p;
+        break;
+      case detail::AdKind::Linear:
+        EXPECT_TRUE(seen.count("transpose:" + p)) << "no record ran the transpose rule of " << p;
+        [[fallthrough]];
+      case detail::AdKind::Differentiable:
+        EXPECT_TRUE(seen.count("jvp:" + p)) << "no record ran the jvp rule of " << p;
+        break;
+    }
+  }
+  EXPECT_LT(nondiff, 45) << "the non-differentiable list should stay short";
 }
 
 std::string record_name(const ::testing::TestParamInfo<Record>& info) {

@@ -68,10 +68,25 @@ void check_jvp(const detail::FlatFn& f, const std::vector<Array>& args, const Gr
   }
 }
 
+// The directional derivative of f along v by central differences.
+std::vector<Array> fd_tangents(const detail::FlatFn& f, const std::vector<Array>& args,
+                               const std::vector<Array>& v, double eps) {
+  std::vector<Array> plus, minus;
+  for (size_t i = 0; i < args.size(); ++i) {
+    plus.push_back(v[i].valid() ? args[i] + v[i] * eps : args[i]);
+    minus.push_back(v[i].valid() ? args[i] - v[i] * eps : args[i]);
+  }
+  std::vector<Array> fp = f(plus), fm = f(minus), t;
+  for (size_t j = 0; j < fp.size(); ++j)
+    t.push_back(is_float(fp[j]) ? (fp[j] - fm[j]) / (2 * eps) : fp[j]);
+  return t;
+}
+
 void check_vjp(const detail::FlatFn& f, const std::vector<Array>& args, const GradCheck& o,
                const std::string& what) {
   std::vector<Array> v = dirs_like(args, 1);
-  auto [outs, touts] = detail::jvp_flat(f, args, v);
+  std::vector<Array> touts =
+      o.fwd ? detail::jvp_flat(f, args, v).second : fd_tangents(f, args, v, o.eps);
   auto [outs2, vjp] = detail::vjp_flat(f, args);
   std::vector<Array> ct;
   for (size_t j = 0; j < outs2.size(); ++j) {
@@ -85,8 +100,9 @@ void check_vjp(const detail::FlatFn& f, const std::vector<Array>& args, const Gr
   std::vector<Array> g = (*vjp)(ct);
   ASSERT_EQ(g.size(), args.size()) << what;
   for (size_t i = 0; i < args.size(); ++i)
-    if (is_float(args[i]))
+    if (is_float(args[i])) {
       EXPECT_EQ(typeof(g[i]).str(), vjp->out_types()[i].str()) << what << ": cotangent type";
+    }
   double lhs = inner(g, v), rhs = inner(ct, touts);
   double tol = o.atol + o.rtol * std::max(std::fabs(lhs), std::fabs(rhs));
   EXPECT_NEAR(lhs, rhs, tol * 10) << what << ": <vjp(ct), v> != <ct, jvp(v)>";
@@ -114,6 +130,10 @@ Array direction_like(const Array& x, int salt) {
 
 void check_grads(const detail::FlatFn& f, const std::vector<Array>& args, const GradCheck& o,
                  const std::string& what) {
+  if (!o.fwd) {
+    check_vjp(f, args, o, what + " [reverse mode, order 1]");
+    return;
+  }
   check_jvp(f, args, o, what + " [order 1]");
   if (o.rev) check_vjp(f, args, o, what + " [order 1]");
   if (o.order < 2 || ::testing::Test::HasFailure()) return;
@@ -168,10 +188,11 @@ void check_grads(const detail::FlatFn& f, const std::vector<Array>& args, const 
   check_vjp(fv, va, o2, what + " [order 2, vjp of vjp]");
 }
 
-Derivatives derivatives(const detail::FlatFn& f, const std::vector<Array>& args, bool rev) {
+Derivatives derivatives(const detail::FlatFn& f, const std::vector<Array>& args, bool rev,
+                        bool fwd) {
   Derivatives d;
   std::vector<Array> v = dirs_like(args, 1);
-  d.tangents = detail::jvp_flat(f, args, v).second;
+  if (fwd) d.tangents = detail::jvp_flat(f, args, v).second;
   if (!rev) return d;
   auto [outs, vjp] = detail::vjp_flat(f, args);
   std::vector<Array> ct;

@@ -19,6 +19,7 @@ struct GradCheck {
   double rtol = 1e-4;      /**< relative tolerance */
   bool fd = true;          /**< compare jvp with finite differences */
   bool rev = true;         /**< check vjp (needs transpose rules) */
+  bool fwd = true;         /**< check jvp; false: vjp against finite differences only */
 };
 
 /** A deterministic pseudo-random array like x (same shape, dtype and sharding),
@@ -35,7 +36,8 @@ struct Derivatives {
   std::vector<Array> tangents;  /**< jvp outputs */
   std::vector<Array> cotangents; /**< vjp outputs, one per arg */
 };
-/** jvp along direction_like(args) and vjp of direction_like(outs). */
-Derivatives derivatives(const detail::FlatFn& f, const std::vector<Array>& args, bool rev);
+/** jvp along direction_like(args) (when fwd) and vjp of direction_like(outs) (when rev). */
+Derivatives derivatives(const detail::FlatFn& f, const std::vector<Array>& args, bool rev,
+                        bool fwd = true);
 
 }  // namespace tsr::gradcheck

@@ -187,8 +187,19 @@ TEST(AdShardings, ReducedInputGetsAnUnreducedCotangent) {
   auto [y, f_vjp] = vjp([](const Array& w) { return w * 3.0; }, w);
   auto [ct] = f_vjp(reshard(ones({4}), P(Unreduced{{"x"}})));
   EXPECT_EQ(typeof(ct).str(), "f32[4]{U:x}");
-  // The logical value sums the partials: 2 (partials) * 1 * 3.
-  EXPECT_EQ(reshard(ct, P()).to_vector<float>(), (std::vector<float>{6, 6, 6, 6}));
+  EXPECT_EQ(reshard(ct, P()).to_vector<float>(), (std::vector<float>{3, 3, 3, 3}));
+  // Data parallel: a weight reduced over the batch axis gets its gradient as partial
+  // sums (no all_reduce in the backward pass); resharding to P() reduces them once.
+  Array x = device_put(iota({4, 4}) / 4.0, P("x"));
+  Array wr = reshard(device_put(iota({4, 2}) / 8.0, P()), P(Reduced{{"x"}}));
+  auto loss = [](const Array& w, const Array& x) { return sum(matmul(x, w)); };
+  Array g = grad(loss)(wr, x);
+  EXPECT_EQ(typeof(g).str(), "f32[4,2]{U:x}");
+  Array g1 = grad(loss)(array<float>(wr.to_vector<float>(), {4, 2}),
+                        array<float>(x.to_vector<float>(), {4, 4}));
+  EXPECT_EQ(reshard(g, P()).to_vector<float>(), g1.to_vector<float>());
+  std::string text = make_jaxpr(grad(loss), wr, x);
+  EXPECT_EQ(text.find("all_reduce"), std::string::npos) << text;
 }
 
 // ---- custom rules and checkpoint ------------------------------------------------

@@ -101,8 +101,11 @@ enum class AdKind : uint8_t {
   Differentiable,    /**< has a jvp rule */
   Linear,            /**< has a jvp rule and a transpose rule (linear in some inputs) */
   NonDifferentiable, /**< integer/bool results or inputs only, or a step function: zero tangents */
+  TransposeOnly,     /**< a transpose rule but no jvp (custom_lin: no forward mode through
+                          custom_vjp, as JAX) */
 };
-/** Declares the AD kind of a registered primitive (`why` for NonDifferentiable). */
+/** Declares the AD kind of a registered primitive (`why` for NonDifferentiable and
+ *  TransposeOnly). */
 bool declare_ad(const char* name, AdKind kind, const char* why = "");
 /** Every declaration: name -> (kind, reason). */
 std::vector<std::tuple<std::string, AdKind, std::string>> ad_declarations();

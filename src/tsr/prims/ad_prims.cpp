@@ -10,10 +10,16 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("stop_gradient") &&
-                        register_primitive("custom_jvp_call") &&
-                        register_primitive("custom_vjp_call") &&
-                        register_primitive("custom_lin") && register_primitive("checkpoint");
+const bool registered =
+    register_primitive("stop_gradient") && register_primitive("custom_jvp_call") &&
+    register_primitive("custom_vjp_call") && register_primitive("custom_lin") &&
+    register_primitive("checkpoint") &&
+    declare_ad("stop_gradient", AdKind::NonDifferentiable, "its tangent is zero by definition") &&
+    declare_ad("custom_jvp_call", AdKind::Differentiable) &&
+    declare_ad("custom_vjp_call", AdKind::Differentiable) &&
+    declare_ad("custom_lin", AdKind::TransposeOnly,
+               "forward mode through a custom_vjp function is refused, as in JAX") &&
+    declare_ad("checkpoint", AdKind::Linear);
 
 std::vector<ArrayType> types_of(const std::vector<Array>& xs) {
   std::vector<ArrayType> t;

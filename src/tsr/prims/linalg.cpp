@@ -236,7 +236,8 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
   for (int x : rf) oe.push_back(re[x]);
   AbstractMesh mesh = l.sharding.mesh().empty() ? r.sharding.mesh() : l.sharding.mesh();
   if (mesh.empty()) mesh = get_abstract_mesh();
-  PartitionSpec sets({}, U, !reduced_of(l).empty() ? reduced_of(l) : reduced_of(r));
+  // As JAX's _dot_general_ur_rule: reduced operands give no reduced result.
+  PartitionSpec sets({}, U, {});
   return {make_type(shape, out_dtype_, weak, mesh, oe, sets)};
 }
 

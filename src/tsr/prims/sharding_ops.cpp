@@ -9,7 +9,7 @@ using namespace tsr::detail;
 
 namespace {
 const bool registered = register_primitive("reshard") && register_primitive("jit") &&
-                        declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Linear);
+                        declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Differentiable);
 }
 
 void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op) {
