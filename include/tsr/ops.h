@@ -148,6 +148,12 @@ Array multiply(const ArrayLike& a, const ArrayLike& b);
 Array divide(const ArrayLike& a, const ArrayLike& b);
 /** Remainder with the sign of a (lax.rem / C fmod). */
 Array rem(const ArrayLike& a, const ArrayLike& b);
+/** Remainder with the sign of b (jnp.remainder / jnp.mod / Python's %). */
+Array remainder(const ArrayLike& a, const ArrayLike& b);
+/** Same as remainder. */
+Array mod(const ArrayLike& a, const ArrayLike& b);
+/** floor(a / b) (jnp.floor_divide / Python's //): integers stay integers. */
+Array floor_divide(const ArrayLike& a, const ArrayLike& b);
 /** a ** b. */
 Array power(const ArrayLike& a, const ArrayLike& b);
 /** Elementwise max (NaN propagates). */
@@ -213,6 +219,8 @@ Array operator-(const ArrayLike& a, const ArrayLike& b);
 Array operator*(const ArrayLike& a, const ArrayLike& b);
 /** a / b. */
 Array operator/(const ArrayLike& a, const ArrayLike& b);
+/** remainder(a, b): the sign of b, as Python's %. */
+Array operator%(const ArrayLike& a, const ArrayLike& b);
 /** a < b. */
 Array operator<(const ArrayLike& a, const ArrayLike& b);
 /** a <= b. */

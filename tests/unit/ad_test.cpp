@@ -319,3 +319,34 @@ TEST(AdErrors, TangentAndCotangentTypesMustMatch) {
 }
 
 }  // namespace
+
+namespace readme {
+// The README's example, compiled and run.
+struct Mlp {
+  Array w1, b1, w2, b2;
+};
+TSR_TREE(Mlp, w1, b1, w2, b2)
+
+TEST(AdReadme, TrainingStepExample) {
+  Mesh mesh = make_mesh({8}, {"data"});
+  MeshScope scope(mesh);
+  Mlp params{iota({4, 8}) / 32.0 - 0.5, zeros({8}), iota({8, 3}) / 24.0 - 0.5, zeros({3})};
+  Array x = iota({16, 4}) / 64.0, y = one_hot(arange(16) % 3, 3);
+  auto loss = [](const Mlp& p, const Array& x, const Array& y) {
+    Array h = maximum(matmul(x, p.w1) + p.b1, 0.0);
+    return -mean(sum(log_softmax(matmul(h, p.w2) + p.b2) * y, -1));
+  };
+  auto step = jit([&](const Mlp& p, const Array& x, const Array& y) {
+    auto [l, g] = value_and_grad(loss)(p, x, y);  // g is an Mlp
+    return std::make_pair(
+        l, tree::map2([](const Array& w, const Array& d) { return w - d * 0.1; }, p, g));
+  });
+  auto [l, p2] = step(params, device_put(x, P("data")), device_put(y, P("data")));
+  auto [l2, p3] = step(p2, device_put(x, P("data")), device_put(y, P("data")));
+  EXPECT_LT(l2.item<float>(), l.item<float>());
+  EXPECT_EQ(typeof(p3.w1).str(), "f32[4,8]");
+  // The same step on one device gives the same numbers.
+  auto [o, q] = step(params, x, y);
+  EXPECT_NEAR(o.item<float>(), l.item<float>(), 1e-6);
+}
+}  // namespace readme

@@ -137,3 +137,15 @@ TEST(PermutationOutSharding, LaysOutTheShuffle) {
 }
 
 }  // namespace
+
+// NumPy's %, mod and floor_divide: the sign of the divisor, floors toward -inf.
+TEST(Remainder, MatchesNumPy) {
+  Array a = array<int32_t>({-7, 7, -7, 7}), b = array<int32_t>({3, 3, -3, -3});
+  EXPECT_EQ((a % b).to_vector<int32_t>(), (std::vector<int32_t>{2, 1, -1, -2}));
+  EXPECT_EQ(mod(a, b).to_vector<int32_t>(), (std::vector<int32_t>{2, 1, -1, -2}));
+  EXPECT_EQ(floor_divide(a, b).to_vector<int32_t>(), (std::vector<int32_t>{-3, 2, 2, -3}));
+  Array f = array<float>({-7.5f, 7.5f, -7.5f, 7.5f}), g = array<float>({2.f, 2.f, -2.f, -2.f});
+  EXPECT_EQ((f % g).to_vector<float>(), (std::vector<float>{0.5f, 1.5f, -1.5f, -0.5f}));
+  EXPECT_EQ(floor_divide(f, g).to_vector<float>(), (std::vector<float>{-4.f, 3.f, 3.f, -4.f}));
+  EXPECT_EQ((array<float>({5.f}) % 3).to_vector<float>(), (std::vector<float>{2.f}));
+}

@@ -95,6 +95,25 @@ Array divide(const ArrayLike& a, const ArrayLike& b) {
   return bind1(std::make_shared<prim::Binary>(BinaryOp::Div), v);
 }
 Array rem(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Rem, a, b, "rem"); }
+// jnp.remainder: lax.rem (sign of a), moved into b's sign where they differ.
+Array remainder(const ArrayLike& a, const ArrayLike& b) {
+  std::vector<Array> v = promote_ranks(promote({a, b}, "remainder"));
+  Array r = rem(v[0], v[1]);
+  if (is_unsigned(r.dtype()) || r.dtype() == DType::Bool) return r;
+  Array fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(v[1], 0)));
+  return where(fix, r + v[1], r);
+}
+Array mod(const ArrayLike& a, const ArrayLike& b) { return remainder(a, b); }
+// jnp.floor_divide: integers round the truncated quotient down where signs differ;
+// floats divide and floor (jnp's _float_divmod gives the same for finite values).
+Array floor_divide(const ArrayLike& a, const ArrayLike& b) {
+  std::vector<Array> v = promote_ranks(promote({a, b}, "floor_divide"));
+  if (is_floating(v[0].dtype())) return floor(divide(v[0], v[1]));
+  Array q = binary(BinaryOp::Div, v[0], v[1], "floor_divide");
+  if (is_unsigned(q.dtype()) || q.dtype() == DType::Bool) return q;
+  Array fix = logical_and(not_equal(less(v[0], 0), less(v[1], 0)), not_equal(rem(v[0], v[1]), 0));
+  return where(fix, q - 1, q);
+}
 Array power(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Pow, a, b, "pow"); }
 Array maximum(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Max, a, b, "max"); }
 Array minimum(const ArrayLike& a, const ArrayLike& b) { return binary(BinaryOp::Min, a, b, "min"); }
@@ -179,6 +198,7 @@ Array convert_element_type(const Array& x, DType dtype, const ConvertOptions& o)
 Array operator-(const Array& x) { return neg(x); }
 Array operator+(const ArrayLike& a, const ArrayLike& b) { return add(a, b); }
 Array operator-(const ArrayLike& a, const ArrayLike& b) { return subtract(a, b); }
+Array operator%(const ArrayLike& a, const ArrayLike& b) { return remainder(a, b); }
 Array operator*(const ArrayLike& a, const ArrayLike& b) { return multiply(a, b); }
 Array operator/(const ArrayLike& a, const ArrayLike& b) { return divide(a, b); }
 Array operator<(const ArrayLike& a, const ArrayLike& b) { return less(a, b); }
