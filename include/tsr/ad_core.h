@@ -56,10 +56,11 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> linearize_flat(
     const FlatFn& f, const std::vector<Array>& primals);
 
 /** vjp: f's outputs at `primals` and the map from output cotangents to input
- *  cotangents. The last `num_aux` outputs are auxiliary: returned, not
- *  differentiated, and not among the map's arguments. */
+ *  cotangents. The last `num_aux()` outputs (asked once f has been traced) are
+ *  auxiliary: returned, not differentiated, and not among the map's arguments. */
 std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
-    const FlatFn& f, const std::vector<Array>& primals, size_t num_aux = 0);
+    const FlatFn& f, const std::vector<Array>& primals,
+    const std::function<size_t()>& num_aux = {});
 
 /** linear_transpose: the transpose of a function linear in its inputs, traced at
  *  `in_types`; TypeError naming the first non-linear primitive otherwise. */

@@ -333,6 +333,9 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
     std::vector<PartitionEntry> inv;
     for (int o : unsorted) inv.push_back(xe[o]);
     os = NamedSharding(want.sharding.mesh(), with_sets_of(inv, want.sharding.spec()));
+  } else if (!get_abstract_mesh().empty()) {
+    // As JAX: an off-mesh operand's cotangent is replicated on the context mesh.
+    os = NamedSharding(get_abstract_mesh(), PartitionSpec());
   }
   Array r;
   try {

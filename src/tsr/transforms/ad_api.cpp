@@ -55,11 +55,12 @@ struct Lin {
   std::vector<ArrayType> in_types, out_types;
 };
 
-Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals, size_t num_aux,
-                      const char* api) {
+Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals,
+                      const std::function<size_t()>& aux, const char* api) {
   Lin l;
   l.in_types = types_of(primals, api);
   Program p = trace_program(f, l.in_types);
+  size_t num_aux = aux ? aux() : 0;
   std::vector<bool> with_t = float_flags(l.in_types);
   Program jp = jvp_program(p, with_t);
   size_t n = p.in_vars.size(), m = p.out_vars.size();
@@ -217,7 +218,7 @@ std::string LinearMap::str() const { return prog_->str(); }
 
 std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> linearize_flat(
     const FlatFn& f, const std::vector<Array>& primals) {
-  Lin l = linearize_program(f, primals, 0, "linearize");
+  Lin l = linearize_program(f, primals, {}, "linearize");
   size_t num_res = l.linear.in_vars.size() -
                    static_cast<size_t>(std::count_if(l.in_types.begin(), l.in_types.end(),
                                                      [](const ArrayType& t) {
@@ -231,8 +232,9 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> linearize_flat(
 }
 
 std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
-    const FlatFn& f, const std::vector<Array>& primals, size_t num_aux) {
-  Lin l = linearize_program(f, primals, num_aux, "vjp");
+    const FlatFn& f, const std::vector<Array>& primals, const std::function<size_t()>& aux) {
+  Lin l = linearize_program(f, primals, aux, "vjp");
+  size_t num_aux = aux ? aux() : 0;
   size_t nf = static_cast<size_t>(std::count_if(
       l.in_types.begin(), l.in_types.end(),
       [](const ArrayType& t) { return has_tangent_space(t.dtype); }));

@@ -126,7 +126,15 @@ Array coerce(const Array& x, const ArrayType& want, const char* prim, const char
   if (have.dtype != want.dtype || have.weak != want.weak)
     y = bind1(std::make_shared<prim::Convert>(want.dtype, want.weak), {y});
   if (!same_sharding(y.type(), want)) {
-    if (want.sharding.mesh().empty() || y.type().sharding.mesh().empty()) return y;
+    if (y.type().sharding.mesh().empty()) return y;
+    if (want.sharding.mesh().empty()) {
+      // Off-mesh values are replicated: replicate on the value's own mesh.
+      const ArrayType& t = y.type();
+      return bind1(std::make_shared<prim::Reshard>(
+                       NamedSharding(t.sharding.mesh(), PartitionSpec()).normalized(t.ndim()),
+                       std::nullopt),
+                   {y});
+    }
     y = bind1(std::make_shared<prim::Reshard>(want.sharding.normalized(want.ndim()),
                                               std::nullopt),
               {y});
