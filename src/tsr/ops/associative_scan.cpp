@@ -35,8 +35,8 @@ std::vector<Array> combine(const ScanFn& fn, const std::vector<Array>& a,
                            const std::vector<Array>& b) {
   std::vector<Array> c = fn(a, b);
   if (c.size() != a.size())
-    throw ValueError("[associative_scan] fn returned " + std::to_string(c.size()) +
-                     " arrays for " + std::to_string(a.size()) +
+    throw ValueError("[associative_scan] fn returned " + std::to_string(c.size()) + " arrays for " +
+                     std::to_string(a.size()) +
                      " elems. Got a result of another structure; expected one array per elem.");
   for (size_t i = 0; i < c.size(); ++i)
     if (!c[i].valid() || c[i].shape() != a[i].shape())
@@ -75,8 +75,8 @@ std::vector<Array> scan(const ScanFn& fn, const std::vector<Array>& elems, int a
 
 }  // namespace
 
-std::vector<Array> associative_scan(const ScanFn& fn, const std::vector<Array>& elems,
-                                    bool reverse, int axis) {
+std::vector<Array> associative_scan(const ScanFn& fn, const std::vector<Array>& elems, bool reverse,
+                                    int axis) {
   if (!fn)
     throw TypeError(
         "[associative_scan] fn argument should be callable. Got an empty function; expected "
@@ -84,10 +84,9 @@ std::vector<Array> associative_scan(const ScanFn& fn, const std::vector<Array>& 
   if (elems.empty()) return {};
   for (const auto& e : elems)
     if (!e.valid() || e.ndim() == 0)
-      throw ValueError(
-          "[associative_scan] every elem must be an array of rank >= 1. Got " +
-          (e.valid() ? e.type().str() : std::string("an empty Array")) +
-          "; expected arrays with an axis to scan.");
+      throw ValueError("[associative_scan] every elem must be an array of rank >= 1. Got " +
+                       (e.valid() ? e.type().str() : std::string("an empty Array")) +
+                       "; expected arrays with an axis to scan.");
   int ax = norm_axis(axis, elems[0].ndim(), "associative_scan");
   int64_t n = elems[0].shape()[static_cast<size_t>(ax)];
   for (const auto& e : elems)
@@ -95,8 +94,8 @@ std::vector<Array> associative_scan(const ScanFn& fn, const std::vector<Array>& 
       throw ValueError(
           "[associative_scan] Array inputs to associative_scan must have the same first "
           "dimension. Got " +
-          elems[0].type().str() + " and " + e.type().str() + " along axis " +
-          std::to_string(ax) + "; expected equal sizes.");
+          elems[0].type().str() + " and " + e.type().str() + " along axis " + std::to_string(ax) +
+          "; expected equal sizes.");
   std::vector<Array> xs = elems;
   if (reverse)
     for (auto& x : xs) x = rev(x, {ax});

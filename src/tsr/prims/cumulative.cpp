@@ -122,8 +122,7 @@ std::vector<Array> Cumulative::jvp(const std::vector<Array>& primals,
       }
       default: {
         Array z = logaddexp(x, y), rz = replace_inf(z);
-        return std::vector<Array>{
-            z, tx * exp(replace_inf(x) - rz) + ty * exp(replace_inf(y) - rz)};
+        return std::vector<Array>{z, tx * exp(replace_inf(x) - rz) + ty * exp(replace_inf(y) - rz)};
       }
     }
   };

@@ -465,17 +465,18 @@ Shape window_sizes(const ScatterDimensionNumbers& d, int orank, const Shape& upd
 // x (operand-shaped) read at the elements scatter `s` writes each update element to:
 // updates-shaped, typed like `upd` (0 where an update is dropped out of bounds).
 Array read_back(const Scatter& s, const Array& x, const Array& idx, const ArrayType& upd) {
-  auto g = std::make_shared<Gather>(gather_dims_of(s.dims()), window_sizes(s.dims(), x.ndim(), upd.shape),
-                                    s.mode(), 0.0, s.sorted(), s.unique(), plain_os(upd, x));
+  auto g = std::make_shared<Gather>(gather_dims_of(s.dims()),
+                                    window_sizes(s.dims(), x.ndim(), upd.shape), s.mode(), 0.0,
+                                    s.sorted(), s.unique(), plain_os(upd, x));
   return bind1(g, {x, idx});
 }
 
 // A scatter of kind k with s's dimension numbers and mode, typed like `out`.
 Array scatter_as(const Scatter& s, ScatterKind k, const Array& operand, const Array& idx,
                  const Array& updates, const ArrayType& out) {
-  return bind1(
-      std::make_shared<Scatter>(k, s.dims(), s.mode(), s.sorted(), s.unique(), plain_os(out, operand)),
-      {operand, idx, updates});
+  return bind1(std::make_shared<Scatter>(k, s.dims(), s.mode(), s.sorted(), s.unique(),
+                                         plain_os(out, operand)),
+               {operand, idx, updates});
 }
 
 // A replicated int32 iota along dim of `shape` on like's mesh (its devices eagerly).
@@ -497,8 +498,8 @@ Array update_ids(const ScatterDimensionNumbers& d, const ArrayType& upd, const A
   std::vector<int> dims;
   for (int i = 0; i < upd.ndim(); ++i) dims.push_back(i);
   auto os = plain_os(upd, like);
-  Array r = broadcast_in_dim(reshape(flat, ids), upd.shape, dims,
-                             os ? ShardingArg(*os) : ShardingArg());
+  Array r =
+      broadcast_in_dim(reshape(flat, ids), upd.shape, dims, os ? ShardingArg(*os) : ShardingArg());
   return r + 1;
 }
 
@@ -523,8 +524,8 @@ std::vector<Array> Gather::jvp(const std::vector<Array>& primals,
                                const std::vector<Array>& tangents, std::vector<Array>&) const {
   if (!tangents[0].valid()) return {Array()};
   // Out-of-bounds slices are a constant fill: their tangent is 0.
-  auto g = std::make_shared<Gather>(dims_, slice_sizes_, mode_, 0.0, sorted_, unique_,
-                                    out_sharding_);
+  auto g =
+      std::make_shared<Gather>(dims_, slice_sizes_, mode_, 0.0, sorted_, unique_, out_sharding_);
   return {bind1(g, {tangents[0], primals[1]})};
 }
 
@@ -571,8 +572,8 @@ std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
       Array zeros_here = back(scatter_as(*this, ScatterKind::Add, zeros_out(), idx,
                                          where(is0, ones_like(u), zeros_like(u)), out.type()));
       Array nonzero_prod = back(scatter_as(*this, ScatterKind::Mul, ones, idx, safe_u, out.type()));
-      Array E = where(is0, where(equal(zeros_here, 1.0), nonzero_prod, zeros_like(u)),
-                      back(P) / safe_u);
+      Array E =
+          where(is0, where(equal(zeros_here, 1.0), nonzero_prod, zeros_like(u)), back(P) / safe_u);
       Array dP = scatter_as(*this, ScatterKind::Add, zeros_out(), idx, ad::scale(tangents[2], E),
                             out.type());
       return {ad::add(tx, ad::scale(dP, x))};
@@ -625,9 +626,9 @@ std::vector<Array> Scatter::transpose(const std::vector<Array>& cts,
                             zeros_of(plain_type(ut, ct.dtype(), ct), ct), ct_type(ins[0].type));
       if (ins[2].linear()) {
         Array ids = update_ids(dims_, ut, ct);
-        Array scattered =
-            scatter_as(*this, ScatterKind::Set, zeros_of(plain_type(ins[0].type, DType::Int32, ct), ct),
-                       ins[1].value, ids, ins[0].type);
+        Array scattered = scatter_as(*this, ScatterKind::Set,
+                                     zeros_of(plain_type(ins[0].type, DType::Int32, ct), ct),
+                                     ins[1].value, ids, ins[0].type);
         Array g = back(ct);
         out[2] = where(equal(back(scattered), ids), g, zeros_like(g));
       }
