@@ -303,11 +303,14 @@ TEST(ScatterAd, MulIsExactWithDuplicatesAndZeros) {
   // the others; the others' derivatives vanish through it).
   gradcheck::check_grads(f, {x, array<double>({0.0, -0.5, 2.0, 0.0, 7.0, 3.0})}, {},
                          "scatter_mul with one zero per element");
-  // Two zeros at element 1: exact at order 1 (all derivatives there vanish).
+  // Two zeros at element 1: still exact to order 2 (d2 out1 / du2 du3 = x1).
+  gradcheck::check_grads(f, {x, array<double>({1.5, -0.5, 0.0, 0.0, 7.0, 3.0})}, {},
+                         "scatter_mul with two zeros at one element");
+  // Three zeros at element 0: exact at order 1 (every first derivative there vanishes).
   gradcheck::GradCheck first;
   first.order = 1;
-  gradcheck::check_grads(f, {x, array<double>({1.5, -0.5, 0.0, 0.0, 7.0, 3.0})}, first,
-                         "scatter_mul with two zeros at one element");
+  gradcheck::check_grads(f, {x, array<double>({0.0, 0.0, 2.0, 0.25, 7.0, 0.0})}, first,
+                         "scatter_mul with three zeros at one element");
   // By hand at u = (0, -0.5, 2, 0, 7, 3): d out0 / d u0 = x0 * u1 * u5 = -3; the
   // other derivatives at element 0 vanish (u0 = 0); d out1 / d u3 = x1 * u2 = 6.
   Array u = array<double>({0.0, -0.5, 2.0, 0.0, 7.0, 3.0});

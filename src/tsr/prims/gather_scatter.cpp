@@ -559,21 +559,27 @@ std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
                                 ad::instantiate(tangents[2], u.type(), like)});
     case ScatterKind::Mul: {
       // out = x * P with P = prod of the updates at each element. JAX needs
-      // unique_indices; with duplicates dP = sum_k g_k * E_k, where E_k is the product
-      // of the other updates landing on k's element: P / u_k when u_k != 0 (exact in
-      // value and, through P's own rule, in every derivative), else the product of the
-      // non-zero ones when u_k is the only zero there, else 0.
+      // unique_indices; here dP = sum_k g_k * E_k with E_k the product of the other
+      // updates at k's element (docs/design/0009): P / u_k when u_k != 0; when u_k
+      // is a zero, the product of the non-zero ones times that of the other zeros:
+      // 1 if there are none, the other zero (as sum of zeros - u_k) if one, else 0.
+      // Each form's own derivatives are E_k's, so the rule is exact to order 2
+      // everywhere (beyond, unless three or more zero updates meet).
       Array ones = zeros_out() + 1.0;
+      auto add_back = [&](const Array& v) {
+        return back(scatter_as(*this, ScatterKind::Add, zeros_out(), idx, v, out.type()));
+      };
       Array P = scatter_as(*this, ScatterKind::Mul, ones, idx, u, out.type());
       Array tx = tangents[0].valid() ? ad::scale(tangents[0], P) : Array();
       if (!tangents[2].valid()) return {tx};
-      Array is0 = equal(u, 0.0);
+      Array is0 = equal(u, 0.0), zero = zeros_like(u);
       Array safe_u = where(is0, ones_like(u), u);
-      Array zeros_here = back(scatter_as(*this, ScatterKind::Add, zeros_out(), idx,
-                                         where(is0, ones_like(u), zeros_like(u)), out.type()));
+      Array num_zeros = add_back(where(is0, ones_like(u), zero));
+      Array other_zero = add_back(where(is0, u, zero)) - u;
       Array nonzero_prod = back(scatter_as(*this, ScatterKind::Mul, ones, idx, safe_u, out.type()));
-      Array E =
-          where(is0, where(equal(zeros_here, 1.0), nonzero_prod, zeros_like(u)), back(P) / safe_u);
+      Array E0 = where(equal(num_zeros, 1.0), nonzero_prod,
+                       where(equal(num_zeros, 2.0), nonzero_prod * other_zero, zero));
+      Array E = where(is0, E0, back(P) / safe_u);
       Array dP = scatter_as(*this, ScatterKind::Add, zeros_out(), idx, ad::scale(tangents[2], E),
                             out.type());
       return {ad::add(tx, ad::scale(dP, x))};
