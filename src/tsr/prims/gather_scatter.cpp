@@ -483,9 +483,9 @@ Array scatter_as(const Scatter& s, ScatterKind k, const Array& operand, const Ar
 Array iota_on(const Shape& shape, int dim, const Array& like) {
   const AbstractMesh& m = like.type().sharding.mesh();
   if (m.empty()) return broadcasted_iota(DType::Int32, shape, dim);
-  const NamedSharding& cs = like.sharding();
-  if (!current_trace() && cs.concrete_mesh())
-    return broadcasted_iota(DType::Int32, shape, dim, NamedSharding(*cs.concrete_mesh(), P()));
+  if (!current_trace() && like.sharding().concrete_mesh())
+    return broadcasted_iota(DType::Int32, shape, dim,
+                            NamedSharding(*like.sharding().concrete_mesh(), P()));
   return broadcasted_iota(DType::Int32, shape, dim, NamedSharding(m, P()));
 }
 
@@ -550,9 +550,11 @@ std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
   auto back = [&](const Array& a) { return read_back(*this, a, idx, u.type()); };
   auto zeros_out = [&]() { return zeros_of(plain_type(out.type(), out.dtype(), out), out); };
   switch (kind_) {
-    case ScatterKind::Set:
     case ScatterKind::Add:
     case ScatterKind::Sub:
+      if (!tangents[2].valid()) return {tangents[0]};  // adding constants: dx passes
+      [[fallthrough]];
+    case ScatterKind::Set:
       // Linear in (operand, updates) for fixed indices; a set picks the same winners
       // for the tangents as for the primal (the last update wins, deterministically).
       return ad::rebind(*this, {ad::instantiate(tangents[0], x.type(), like), idx,

@@ -164,11 +164,10 @@ std::vector<Array> Sort::jvp(const std::vector<Array>& primals, const std::vecto
     iota = broadcasted_iota(DType::Int32, x.shape(), dimension_);
   } else {
     PartitionSpec spec = spec_of(entries_of(t));
-    const NamedSharding& cs = x.sharding();
+    bool concrete = !current_trace() && x.sharding().concrete_mesh();
     iota = broadcasted_iota(DType::Int32, x.shape(), dimension_,
-                            !current_trace() && cs.concrete_mesh()
-                                ? NamedSharding(*cs.concrete_mesh(), spec)
-                                : NamedSharding(t.sharding.mesh(), spec));
+                            concrete ? NamedSharding(*x.sharding().concrete_mesh(), spec)
+                                     : NamedSharding(t.sharding.mesh(), spec));
   }
   std::vector<Array> in = primals;
   in.push_back(iota);
