@@ -3,6 +3,7 @@
  *  (shape, dtype, sharding) by the rules of spec §12 or raises a tsr::Error that
  *  says how to fix the call; ops that take `out_sharding` use it as the type. */
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -401,6 +402,19 @@ Array cummax(const Array& x, std::optional<int> axis = {}, const CumOptions& o =
 Array cummin(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
 /** Running log(sum(exp(x))) along axis (integers compute in float32). */
 Array cumlogsumexp(const Array& x, std::optional<int> axis = {}, const CumOptions& o = {});
+
+/** An associative binary operation on lists of arrays (a, b) -> same-shaped list. */
+using ScanFn =
+    std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>;
+/** lax.associative_scan: element k along `axis` is fn applied to elements 0..k of every
+ *  array of `elems` together, evaluated by JAX's parallel-prefix tree (so ties and
+ *  roundings match JAX's); `reverse` scans from the end. fn must be associative and
+ *  elementwise over `axis`. A sharded axis is scanned only where slice and pad allow it. */
+std::vector<Array> associative_scan(const ScanFn& fn, const std::vector<Array>& elems,
+                                    bool reverse = false, int axis = 0);
+/** associative_scan of one array. */
+Array associative_scan(const std::function<Array(const Array&, const Array&)>& fn,
+                       const Array& elems, bool reverse = false, int axis = 0);
 
 /** Sorted copy along axis (nullopt: flattened); NaNs last; descending reverses. */
 Array sort(const Array& x, std::optional<int> axis = -1, bool stable = true,

@@ -45,6 +45,18 @@ std::vector<Record> cumulative_records() {
       [](const Array& x) { return cumlogsumexp(x, 1); });
   add({"cumlogsumexp"}, "cumlogsumexp_axis0_reverse", {{8, 4}},
       [](const Array& x) { return cumlogsumexp(x, 0, {.reverse = true}); });
+  // Autodiff coverage: structural ties (a second copy of x meets the running
+  // extremum of the first) and float cumprod/cummin both ways.
+  add({"cummax"}, "cummax_tied_copies", {{4, 4}}, [](const Array& x) {
+    return cummax(concatenate({x, x}, 0), 0);
+  });
+  add({"cummin"}, "cummin_tied_copies_reverse", {{8, 2}}, [](const Array& x) {
+    return cummin(concatenate({x, x}, 1), 1, {.reverse = true});
+  });
+  add({"cummin"}, "cummin_float_axis0", {{8, 4}}, [](const Array& x) { return cummin(x, 0); });
+  add({"cumprod"}, "cumprod_axis0_reverse", {{8, 4}, float32, Gen::Small},
+      [](const Array& x) { return cumprod(x, 0, {.reverse = true}); });
+  add({"cumsum"}, "cumsum_of_square", {{8, 4}}, [](const Array& x) { return cumsum(x * x, 1); });
   return r;
 }
 

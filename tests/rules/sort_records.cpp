@@ -31,6 +31,13 @@ std::vector<Record> sort_records() {
        [](const Array& x) { return sort(x, 0, true, true); });
   add1({"sort"}, "sort_flat", {{8, 4}}, [](const Array& x) { return sort(x, std::nullopt); });
   add1({"sort"}, "sort_nan", {{8, 4}}, [](const Array& x) { return sort(log(x), 1); });
+  r.back().grad = Record::Grad::NoFD;
+  r.back().grad_why =
+      "log of the negative inputs is NaN, where finite differences are NaN while the jvp "
+      "(t / x, as JAX's) is finite";
+  add1({"sort"}, "sort_tied_copies", {{8, 4}}, [](const Array& x) {
+    return sort(concatenate({x, x}, 1), 1);
+  });
   add1({"sort", "iota"}, "argsort_ties", {{8, 4}, int32, Gen::Index},
        [](const Array& x) { return argsort(x, 0); });
   add1({"sort", "iota"}, "argsort_descending", {{8, 4}, int32, Gen::Index},
@@ -57,6 +64,22 @@ std::vector<Record> sort_records() {
                {{P(), P(), P()},
                 {P(nullptr, "y"), P(nullptr, "y"), P(nullptr, "y")},
                 {P("x"), P("x"), P("x")}}});
+  r.push_back(
+      {{"sort"},
+       "sort_float_key_and_value",
+       {{{8, 4}}, {{8, 4}}},
+       [](const std::vector<Array>& a) {
+         return sort({a[0], a[1]}, 0);
+       },
+       {{P(), P()}, {P(nullptr, "y"), P(nullptr, "y")}, {P(nullptr, "x"), P(nullptr, "x")}}});
+  r.push_back({{"top_k"},
+               "top_k_batched",
+               {{{2, 4, 8}}},
+               [](const std::vector<Array>& a) {
+                 auto [v, i] = top_k(a[0], 5);
+                 return std::vector<Array>{v, i};
+               },
+               {{P()}, {P("x")}, {P(nullptr, "y")}, {P("x", "y")}}});
   r.push_back({{"top_k"},
                "top_k",
                {{{8, 4}, int32, Gen::Index}},

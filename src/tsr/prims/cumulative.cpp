@@ -3,8 +3,13 @@
 // whole lines locally.
 #include "tsr/prims/cumulative.h"
 
+#include <limits>
+
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -13,6 +18,9 @@ namespace {
 const char* const kNames[] = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"};
 bool register_all() {
   for (const char* n : kNames) register_primitive(n);
+  declare_ad("cumsum", AdKind::Linear);
+  for (const char* n : {"cumprod", "cummax", "cummin", "cumlogsumexp"})
+    declare_ad(n, AdKind::Differentiable);
   return true;
 }
 const bool registered = register_all();
@@ -64,6 +72,67 @@ Lowering Cumulative::partition(const std::vector<ArrayType>& in,
 
 std::string Cumulative::params() const {
   return "axis=" + std::to_string(axis_) + " reverse=" + (reverse_ ? "True" : "False");
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+// cumsum is linear (transpose: cumsum the other way). The others follow JAX's
+// _cumulative_jvp_rule, the jvp of associative_scan with the combine function: here
+// an associative_scan of (primal, tangent) pairs whose combine is the combine's jvp,
+// which is that jvp term for term (the scan's slices, pads and concatenations are
+// linear), so cummax/cummin ties split exactly as JAX's tree splits them.
+
+namespace {
+
+// lax.max's jvp weight: 1 where x == z, halved where y == z too.
+Array balanced_eq(const Array& x, const Array& z, const Array& y) {
+  Array one = ones_like(z), zero = zeros_like(z);
+  return where(equal(x, z), one, zero) / where(equal(y, z), full_like(z, 2), one);
+}
+
+// JAX's _replace_inf: +inf -> 0 (the logaddexp jvp stays finite at +inf).
+Array replace_inf(const Array& x) {
+  return where(equal(x, std::numeric_limits<double>::infinity()), zeros_like(x), x);
+}
+
+// logaddexp as amax + log1p(exp(amin - amax)): with max/min splitting ties evenly
+// its derivative is exact at a == b too (JAX's form via |a - b| gives 0 there, which
+// JAX's custom_jvp hides; here the formula's own derivative is used at order 2).
+Array logaddexp(const Array& a, const Array& b) {
+  Array hi = maximum(a, b), lo = minimum(a, b);
+  Array d = a - b;
+  // NaNs, or infinities of one sign: a + b (as JAX).
+  return where(not_equal(d, d), a + b, hi + log1p(exp(lo - hi)));
+}
+
+}  // namespace
+
+std::vector<Array> Cumulative::jvp(const std::vector<Array>& primals,
+                                   const std::vector<Array>& tangents, std::vector<Array>&) const {
+  if (kind_ == CumKind::Sum) return ad::linear_jvp(*this, primals, tangents);
+  const CumKind kind = kind_;
+  ScanFn pair = [kind](const std::vector<Array>& a, const std::vector<Array>& b) {
+    const Array &x = a[0], &tx = a[1], &y = b[0], &ty = b[1];
+    switch (kind) {
+      case CumKind::Prod:
+        return std::vector<Array>{x * y, tx * y + ty * x};
+      case CumKind::Max:
+      case CumKind::Min: {
+        Array z = kind == CumKind::Max ? maximum(x, y) : minimum(x, y);
+        return std::vector<Array>{z, tx * balanced_eq(x, z, y) + ty * balanced_eq(y, z, x)};
+      }
+      default: {
+        Array z = logaddexp(x, y), rz = replace_inf(z);
+        return std::vector<Array>{z, tx * exp(replace_inf(x) - rz) + ty * exp(replace_inf(y) - rz)};
+      }
+    }
+  };
+  return {associative_scan(pair, {primals[0], tangents[0]}, reverse_, axis_)[1]};
+}
+
+std::vector<Array> Cumulative::transpose(const std::vector<Array>& cts,
+                                         const std::vector<LinearIn>& ins) const {
+  if (kind_ != CumKind::Sum) return Primitive::transpose(cts, ins);
+  return {bind1(std::make_shared<Cumulative>(CumKind::Sum, axis_, !reverse_), {cts[0]})};
 }
 
 }  // namespace tsr::prim

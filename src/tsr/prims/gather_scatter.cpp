@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <set>
 
+#include "tsr/core/trace.h"
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/sharding_ops.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -19,6 +23,12 @@ const bool registered = [] {
   for (const char* n : {"gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul",
                         "scatter_min", "scatter_max"})
     register_primitive(n);
+  // Linear: gather in the operand, scatter/add/sub in (operand, updates) jointly,
+  // scatter_mul in the operand (its jvp in the updates is exact, see below).
+  for (const char* n : {"gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul"})
+    declare_ad(n, AdKind::Linear);
+  declare_ad("scatter_min", AdKind::Differentiable);
+  declare_ad("scatter_max", AdKind::Differentiable);
   return true;
 }();
 
@@ -399,6 +409,251 @@ std::string Scatter::params() const {
          ") mode=" + mode_name(mode_) + " indices_are_sorted=" + (sorted_ ? "True" : "False") +
          " unique_indices=" + (unique_ ? "True" : "False") +
          " out_sharding=" + p_sharding(out_sharding_);
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+// lax's rules (slicing.py), with Tessera's deterministic scatter: gather is linear in
+// the operand (transpose: scatter_add into zeros); scatter, scatter_add and
+// scatter_sub are linear in (operand, updates) jointly; scatter_mul is linear in the
+// operand and has an exact jvp in the updates; scatter_min/max split ties evenly
+// (_scatter_extremal_jvp). Indices never have tangents. Every helper gather and
+// scatter is typed through out_sharding, so no rule depends on a layout guess.
+
+namespace {
+
+// out_sharding for a value of type t: its entries, without unreduced/reduced sets.
+// A type off-mesh gets P() on like's mesh: values on a mesh and off it mix (one
+// device), and a helper gather/scatter must be typed on one.
+std::optional<NamedSharding> plain_os(const ArrayType& t, const Array& like) {
+  if (!t.sharding.mesh().empty()) return NamedSharding(t.sharding.mesh(), spec_of(entries_of(t)));
+  const AbstractMesh& m = like.type().sharding.mesh();
+  if (m.empty()) return std::nullopt;
+  return NamedSharding(m, P());
+}
+
+// t with its plain sharding (see plain_os) and dtype d.
+ArrayType plain_type(const ArrayType& t, DType d, const Array& like) {
+  ArrayType r = t;
+  r.dtype = d;
+  r.weak = false;
+  if (auto os = plain_os(t, like)) r.sharding = *os;
+  return r;
+}
+
+// JAX's map between a scatter's dimension numbers and the gather reading back what
+// it writes (_gather_transpose_rule, _scatter_add_transpose_rule).
+GatherDimensionNumbers gather_dims_of(const ScatterDimensionNumbers& d) {
+  return {d.update_window_dims, d.inserted_window_dims, d.scatter_dims_to_operand_dims,
+          d.operand_batching_dims, d.scatter_indices_batching_dims};
+}
+ScatterDimensionNumbers scatter_dims_of(const GatherDimensionNumbers& d) {
+  return {d.offset_dims, d.collapsed_slice_dims, d.start_index_map, d.operand_batching_dims,
+          d.start_indices_batching_dims};
+}
+
+// The gather slice sizes of a scatter's windows: 1 on inserted and batching dims.
+Shape window_sizes(const ScatterDimensionNumbers& d, int orank, const Shape& updates) {
+  Shape s;
+  size_t pos = 0;
+  for (int i = 0; i < orank; ++i)
+    s.push_back(has_dim(d.inserted_window_dims, i) || has_dim(d.operand_batching_dims, i)
+                    ? 1
+                    : updates[static_cast<size_t>(d.update_window_dims[pos++])]);
+  return s;
+}
+
+// x (operand-shaped) read at the elements scatter `s` writes each update element to:
+// updates-shaped, typed like `upd` (0 where an update is dropped out of bounds).
+Array read_back(const Scatter& s, const Array& x, const Array& idx, const ArrayType& upd) {
+  auto g = std::make_shared<Gather>(gather_dims_of(s.dims()),
+                                    window_sizes(s.dims(), x.ndim(), upd.shape), s.mode(), 0.0,
+                                    s.sorted(), s.unique(), plain_os(upd, x));
+  return bind1(g, {x, idx});
+}
+
+// A scatter of kind k with s's dimension numbers and mode, typed like `out`.
+Array scatter_as(const Scatter& s, ScatterKind k, const Array& operand, const Array& idx,
+                 const Array& updates, const ArrayType& out) {
+  return bind1(std::make_shared<Scatter>(k, s.dims(), s.mode(), s.sorted(), s.unique(),
+                                         plain_os(out, operand)),
+               {operand, idx, updates});
+}
+
+// A replicated int32 iota along dim of `shape` on like's mesh (its devices eagerly).
+Array iota_on(const Shape& shape, int dim, const Array& like) {
+  const AbstractMesh& m = like.type().sharding.mesh();
+  if (m.empty()) return broadcasted_iota(DType::Int32, shape, dim);
+  if (!current_trace() && like.sharding().concrete_mesh())
+    return broadcasted_iota(DType::Int32, shape, dim,
+                            NamedSharding(*like.sharding().concrete_mesh(), P()));
+  return broadcasted_iota(DType::Int32, shape, dim, NamedSharding(m, P()));
+}
+
+// 1 + the number of each update window, shared by the window's elements (JAX's
+// update_ids of _scatter_jvp): updates-shaped int32 typed like `upd`.
+Array update_ids(const ScatterDimensionNumbers& d, const ArrayType& upd, const Array& like) {
+  Shape ids = upd.shape;
+  for (int w : d.update_window_dims) ids[static_cast<size_t>(w)] = 1;
+  Array flat = iota_on({numel(ids)}, 0, like);
+  std::vector<int> dims;
+  for (int i = 0; i < upd.ndim(); ++i) dims.push_back(i);
+  auto os = plain_os(upd, like);
+  Array r =
+      broadcast_in_dim(reshape(flat, ids), upd.shape, dims, os ? ShardingArg(*os) : ShardingArg());
+  return r + 1;
+}
+
+}  // namespace
+
+Array gather_along(const Array& x, const Array& idx, int dim, const ArrayType& out) {
+  GatherDimensionNumbers dn;
+  dn.collapsed_slice_dims = {dim};
+  dn.start_index_map = {dim};
+  for (int d = 0; d < x.ndim(); ++d)
+    if (d != dim) {
+      dn.operand_batching_dims.push_back(d);
+      dn.start_indices_batching_dims.push_back(d);
+    }
+  Shape ones(static_cast<size_t>(x.ndim()), 1);
+  return bind1(std::make_shared<Gather>(dn, ones, IndexMode::PromiseInBounds, 0.0, false, false,
+                                        plain_os(out, x)),
+               {x, expand_dims(idx, -1)});
+}
+
+std::vector<Array> Gather::jvp(const std::vector<Array>& primals,
+                               const std::vector<Array>& tangents, std::vector<Array>&) const {
+  if (!tangents[0].valid()) return {Array()};
+  // Out-of-bounds slices are a constant fill: their tangent is 0.
+  auto g =
+      std::make_shared<Gather>(dims_, slice_sizes_, mode_, 0.0, sorted_, unique_, out_sharding_);
+  return {bind1(g, {tangents[0], primals[1]})};
+}
+
+std::vector<Array> Gather::transpose(const std::vector<Array>& cts,
+                                     const std::vector<LinearIn>& ins) const {
+  if (!ins[0].linear()) return {Array(), Array()};
+  // lax's _gather_transpose_rule: scatter_add the cotangent (in its own dtype) into
+  // zeros, in the same mode, so clipped reads add to the clipped element and
+  // filled ones are dropped.
+  const Array& ct = cts[0];
+  ArrayType want = plain_type(ct_type(ins[0].type), ct.dtype(), ct);
+  auto s = std::make_shared<Scatter>(ScatterKind::Add, scatter_dims_of(dims_), mode_, sorted_,
+                                     unique_, plain_os(want, ct));
+  return {bind1(s, {zeros_of(want, ct), ins[1].value, ct}), Array()};
+}
+
+std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents,
+                                std::vector<Array>& outs) const {
+  const Array &x = primals[0], &idx = primals[1], &u = primals[2], &out = outs[0];
+  Array like = ad::first_valid(tangents);
+  auto back = [&](const Array& a) { return read_back(*this, a, idx, u.type()); };
+  auto zeros_out = [&]() { return zeros_of(plain_type(out.type(), out.dtype(), out), out); };
+  switch (kind_) {
+    case ScatterKind::Add:
+    case ScatterKind::Sub:
+      if (!tangents[2].valid()) return {tangents[0]};  // adding constants: dx passes
+      [[fallthrough]];
+    case ScatterKind::Set:
+      // Linear in (operand, updates) for fixed indices; a set picks the same winners
+      // for the tangents as for the primal (the last update wins, deterministically).
+      return ad::rebind(*this, {ad::instantiate(tangents[0], x.type(), like), idx,
+                                ad::instantiate(tangents[2], u.type(), like)});
+    case ScatterKind::Mul: {
+      // out = x * P with P = prod of the updates at each element. JAX needs
+      // unique_indices; here dP = sum_k g_k * E_k with E_k the product of the other
+      // updates at k's element (docs/design/0009): P / u_k when u_k != 0; when u_k
+      // is a zero, the product of the non-zero ones times that of the other zeros:
+      // 1 if there are none, the other zero (as sum of zeros - u_k) if one, else 0.
+      // Each form's own derivatives are E_k's, so the rule is exact to order 2
+      // everywhere (beyond, unless three or more zero updates meet).
+      Array ones = zeros_out() + 1.0;
+      auto add_back = [&](const Array& v) {
+        return back(scatter_as(*this, ScatterKind::Add, zeros_out(), idx, v, out.type()));
+      };
+      Array P = scatter_as(*this, ScatterKind::Mul, ones, idx, u, out.type());
+      Array tx = tangents[0].valid() ? ad::scale(tangents[0], P) : Array();
+      if (!tangents[2].valid()) return {tx};
+      Array is0 = equal(u, 0.0), zero = zeros_like(u);
+      Array safe_u = where(is0, ones_like(u), u);
+      Array num_zeros = add_back(where(is0, ones_like(u), zero));
+      Array other_zero = add_back(where(is0, u, zero)) - u;
+      Array nonzero_prod = back(scatter_as(*this, ScatterKind::Mul, ones, idx, safe_u, out.type()));
+      Array E0 = where(equal(num_zeros, 1.0), nonzero_prod,
+                       where(equal(num_zeros, 2.0), nonzero_prod * other_zero, zero));
+      Array E = where(is0, E0, back(P) / safe_u);
+      Array dP = scatter_as(*this, ScatterKind::Add, zeros_out(), idx, ad::scale(tangents[2], E),
+                            out.type());
+      return {ad::add(tx, ad::scale(dP, x))};
+    }
+    case ScatterKind::Min:
+    case ScatterKind::Max: {
+      // lax's _scatter_extremal_jvp: the updates reaching the extremum, and the
+      // operand when it keeps it, share the tangent evenly. Helper arrays use this
+      // scatter's mode (JAX's use the default fill mode).
+      Array gx = ad::instantiate(tangents[0], x.type(), like);
+      Array gu = ad::instantiate(tangents[2], u.type(), like);
+      Array target = back(out);
+      Array won = equal(u, target), kept = equal(back(x), target);
+      auto count = [&](const Array& v) {
+        return back(scatter_as(*this, ScatterKind::Add, zeros_out(), idx, v, out.type()));
+      };
+      Array num_updates = count(where(won, ones_like(u), zeros_like(u)));
+      Array num_refs = count(ones_like(u));
+      Array share = 1.0 / (num_updates + 1.0);
+      Array upd_coef = where(won, where(kept, share, 1.0 / num_updates), zeros_like(u));
+      // num_refs is 0 only for dropped updates; the guard keeps their (dropped) value finite.
+      Array op_coef = (where(kept, share, zeros_like(u)) - 1.0) / maximum(num_refs, 1.0);
+      Array tu = ad::add(ad::scale(back(gx), op_coef), ad::scale(gu, upd_coef));
+      auto s = std::make_shared<Scatter>(ScatterKind::Add, dims_, mode_, sorted_, unique_,
+                                         plain_os(out.type(), out));
+      return {bind1(s, {gx, idx, tu})};
+    }
+  }
+  return {Array()};
+}
+
+std::vector<Array> Scatter::transpose(const std::vector<Array>& cts,
+                                      const std::vector<LinearIn>& ins) const {
+  const Array& ct = cts[0];
+  const ArrayType& ut = ins[2].type;
+  std::vector<Array> out(3);
+  auto back = [&](const Array& a) { return read_back(*this, a, ins[1].value, ut); };
+  switch (kind_) {
+    case ScatterKind::Add:
+    case ScatterKind::Sub:
+      if (ins[0].linear()) out[0] = ct;
+      if (ins[2].linear()) out[2] = kind_ == ScatterKind::Sub ? ad::negate(back(ct)) : back(ct);
+      return out;
+    case ScatterKind::Set: {
+      // The operand's elements that some update overwrote get no cotangent; of the
+      // updates landing on one element only the winner (the last) gets one, found as
+      // JAX's _scatter_jvp does: scatter window ids, read them back, compare.
+      if (ins[0].linear())
+        out[0] = scatter_as(*this, ScatterKind::Set, ct, ins[1].value,
+                            zeros_of(plain_type(ut, ct.dtype(), ct), ct), ct_type(ins[0].type));
+      if (ins[2].linear()) {
+        Array ids = update_ids(dims_, ut, ct);
+        Array scattered = scatter_as(*this, ScatterKind::Set,
+                                     zeros_of(plain_type(ins[0].type, DType::Int32, ct), ct),
+                                     ins[1].value, ids, ins[0].type);
+        Array g = back(ct);
+        out[2] = where(equal(back(scattered), ids), g, zeros_like(g));
+      }
+      return out;
+    }
+    case ScatterKind::Mul:
+      // Linear in the operand only: x * P transposes to ct * P.
+      if (ins[2].linear()) return Primitive::transpose(cts, ins);
+      if (ins[0].linear()) {
+        Array u = ins[2].value;
+        if (u.dtype() != ct.dtype()) u = astype(u, ct.dtype());
+        out[0] = scatter_as(*this, ScatterKind::Mul, ct, ins[1].value, u, ct_type(ins[0].type));
+      }
+      return out;
+    default:
+      return Primitive::transpose(cts, ins);
+  }
 }
 
 }  // namespace tsr::prim

@@ -38,6 +38,8 @@ class Gather : public detail::Primitive {
   double fill() const { return fill_; }
   const char* name() const override { return "gather"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -70,8 +72,14 @@ class Scatter : public detail::Primitive {
   const ScatterDimensionNumbers& dims() const { return dims_; }
   /** Out-of-bounds mode. */
   IndexMode mode() const { return mode_; }
+  /** The indices_are_sorted hint. */
+  bool sorted() const { return sorted_; }
+  /** The unique_indices hint. */
+  bool unique() const { return unique_; }
   const char* name() const override;
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -84,5 +92,10 @@ class Scatter : public detail::Primitive {
   bool sorted_, unique_;
   std::optional<NamedSharding> out_sharding_;
 };
+
+/** x's elements at `idx` along `dim` (take_along_axis without broadcasting): idx has
+ *  x's shape except along dim, and the result is typed `out` (sharding included).
+ *  The jvps of sort and top_k route tangents through their permutation with it. */
+Array gather_along(const Array& x, const Array& idx, int dim, const ArrayType& out);
 
 }  // namespace tsr::prim

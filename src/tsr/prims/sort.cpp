@@ -3,7 +3,10 @@
 // table is gathered (replicated) for the kernel and the output follows the queries.
 #include "tsr/prims/sort.h"
 
+#include "tsr/core/trace.h"
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/gather_scatter.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -11,6 +14,10 @@ using namespace tsr::detail;
 namespace {
 bool register_all() {
   for (const char* n : {"sort", "top_k", "searchsorted"}) register_primitive(n);
+  declare_ad("sort", AdKind::Differentiable);
+  declare_ad("top_k", AdKind::Differentiable);
+  declare_ad("searchsorted", AdKind::NonDifferentiable,
+             "int32 insertion indices have no tangent space");
   return true;
 }
 const bool registered = register_all();
@@ -140,6 +147,44 @@ Lowering SearchSorted::partition(const std::vector<ArrayType>& in,
 
 std::string SearchSorted::params() const {
   return std::string("side=") + (right_ ? "'right'" : "'left'");
+}
+
+// ---- autodiff rules ----------------------------------------------------------------
+// lax's _sort_jvp and _top_k_jvp: tangents follow the values through the permutation
+// (a gather along the sorted dim); integer operands and top_k's indices get none.
+
+std::vector<Array> Sort::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                             std::vector<Array>& outs) const {
+  // One sort with an iota appended gives the outputs and the permutation; the iota
+  // takes the operands' layout, since sort wants equal shardings.
+  const Array& x = primals[0];
+  const ArrayType& t = x.type();
+  Array iota;
+  if (t.sharding.mesh().empty()) {
+    iota = broadcasted_iota(DType::Int32, x.shape(), dimension_);
+  } else {
+    PartitionSpec spec = spec_of(entries_of(t));
+    bool concrete = !current_trace() && x.sharding().concrete_mesh();
+    iota = broadcasted_iota(DType::Int32, x.shape(), dimension_,
+                            concrete ? NamedSharding(*x.sharding().concrete_mesh(), spec)
+                                     : NamedSharding(t.sharding.mesh(), spec));
+  }
+  std::vector<Array> in = primals;
+  in.push_back(iota);
+  std::vector<Array> r =
+      detail::bind(std::make_shared<Sort>(dimension_, is_stable_, num_keys_), in);
+  Array perm = r.back();
+  r.pop_back();
+  outs = r;
+  std::vector<Array> touts(primals.size());
+  for (size_t i = 0; i < primals.size(); ++i)
+    if (tangents[i].valid()) touts[i] = gather_along(tangents[i], perm, dimension_, outs[i].type());
+  return touts;
+}
+
+std::vector<Array> TopK::jvp(const std::vector<Array>&, const std::vector<Array>& tangents,
+                             std::vector<Array>& outs) const {
+  return {gather_along(tangents[0], outs[1], outs[0].ndim() - 1, outs[0].type()), Array()};
 }
 
 }  // namespace tsr::prim
