@@ -571,9 +571,10 @@ std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
       auto add_back = [&](const Array& v) {
         return back(scatter_as(*this, ScatterKind::Add, zeros_out(), idx, v, out.type()));
       };
-      Array P = scatter_as(*this, ScatterKind::Mul, ones, idx, u, out.type());
-      Array tx = tangents[0].valid() ? ad::scale(tangents[0], P) : Array();
+      // In the operand it is linear: JAX's rule, scatter_mul of the tangent.
+      Array tx = tangents[0].valid() ? ad::rebind(*this, {tangents[0], idx, u})[0] : Array();
       if (!tangents[2].valid()) return {tx};
+      Array P = scatter_as(*this, ScatterKind::Mul, ones, idx, u, out.type());
       Array is0 = equal(u, 0.0), zero = zeros_like(u);
       Array safe_u = where(is0, ones_like(u), u);
       Array num_zeros = add_back(where(is0, ones_like(u), zero));
