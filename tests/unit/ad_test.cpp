@@ -106,6 +106,33 @@ TEST(Ad, Jacobians) {
   EXPECT_EQ(vec(h), (std::vector<float>{6, 0, 0, 0, 12, 0, 0, 0, 18}));
 }
 
+// JAX's values at points where the math has no derivative.
+TEST(Ad, NonDifferentiablePointsFollowJax) {
+  Array z = array<float>({0.f, -1.f});
+  EXPECT_EQ(vec(grad([](const Array& x) { return sum(abs(x)); })(z)), (std::vector<float>{1, -1}));
+  // max/min split ties evenly: relu at 0 is 0.5, maximum(x, x) is 1 (0.5 + 0.5).
+  EXPECT_EQ(vec(grad([](const Array& x) { return sum(maximum(x, 0.0)); })(z)),
+            (std::vector<float>{0.5f, 0.f}));
+  EXPECT_EQ(vec(grad([](const Array& x) { return sum(maximum(x, x)); })(z)),
+            (std::vector<float>{1.f, 1.f}));
+  // reduce_max shares the tangent among the locations of the maximum.
+  EXPECT_EQ(vec(grad([](const Array& x) { return max(x); })(array<float>({3.f, 1.f, 3.f}))),
+            (std::vector<float>{0.5f, 0.f, 0.5f}));
+  // floor/round/sign: zero; sort/top_k: the tangent follows its element.
+  EXPECT_EQ(vec(grad([](const Array& x) { return sum(floor(x) + sign(x)); })(z)),
+            (std::vector<float>{0.f, 0.f}));
+  Array x = array<float>({3.f, 1.f, 2.f});
+  auto [s, ts] = jvp([](const Array& x) { return sort(x); }, x, array<float>({10.f, 20.f, 30.f}));
+  EXPECT_EQ(vec(ts), (std::vector<float>{20, 30, 10}));
+  auto [v, tv] = jvp([](const Array& x) { return top_k(x, 2).first; }, x,
+                     array<float>({10.f, 20.f, 30.f}));
+  EXPECT_EQ(vec(tv), (std::vector<float>{10, 30}));
+  // pow at x = 0 with y = 0: no NaN (JAX's _replace_zero).
+  EXPECT_EQ(vec(grad([](const Array& y) { return sum(power(array<float>({0.f}), y)); })(
+                array<float>({2.f}))),
+            (std::vector<float>{0.f}));
+}
+
 // ---- compositions, sharded, eager and jitted -------------------------------------
 
 class AdSharded : public ::testing::Test {
@@ -200,6 +227,41 @@ TEST(AdShardings, ReducedInputGetsAnUnreducedCotangent) {
   EXPECT_EQ(reshard(g, P()).to_vector<float>(), g1.to_vector<float>());
   std::string text = make_jaxpr(grad(loss), wr, x);
   EXPECT_EQ(text.find("all_reduce"), std::string::npos) << text;
+}
+
+// The transpose of a broadcast over a sharded dimension is a reduction typed like
+// the operand; reshard's transpose reshards back; both print in the program.
+TEST(AdShardings, BroadcastAndReshardTransposes) {
+  Mesh mesh = make_mesh({8}, {"x"});
+  MeshScope scope(mesh);
+  Array b = device_put(array<float>({1.f, 2.f, 3.f, 4.f}), P());
+  auto f = [](const Array& b) {
+    Array full = broadcast_in_dim(b, {16, 4}, {1}, P("x", nullptr));
+    return sum(reshard(full * full, P(nullptr, nullptr)));
+  };
+  Array g = grad(f)(b);
+  EXPECT_EQ(typeof(g).str(), "f32[4]");
+  EXPECT_EQ(vec(g), (std::vector<float>{32, 64, 96, 128}));
+  std::string text = make_jaxpr(grad(f), b);
+  EXPECT_NE(text.find("reshard[dst_sharding=P('x', None)]"), std::string::npos) << text;
+  EXPECT_NE(text.find("reduce_sum[axes=(0,)"), std::string::npos) << text;
+  Array gs = grad([](const Array& x) { return sum(reshard(x, P()) * 2.0); })(
+      device_put(iota({16}), P("x")));
+  EXPECT_EQ(typeof(gs).str(), "f32[16@x]");
+}
+
+TEST(AdShardings, CustomVjpBwdWithTheWrongSharding) {
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope(mesh);
+  auto f = custom_vjp([](const Array& x) { return x * 2.0; },
+                      [](const Array& x) { return std::make_pair(x * 2.0, std::tuple<>()); },
+                      [](const std::tuple<>&, const Array& g) {
+                        return std::make_tuple(reshard(g, P("x")));
+                      });
+  std::string e = error_of<ValueError>(
+      [&] { (void)grad([&](const Array& x) { return sum(f(x)); })(device_put(zeros({4}), P())); });
+  EXPECT_HAS(e, "so the shardings do not match");
+  EXPECT_HAS(e, "reshard(ct, typeof(x).sharding)");
 }
 
 // ---- custom rules and checkpoint ------------------------------------------------
