@@ -175,6 +175,20 @@ TEST_F(AdSharded, LinearTransposeOfLinearize) {
   expect_near(x1 * (2.0 / 16), ct, 1e-6);
   auto [ct_j] = jit([&](const Array& c) { return f_t(c); })(scalar(1.f));
   expect_near(x1 * (2.0 / 16), ct_j, 1e-6);
+  // The linear function jits like any other (its residuals are captured constants).
+  Array t = ones_like(x);
+  expect_near(f_jvp(t), jit(f_jvp)(t), 1e-7);
+  EXPECT_NEAR(jit(f_jvp)(t).item<float>(), mean(x1 * 2.0).item<float>(), 1e-6);
+}
+
+// A transform inside jit closes over the jit's traced values.
+TEST_F(AdSharded, ClosureCaptureOfOuterTracedValues) {
+  auto outer = jit([](const Array& x, const Array& y) {
+    return grad([&](const Array& w) { return sum(w * y * y); })(x);
+  });
+  Array y = x * 3.0;
+  expect_near(square(x1 * 3.0), outer(x, y), 1e-5);
+  EXPECT_EQ(typeof(outer(x, y)).str(), "f32[16@x]");
 }
 
 // The gradient of a data-parallel loss equals the one-device gradient and has each
@@ -326,6 +340,20 @@ TEST(AdCustom, CustomVjpBwdTypeErrors) {
                               });
   e = error_of<ValueError>([&] { (void)grad([&](const Array& x) { return sum(bad_dtype(x)); })(x); });
   EXPECT_HAS(e, "so the dtypes do not match");
+}
+
+TEST(AdCustom, CustomVjpBwdWithTheWrongNumberOfCotangents) {
+  std::vector<Array> xs = {array<float>({1.f}), array<float>({2.f})};
+  auto f = custom_vjp(
+      [](const std::vector<Array>& v) { return v[0] * v[1]; },
+      [](const std::vector<Array>& v) { return std::make_pair(v[0] * v[1], v); },
+      [](const std::vector<Array>& v, const Array& g) {
+        return std::make_tuple(std::vector<Array>{g * v[1]});  // one cotangent for two leaves
+      });
+  std::string e = error_of<TypeError>(
+      [&] { (void)grad([&](const std::vector<Array>& v) { return sum(f(v)); })(xs); });
+  EXPECT_HAS(e, "Custom VJP bwd rule must produce an output with the same container (pytree) "
+                "structure as the args tuple of the primal function");
 }
 
 TEST(AdCustom, CheckpointRecomputesInTheBackwardPass) {
