@@ -510,10 +510,12 @@ Array div_(const Array& a, const Array& b) {
                             "does not depend on the inputs.");
 }
 
-// _balanced_eq(x, z, y): 1 where x == z, halved where y == z too (ties split).
+// _balanced_eq(x, z, y): 1 where x == z, halved where y == z too (ties split). As
+// masks over scalars, so no full-size constants are made.
 Array balanced_eq(const Array& x, const Array& z, const Array& y) {
-  Array one = ones_like(z), zero = zeros_like(z);
-  return where(equal(x, z), one, zero) / where(equal(y, z), full_like(z, 2), one);
+  Array mx = convert_element_type(equal(x, z), z.dtype());
+  Array my = convert_element_type(equal(y, z), z.dtype());
+  return mx / (my + 1.0);
 }
 
 }  // namespace

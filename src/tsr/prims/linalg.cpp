@@ -303,7 +303,9 @@ namespace {
 // lax's _dot_general_transpose_lhs: the cotangent of x is g contracted with y over
 // y's free dims (and batched over the batch dims), then permuted to x's layout. The
 // dot's out_sharding is x's cotangent sharding in that order, so the partitioner adds
-// whatever reduction a sharded batch needs and the result has x's sharding.
+// whatever reduction a sharded batch needs and the result has x's sharding. The dot
+// takes (g, y) or (y, g), whichever order leaves the result in x's layout, so a
+// weight's gradient (contracted over the batch) needs no transpose afterwards.
 Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
                     const std::vector<int>& x_contract, const std::vector<int>& y_contract,
                     const std::vector<int>& x_batch, const std::vector<int>& y_batch,
@@ -315,19 +317,34 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
   for (int i = 0; i < nb; ++i) ans_batch.push_back(i);
   int y_start = swap_ans ? nb : nb + static_cast<int>(x_kept.size());
   for (size_t i = 0; i < y_kept.size(); ++i) ans_y.push_back(y_start + static_cast<int>(i));
-  // x_contract sorted by y_contract.
+  // x_contract sorted by y_contract: the order y's free dims come out in.
   std::vector<size_t> order(y_contract.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return y_contract[a] < y_contract[b]; });
-  std::vector<int> unsorted = x_batch;
-  unsorted.insert(unsorted.end(), x_kept.begin(), x_kept.end());
-  for (size_t i : order) unsorted.push_back(x_contract[i]);
+  std::vector<int> x_csorted;
+  for (size_t i : order) x_csorted.push_back(x_contract[i]);
+  // dot(g, y) gives (batch, x_kept, x_csorted); dot(y, g) gives (batch, x_csorted, x_kept).
+  std::vector<int> gy = x_batch, yg = x_batch;
+  gy.insert(gy.end(), x_kept.begin(), x_kept.end());
+  gy.insert(gy.end(), x_csorted.begin(), x_csorted.end());
+  yg.insert(yg.end(), x_csorted.begin(), x_csorted.end());
+  yg.insert(yg.end(), x_kept.begin(), x_kept.end());
+  auto identity = [](const std::vector<int>& v) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] != static_cast<int>(i)) return false;
+    return true;
+  };
+  bool swap = !identity(gy) && identity(yg);
+  const std::vector<int>& unsorted = swap ? yg : gy;
   std::vector<int> out_axes(unsorted.size());
-  for (size_t i = 0; i < unsorted.size(); ++i) out_axes[static_cast<size_t>(unsorted[i])] = static_cast<int>(i);
+  for (size_t i = 0; i < unsorted.size(); ++i)
+    out_axes[static_cast<size_t>(unsorted[i])] = static_cast<int>(i);
   ArrayType want = ct_type(x);
   Array g = g0.dtype() == y.dtype() ? g0 : astype(g0, y.dtype());
-  DotDims dims{ans_y, y_kept, ans_batch, y_batch};
+  DotDims dims = swap ? DotDims{y_kept, ans_y, y_batch, ans_batch}
+                      : DotDims{ans_y, y_kept, ans_batch, y_batch};
+  std::vector<Array> ops = swap ? std::vector<Array>{y, g} : std::vector<Array>{g, y};
   std::optional<NamedSharding> os;
   if (!want.sharding.mesh().empty()) {
     auto xe = entries_of(want);
@@ -340,14 +357,15 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
   }
   Array r;
   try {
-    r = bind1(std::make_shared<DotGeneral>(dims, os, y.dtype()), {g, y});
+    r = bind1(std::make_shared<DotGeneral>(dims, os, y.dtype()), ops);
   } catch (const Error&) {
     // An unreduced cotangent the contraction cannot produce directly: compute it
     // replicated on those axes; the pass reshards it to its type.
     std::optional<NamedSharding> plain;
     if (os) plain = NamedSharding(os->mesh(), PartitionSpec(os->spec().entries()));
-    r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), {g, y});
+    r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), ops);
   }
+  if (identity(out_axes)) return r;
   return bind1(std::make_shared<Transpose>(out_axes), {r});
 }
 
