@@ -670,15 +670,25 @@ std::vector<Array> Split::jvp(const std::vector<Array>& primals, const std::vect
 }
 std::vector<Array> Split::transpose(const std::vector<Array>& cts,
                                     const std::vector<LinearIn>& ins) const {
+  // The pieces' cotangents share one sharding (split's rule keeps the operand's);
+  // a missing one is zeros of that sharding, or replicated when it does not divide.
   Array like = ad::first_valid(cts);
   std::vector<Array> pieces;
   for (size_t i = 0; i < cts.size(); ++i) {
-    ArrayType t = like.type();
-    t.shape = ins[0].type.shape;
-    t.shape[axis_] = sizes_[i];
-    pieces.push_back(cts[i].valid() ? cts[i] : zeros_of(t, like));
+    Shape s = ins[0].type.shape;
+    s[axis_] = sizes_[i];
+    pieces.push_back(cts[i].valid() ? cts[i] : ad::zeros_shaped(s, like));
   }
-  return {bind1(std::make_shared<Concatenate>(axis_), pieces)};
+  try {
+    return {bind1(std::make_shared<Concatenate>(axis_), pieces)};
+  } catch (const ShardingTypeError&) {
+    const ArrayType& t = like.type();
+    NamedSharding rep = t.sharding.with_spec(PartitionSpec(
+        {}, t.sharding.spec().unreduced(), t.sharding.spec().reduced(), t.sharding.spec().unreduced_kind()));
+    for (auto& p : pieces)
+      p = bind1(std::make_shared<Reshard>(rep.normalized(p.ndim()), std::nullopt), {p});
+    return {bind1(std::make_shared<Concatenate>(axis_), pieces)};
+  }
 }
 
 std::vector<Array> Rev::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
@@ -722,11 +732,13 @@ std::vector<Array> DynamicUpdateSlice::transpose(const std::vector<Array>& cts,
   for (size_t i = 2; i < ins.size(); ++i) idx.push_back(ins[i].value);
   std::vector<Array> out(ins.size());
   if (ins[0].linear()) {
-    ArrayType ut = ct.type();
-    ut.shape = ins[1].type.shape;
-    std::vector<Array> in = {ct, zeros_of(ut, ct)};
-    in.insert(in.end(), idx.begin(), idx.end());
-    out[0] = bind1(std::make_shared<DynamicUpdateSlice>(), in);
+    out[0] = ad::or_replicated(
+        [&](const Array& c) {
+          std::vector<Array> in = {c, ad::zeros_shaped(ins[1].type.shape, c)};
+          in.insert(in.end(), idx.begin(), idx.end());
+          return bind1(std::make_shared<DynamicUpdateSlice>(), in);
+        },
+        ct);
   }
   if (ins[1].linear()) {
     std::vector<Array> in = {ct};

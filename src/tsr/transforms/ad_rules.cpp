@@ -222,6 +222,18 @@ Array or_replicated(const std::function<Array(const Array&)>& f, const Array& x)
                  {x}));
 }
 
+Array zeros_shaped(const Shape& shape, const Array& like) {
+  ArrayType t = like.type();
+  t.shape = shape;
+  try {
+    t.sharding.normalized(t.ndim()).shard_shape(shape);
+  } catch (const Error&) {
+    const PartitionSpec& s = t.sharding.spec();
+    t.sharding = t.sharding.with_spec(PartitionSpec({}, s.unreduced(), s.reduced(), s.unreduced_kind()));
+  }
+  return zeros_of(t, like);
+}
+
 Array zeros_ct(const LinearIn& in, const Array& like) { return zeros_of(ct_type(in.type), like); }
 
 }  // namespace tsr::detail::ad

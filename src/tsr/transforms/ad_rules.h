@@ -41,6 +41,9 @@ Array broadcast_to_type(const Array& x, const ArrayType& want, const std::vector
  *  unreduced/reduced sets): transposes of shape ops use it where the primal's sharding
  *  does not carry over to the cotangent's shape. */
 Array or_replicated(const std::function<Array(const Array&)>& f, const Array& x);
+/** Zeros of `shape` with like's dtype and sharding (replicated when that sharding
+ *  does not divide the shape). */
+Array zeros_shaped(const Shape& shape, const Array& like);
 /** Zeros of exactly the cotangent type of an input. */
 Array zeros_ct(const LinearIn& in, const Array& like);
 /** "" when `got` may stand for `want` (weak flags ignored), else JAX's tail naming
