@@ -164,6 +164,21 @@ TEST_F(AdSharded, GradOfGradAndJvpOfGrad) {
   expect_near(cos(x1), gx, 1e-6);
   expect_near(neg(sin(x1)), tg, 1e-6);
   EXPECT_EQ(typeof(tg).str(), "f32[16@x]");
+  auto jg = jit([&](const Array& x) { return jvp(grad(f), x, ones_like(x)); });
+  auto [gj, tj] = jg(x);
+  expect_near(cos(x1), gj, 1e-6);
+  expect_near(neg(sin(x1)), tj, 1e-6);
+}
+
+// Symbolic zeros: the branch that does not depend on the differentiated argument
+// leaves no trace in the gradient's program.
+TEST(Ad, UnusedBranchesCostNothing) {
+  Array x = array<float>({1.f, 2.f}), y = array<float>({3.f, 4.f});
+  auto f = [](const Array& x, const Array& y) { return sum(x * 2.0) + sum(tanh(exp(y))); };
+  std::string text = make_jaxpr(grad(f), x, y);
+  EXPECT_EQ(text.find("exp"), std::string::npos) << text;
+  EXPECT_EQ(text.find("tanh"), std::string::npos) << text;
+  EXPECT_EQ(vec(grad(f)(x, y)), (std::vector<float>{2, 2}));
 }
 
 TEST_F(AdSharded, LinearTransposeOfLinearize) {
