@@ -121,6 +121,23 @@ auto unwrap_one(Sel&& s) {
 /** The TypeError of a custom_vjp bwd whose result has the wrong number of leaves. */
 [[noreturn]] void bwd_structure_error(const std::string& fn, const std::string& got,
                                       size_t want_leaves);
+/** f as a function of flat leaves: rebuilds the argument tuple Tup from the leaves,
+ *  calls f and flattens its result, remembering the result's structure in `out`. */
+template <class F, class Tup>
+struct FlatCall {
+  const F& f;                          /**< the function */
+  const tree::Structure& in;           /**< the argument tuple's structure */
+  std::optional<tree::Structure> out;  /**< the result's, once called */
+  /** The flat function (valid while this object lives). */
+  FlatFn fn() {
+    return [this](const std::vector<Array>& l) {
+      auto [rl, rst] = tree::flatten(std::apply(f, tree::unflatten<Tup>(in, l)));
+      out = rst;
+      return rl;
+    };
+  }
+};
+
 /** Checks a tree structure given to a derivative function against the expected one. */
 void check_structure(const tree::Structure& want, const tree::Structure& got, const char* api,
                      const char* what);
@@ -236,15 +253,9 @@ auto jvp(const F& f, const std::tuple<Args...>& primals, const std::tuple<Args..
   auto [pl, pst] = tree::flatten(primals);
   auto [tl, tst] = tree::flatten(tangents);
   detail::check_structure(pst, tst, "jvp", "tangents");
-  std::optional<tree::Structure> out_st;
-  detail::FlatFn ff = [&](const std::vector<Array>& l) {
-    auto r = std::apply(f, tree::unflatten<Tup>(pst, l));
-    auto [rl, rst] = tree::flatten(r);
-    out_st = rst;
-    return rl;
-  };
-  auto [o, t] = detail::jvp_flat(ff, pl, tl);
-  return std::make_pair(tree::unflatten<R>(*out_st, o), tree::unflatten<R>(*out_st, t));
+  detail::FlatCall<F, Tup> call{f, pst, {}};
+  auto [o, t] = detail::jvp_flat(call.fn(), pl, tl);
+  return std::make_pair(tree::unflatten<R>(*call.out, o), tree::unflatten<R>(*call.out, t));
 }
 
 /** jvp of a function of one Array: jvp(f, x, t). */
@@ -283,15 +294,10 @@ auto linearize(const F& f, const Args&... primals) {
   using R = std::decay_t<decltype(f(primals...))>;
   using Tup = std::tuple<Args...>;
   auto [pl, pst] = tree::flatten(Tup(primals...));
-  std::optional<tree::Structure> out_st;
-  detail::FlatFn ff = [&](const std::vector<Array>& l) {
-    auto r = std::apply(f, tree::unflatten<Tup>(pst, l));
-    auto [rl, rst] = tree::flatten(r);
-    out_st = rst;
-    return rl;
-  };
-  auto [o, m] = detail::linearize_flat(ff, pl);
-  return std::make_pair(tree::unflatten<R>(*out_st, o), LinearizedFn<R, Args...>(m, pst, *out_st));
+  detail::FlatCall<F, Tup> call{f, pst, {}};
+  auto [o, m] = detail::linearize_flat(call.fn(), pl);
+  return std::make_pair(tree::unflatten<R>(*call.out, o),
+                        LinearizedFn<R, Args...>(m, pst, *call.out));
 }
 
 /** The function vjp returns: a cotangent of the output -> one cotangent per argument
@@ -324,16 +330,10 @@ auto vjp(const F& f, const Args&... primals) {
   using R = std::decay_t<decltype(f(primals...))>;
   using Tup = std::tuple<Args...>;
   auto [pl, pst] = tree::flatten(Tup(primals...));
-  std::optional<tree::Structure> out_st;
-  detail::FlatFn ff = [&](const std::vector<Array>& l) {
-    auto r = std::apply(f, tree::unflatten<Tup>(pst, l));
-    auto [rl, rst] = tree::flatten(r);
-    out_st = rst;
-    return rl;
-  };
-  auto [o, m] = detail::vjp_flat(ff, pl);
-  return std::make_pair(tree::unflatten<R>(*out_st, o),
-                        VjpFn<R, Args...>(m, pst, *out_st, "vjp"));
+  detail::FlatCall<F, Tup> call{f, pst, {}};
+  auto [o, m] = detail::vjp_flat(call.fn(), pl);
+  return std::make_pair(tree::unflatten<R>(*call.out, o),
+                        VjpFn<R, Args...>(m, pst, *call.out, "vjp"));
 }
 
 /** jax.vjp(..., has_aux=True): (value, vjp_fn, aux) for f returning (value, aux). */
@@ -374,15 +374,9 @@ auto linear_transpose(const F& f, const Args&... primals) {
   auto [pl, pst] = tree::flatten(Tup(primals...));
   std::vector<ArrayType> types;
   for (const auto& a : pl) types.push_back(a.type());
-  std::optional<tree::Structure> out_st;
-  detail::FlatFn ff = [&](const std::vector<Array>& l) {
-    auto r = std::apply(f, tree::unflatten<Tup>(pst, l));
-    auto [rl, rst] = tree::flatten(r);
-    out_st = rst;
-    return rl;
-  };
-  auto m = detail::linear_transpose_flat(ff, types);
-  return VjpFn<R, Args...>(m, pst, *out_st, "linear_transpose");
+  detail::FlatCall<F, Tup> call{f, pst, {}};
+  auto m = detail::linear_transpose_flat(call.fn(), types);
+  return VjpFn<R, Args...>(m, pst, *call.out, "linear_transpose");
 }
 
 /** The callable jacfwd / jacrev return. */
@@ -618,13 +612,9 @@ class CheckpointFn {
     using R = std::decay_t<decltype((*f_)(args...))>;
     using Tup = std::tuple<Args...>;
     auto [l, st] = tree::flatten(Tup(args...));
-    std::optional<tree::Structure> out_st;
-    detail::FlatFn ff = [&](const std::vector<Array>& lv) {
-      auto [rl, rst] = tree::flatten(std::apply(*f_, tree::unflatten<Tup>(st, lv)));
-      out_st = rst;
-      return rl;
-    };
-    return tree::unflatten<R>(*out_st, detail::checkpoint_call(ff, l, name_));
+    detail::FlatCall<F, Tup> call{*f_, st, {}};
+    std::vector<Array> outs = detail::checkpoint_call(call.fn(), l, name_);
+    return tree::unflatten<R>(*call.out, outs);
   }
 
  private:

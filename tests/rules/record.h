@@ -80,6 +80,15 @@ const std::vector<MeshCase>& meshes();
 /** True when every axis p names is one of the mesh's. */
 bool mesh_has(const MeshCase& m, const tsr::PartitionSpec& p);
 
+/** Makes input k of a record at a placement (the driver's `make`, or gradients' own). */
+using MakeInput = std::function<tsr::Array(const In&, int, const tsr::Placement&)>;
+/** Runs `body(inputs, what)` on every mesh and spec combination of `rec` whose axes
+ *  the mesh has and whose inputs it divides, with the mesh as the context mesh;
+ *  `what` names the record, mesh and specs. body returns false to stop. Returns how
+ *  many layouts ran. */
+int for_each_layout(const Record& rec, const MakeInput& make_input,
+                    const std::function<bool(const std::vector<tsr::Array>&, const std::string&)>& body);
+
 /** gtest prints a record by its name (ctest lists it instead of a byte dump). */
 inline void PrintTo(const Record& r, std::ostream* os) { *os << r.name; }
 

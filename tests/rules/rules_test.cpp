@@ -75,6 +75,33 @@ const std::vector<MeshCase>& meshes() {
   return m;
 }
 
+int for_each_layout(const Record& rec, const MakeInput& make_input,
+                    const std::function<bool(const std::vector<Array>&, const std::string&)>& body) {
+  int ran = 0;
+  for (const auto& m : meshes()) {
+    Mesh mesh = make_mesh(m.sizes, m.names);
+    MeshScope scope(mesh);
+    for (const auto& combo : rec.specs) {
+      bool ok = true;
+      for (const auto& p : combo) ok = ok && mesh_has(m, p);
+      if (!ok) continue;
+      std::vector<Array> in;
+      try {
+        for (size_t i = 0; i < rec.inputs.size(); ++i)
+          in.push_back(make_input(rec.inputs[i], static_cast<int>(i),
+                                  i < combo.size() ? Placement(combo[i]) : Placement(P())));
+      } catch (const IndivisibleError&) {
+        continue;  // this mesh does not divide the shape
+      }
+      std::string what = rec.name + " on " + m.label + " with";
+      for (const auto& p : combo) what += " " + p.repr();
+      ++ran;
+      if (!body(in, what)) return ran;
+    }
+  }
+  return ran;
+}
+
 bool mesh_has(const MeshCase& m, const PartitionSpec& p) {
   for (const auto& a : p.partition_axes())
     if (std::find(m.names.begin(), m.names.end(), a) == m.names.end()) return false;
@@ -162,32 +189,15 @@ void expect_jit_refuses(const Record& rec, const std::vector<Array>& in, const s
 
 // A record every rule must refuse: eager and jit alike, on every mesh.
 void run_refusals(const Record& rec) {
-  int ran = 0;
-  for (const auto& m : meshes()) {
-    Mesh mesh = make_mesh(m.sizes, m.names);
-    MeshScope scope(mesh);
-    for (const auto& combo : rec.specs) {
-      bool ok = true;
-      for (const auto& p : combo) ok = ok && mesh_has(m, p);
-      if (!ok) continue;
-      std::vector<Array> in;
-      try {
-        for (size_t i = 0; i < rec.inputs.size(); ++i)
-          in.push_back(make(rec.inputs[i], static_cast<int>(i),
-                            i < combo.size() ? Placement(combo[i]) : Placement(P())));
-      } catch (const IndivisibleError&) {
-        continue;  // this mesh does not divide the shape
-      }
-      std::string what = rec.name + " on " + m.label;
-      try {
-        rec.fn(in);
-        ADD_FAILURE() << what << ": expected the rule to refuse";
-      } catch (const Error& e) {
-        expect_jit_refuses(rec, in, e.what(), what);
-      }
-      ++ran;
+  int ran = for_each_layout(rec, make, [&](const std::vector<Array>& in, const std::string& what) {
+    try {
+      rec.fn(in);
+      ADD_FAILURE() << what << ": expected the rule to refuse";
+    } catch (const Error& e) {
+      expect_jit_refuses(rec, in, e.what(), what);
     }
-  }
+    return true;
+  });
   EXPECT_GT(ran, 0) << rec.name << ": no mesh/spec combination ran";
 }
 
@@ -204,52 +214,34 @@ TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
   std::vector<std::vector<double>> want;
   for (const auto& o : oracle) want.push_back(o.to_vector<double>());
   oracle_scope.reset();
-  int ran = 0;
-  for (const auto& m : meshes()) {
-    Mesh mesh = make_mesh(m.sizes, m.names);
-    MeshScope scope(mesh);
-    for (const auto& combo : rec.specs) {
-      bool ok = true;
-      for (const auto& p : combo) ok = ok && mesh_has(m, p);
-      if (!ok) continue;
-      std::vector<Array> in;
-      try {
-        for (size_t i = 0; i < rec.inputs.size(); ++i)
-          in.push_back(make(rec.inputs[i], static_cast<int>(i),
-                            i < combo.size() ? Placement(combo[i]) : Placement(P())));
-      } catch (const IndivisibleError&) {
-        continue;  // this mesh does not divide the shape
-      }
-      std::string what = rec.name + " on " + m.label + " with";
-      for (const auto& p : combo) what += " " + p.repr();
-      auto jitted = jit([&](const std::vector<Array>& a) { return rec.fn(a); });
-      std::vector<Array> eager;
-      try {
-        eager = rec.fn(in);
-      } catch (const Error& e) {
-        // The rule refuses this layout (a sharding rule, or divisibility): jit must
-        // refuse it with the same words.
-        if (!dynamic_cast<const ShardingTypeError*>(&e) &&
-            !dynamic_cast<const IndivisibleError*>(&e))
-          throw;
-        expect_jit_refuses(rec, in, e.what(), what);
-        continue;
-      }
-      ASSERT_EQ(eager.size(), want.size()) << what;
-      std::vector<Array> traced = jitted(in);
-      ASSERT_EQ(traced.size(), want.size()) << what;
-      for (size_t k = 0; k < want.size(); ++k) {
-        expect_close(want[k], eager[k].to_vector<double>(), rec.rtol, what + " (eager)");
-        expect_layout(eager[k], want[k], rec.rtol, what + " (eager)");
-        EXPECT_EQ(typeof(traced[k]).str(), typeof(eager[k]).str()) << what << " jit vs eager";
-        expect_close(want[k], traced[k].to_vector<double>(), rec.rtol, what + " (jit)");
-        EXPECT_EQ(typeof(oracle[k]).shape, typeof(eager[k]).shape) << what;
-        EXPECT_EQ(typeof(oracle[k]).dtype, typeof(eager[k]).dtype) << what;
-        if (::testing::Test::HasFailure()) return;
-      }
-      ++ran;
+  int ran = for_each_layout(rec, make, [&](const std::vector<Array>& in, const std::string& what) {
+    auto jitted = jit([&](const std::vector<Array>& a) { return rec.fn(a); });
+    std::vector<Array> eager;
+    try {
+      eager = rec.fn(in);
+    } catch (const Error& e) {
+      // The rule refuses this layout (a sharding rule, or divisibility): jit must
+      // refuse it with the same words.
+      if (!dynamic_cast<const ShardingTypeError*>(&e) && !dynamic_cast<const IndivisibleError*>(&e))
+        throw;
+      expect_jit_refuses(rec, in, e.what(), what);
+      return true;
     }
-  }
+    EXPECT_EQ(eager.size(), want.size()) << what;
+    std::vector<Array> traced = jitted(in);
+    EXPECT_EQ(traced.size(), want.size()) << what;
+    if (eager.size() != want.size() || traced.size() != want.size()) return false;
+    for (size_t k = 0; k < want.size(); ++k) {
+      expect_close(want[k], eager[k].to_vector<double>(), rec.rtol, what + " (eager)");
+      expect_layout(eager[k], want[k], rec.rtol, what + " (eager)");
+      EXPECT_EQ(typeof(traced[k]).str(), typeof(eager[k]).str()) << what << " jit vs eager";
+      expect_close(want[k], traced[k].to_vector<double>(), rec.rtol, what + " (jit)");
+      EXPECT_EQ(typeof(oracle[k]).shape, typeof(eager[k]).shape) << what;
+      EXPECT_EQ(typeof(oracle[k]).dtype, typeof(eager[k]).dtype) << what;
+      if (::testing::Test::HasFailure()) return false;
+    }
+    return true;
+  });
   EXPECT_GT(ran, 0) << rec.name << ": no mesh/spec combination ran";
 }
 
