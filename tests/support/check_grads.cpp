@@ -42,6 +42,25 @@ std::vector<Array> dirs_like(const std::vector<Array>& xs, int salt) {
   return d;
 }
 
+// One cotangent per output of a vjp: a direction of the output's cotangent type for
+// float outputs (zeros for the others), or only the float ones when `floats_only`.
+std::vector<Array> cts_like(const std::vector<Array>& outs, const detail::LinearMap& vjp, int salt,
+                            bool floats_only) {
+  std::vector<Array> ct;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    if (!is_float(outs[j])) {
+      if (!floats_only) ct.push_back(zeros_like(outs[j]));
+      continue;
+    }
+    Array c = direction_like(outs[j], salt + static_cast<int>(j));
+    ArrayType want = vjp.in_types()[j];
+    if (!want.sharding.mesh().empty() && !(typeof(c).sharding == want.sharding))
+      c = reshard(c, want.sharding);
+    ct.push_back(c);
+  }
+  return ct;
+}
+
 void check_jvp(const detail::FlatFn& f, const std::vector<Array>& args, const GradCheck& o,
                const std::string& what) {
   std::vector<Array> v = dirs_like(args, 1);
@@ -88,15 +107,7 @@ void check_vjp(const detail::FlatFn& f, const std::vector<Array>& args, const Gr
   std::vector<Array> touts =
       o.fwd ? detail::jvp_flat(f, args, v).second : fd_tangents(f, args, v, o.eps);
   auto [outs2, vjp] = detail::vjp_flat(f, args);
-  std::vector<Array> ct;
-  for (size_t j = 0; j < outs2.size(); ++j) {
-    Array c = is_float(outs2[j]) ? direction_like(outs2[j], 7 + static_cast<int>(j))
-                                 : zeros_like(outs2[j]);
-    ArrayType want = vjp->in_types()[j];
-    if (is_float(outs2[j]) && !want.sharding.mesh().empty() && !(typeof(c).sharding == want.sharding))
-      c = reshard(c, want.sharding);
-    ct.push_back(c);
-  }
+  std::vector<Array> ct = cts_like(outs2, *vjp, 7, false);
   std::vector<Array> g = (*vjp)(ct);
   ASSERT_EQ(g.size(), args.size()) << what;
   for (size_t i = 0; i < args.size(); ++i)
@@ -157,15 +168,7 @@ void check_grads(const detail::FlatFn& f, const std::vector<Array>& args, const 
   check_jvp(fj, ja, o2, what + " [order 2, jvp of jvp]");
   if (!o.rev) return;
   auto [outs, vjp0] = detail::vjp_flat(f, args);
-  std::vector<Array> ct;
-  for (size_t j = 0; j < outs.size(); ++j) {
-    if (!is_float(outs[j])) continue;
-    Array c = direction_like(outs[j], 11 + static_cast<int>(j));
-    ArrayType want = vjp0->in_types()[j];
-    if (!want.sharding.mesh().empty() && !(typeof(c).sharding == want.sharding))
-      c = reshard(c, want.sharding);
-    ct.push_back(c);
-  }
+  std::vector<Array> ct = cts_like(outs, *vjp0, 11, true);
   detail::FlatFn fv = [&](const std::vector<Array>& a) {
     std::vector<Array> x(a.begin(), a.begin() + static_cast<long>(n));
     auto [o_, m] = detail::vjp_flat(f, x);
@@ -195,15 +198,7 @@ Derivatives derivatives(const detail::FlatFn& f, const std::vector<Array>& args,
   if (fwd) d.tangents = detail::jvp_flat(f, args, v).second;
   if (!rev) return d;
   auto [outs, vjp] = detail::vjp_flat(f, args);
-  std::vector<Array> ct;
-  for (size_t j = 0; j < outs.size(); ++j) {
-    Array c = is_float(outs[j]) ? direction_like(outs[j], 7 + static_cast<int>(j))
-                                : zeros_like(outs[j]);
-    ArrayType want = vjp->in_types()[j];
-    if (is_float(outs[j]) && !want.sharding.mesh().empty() && !(typeof(c).sharding == want.sharding))
-      c = reshard(c, want.sharding);
-    ct.push_back(c);
-  }
+  std::vector<Array> ct = cts_like(outs, *vjp, 7, false);
   d.cotangents = (*vjp)(ct);
   return d;
 }
