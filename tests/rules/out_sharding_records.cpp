@@ -44,6 +44,10 @@ std::vector<Record> out_sharding_records() {
           [](const Array& x) {
             return max(reshard(x, P("x")), 0, {.out_sharding = P(nullptr, kMaxX)});
           }),
+      // The result laid out on a dim other than x's: the jvp compares x with the result
+      // broadcast back, which must follow x's layout (found by the fuzzer).
+      rec({"reduce_max"}, "max_out_sharding_elsewhere",
+          [](const Array& x) { return max(x, 1, {.out_sharding = P("x")}); }),
       rec({"reduce_min"}, "min_out_unreduced_min",
           [](const Array& x) {
             return min(reshard(x, P("x")), 0, {.out_sharding = P(nullptr, kMinX)});

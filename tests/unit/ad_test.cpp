@@ -309,6 +309,25 @@ TEST(AdCustom, CustomVjpWithNondiffArgnums) {
   EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
 }
 
+TEST(AdCustom, CustomVjpDifferentiatedOnlyThroughANondiffArgument) {
+  // Found by the fuzzer: when only a nondiff Array argument depends on the
+  // differentiated input, the call's tangents are zero. Eager vjp used to evaluate
+  // custom_lin forward and refuse ("can't apply forward-mode"), while jit dropped it.
+  auto scale = custom_vjp(
+      [](const Array& s, const Array& x) { return x * s; },
+      [](const Array& s, const Array& x) { return std::make_pair(x * s, std::tuple<>()); },
+      [](const Array& s, const std::tuple<>&, const Array& g) { return std::make_tuple(g * s); },
+      nondiff_argnums<0>);
+  Array x = array<float>({1.f, 2.f});
+  auto f = [&](const Array& s) { return sum(scale(s, x)); };
+  Array s = scalar(3.f);
+  EXPECT_EQ(vec(grad(f)(s)), (std::vector<float>{0.f}));
+  EXPECT_EQ(vec(jit(grad(f))(s)), (std::vector<float>{0.f}));
+  auto [y, ty] = jvp(f, s, scalar(1.f));
+  EXPECT_EQ(vec(y), (std::vector<float>{9.f}));
+  EXPECT_EQ(vec(ty), (std::vector<float>{0.f}));
+}
+
 TEST(AdCustom, CustomVjpBwdTypeErrors) {
   Array x = array<float>({1.f, 2.f});
   auto bad_shape = custom_vjp([](const Array& x) { return x * 2.0; },

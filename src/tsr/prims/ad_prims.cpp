@@ -112,6 +112,17 @@ std::vector<Array> CustomVjpCall::jvp(const std::vector<Array>& primals,
                                       const std::vector<Array>& tangents,
                                       std::vector<Array>& outs) const {
   size_t nc = fun_->const_vars.size();
+  // Only nondiff arguments (or captured constants) carry tangents: the call itself, with
+  // zero output tangents (as JAX). A custom_lin over instantiated zeros would land on the
+  // known side of partial_eval, where evaluating it forward is refused.
+  bool any = false;
+  for (size_t i = nc; i < primals.size(); ++i)
+    any = any || (rules_->diff.at(i - nc) && has_tangent_space(primals[i].dtype()) &&
+                  tangents[i].valid());
+  if (!any) {
+    outs = ad::rebind(*this, primals);
+    return std::vector<Array>(outs.size());
+  }
   std::vector<Array> p(primals.begin() + static_cast<long>(nc), primals.end());
   std::vector<Array> r = rules_->fwd(p);
   std::vector<ArrayType> want = fun_->out_types();

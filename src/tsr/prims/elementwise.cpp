@@ -671,12 +671,26 @@ std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
                               const std::vector<Array>& tangents, std::vector<Array>& outs) const {
   const Array &lo = primals[0], &x = primals[1], &hi = primals[2];
   Array zero = zeros_like(outs[0]);
+  // Each tangent has its operand's type, whose sharding (or rank, for a scalar bound)
+  // may differ from the output's, and so may the comparisons' (the output follows x);
+  // select_n wants its predicate and cases laid out alike.
+  const ArrayType& ot = outs[0].type();
+  auto at_out = [&](const Array& a) {
+    ArrayType t = ot;
+    t.dtype = a.dtype();
+    t.weak = a.type().weak;
+    return ad::coerce(a.shape() == ot.shape ? a : broadcast_to(a, ot.shape), t, "clamp",
+                      "tangent");
+  };
+  auto pick = [&](const Array& pred, const Array& t) {
+    return where(at_out(pred), at_out(t), zero);
+  };
   Array r;
   if (tangents[0].valid())
-    r = ad::add(r, where(logical_and(greater(lo, x), less(lo, hi)), tangents[0], zero));
+    r = ad::add(r, pick(logical_and(greater(lo, x), less(lo, hi)), tangents[0]));
   if (tangents[1].valid())
-    r = ad::add(r, where(logical_and(greater(x, lo), less(x, hi)), tangents[1], zero));
-  if (tangents[2].valid()) r = ad::add(r, where(less(hi, x), tangents[2], zero));
+    r = ad::add(r, pick(logical_and(greater(x, lo), less(x, hi)), tangents[1]));
+  if (tangents[2].valid()) r = ad::add(r, pick(less(hi, x), tangents[2]));
   return {r};
 }
 
