@@ -255,6 +255,13 @@ bool composite(const OpDef& d) {
                                               "custom_vjp(chain)"};
   return names.count(d.name) > 0;
 }
+// The autodiff entries, drawn more often than their share of the table.
+bool autodiff(const OpDef& d) {
+  static const std::set<std::string> names = {"stop_gradient", "custom_jvp", "custom_vjp",
+                                              "checkpoint",    "jit",        "custom_jvp(chain)",
+                                              "custom_vjp(chain)"};
+  return names.count(d.name) > 0;
+}
 }  // namespace
 
 const OpDef& Gen::pick_op() {
@@ -265,8 +272,16 @@ const OpDef& Gen::pick_op() {
       if (d.linear) l.push_back(&d);
     return l;
   }();
+  static const std::vector<const OpDef*> ad = [&] {
+    std::vector<const OpDef*> l;
+    for (const auto& d : vocab)
+      if (autodiff(d)) l.push_back(&d);
+    return l;
+  }();
   for (;;) {
-    const OpDef* d = (unreduced && r.coin(0.7)) ? r.pick(linear) : &r.pick(vocab);
+    const OpDef* d = (unreduced && r.coin(0.7)) ? r.pick(linear)
+                     : r.coin(0.1)              ? r.pick(ad)
+                                                : &r.pick(vocab);
     if (!composite(*d) || depth < 2) return *d;
   }
 }
@@ -306,6 +321,7 @@ void Gen::advance(const Step& s) {
   Array y = s.fn(Ctx{}, x, in);  // throws when the oracle refuses
   y.block_until_ready();
   x = y;
+  c.dtypes.push_back(y.dtype());
 }
 
 Case generate(uint64_t seed, int64_t index) {

@@ -326,6 +326,49 @@ TEST(AdCustom, CustomVjpDifferentiatedOnlyThroughANondiffArgument) {
   auto [y, ty] = jvp(f, s, scalar(1.f));
   EXPECT_EQ(vec(y), (std::vector<float>{9.f}));
   EXPECT_EQ(vec(ty), (std::vector<float>{0.f}));
+  // The checkpoint gives its output a (zero) tangent because s enters it: custom_lin
+  // then lands on the known side, and only a residual the transpose never reads
+  // carries it. vjp used to evaluate it eagerly (refused) where jit dropped it.
+  auto g = [&](const Array& s) {
+    Array x2 = checkpoint([](const Array& a, const Array&) { return tanh(a); })(x, s);
+    return sum(sqrt(scale(s, x2 + 2.0)));
+  };
+  EXPECT_EQ(vec(grad(g)(s)), (std::vector<float>{0.f}));
+  EXPECT_EQ(vec(jit(grad(g))(s)), (std::vector<float>{0.f}));
+}
+
+TEST(AdCustom, ForwardModeThroughCustomVjpEagerlyAsUnderJit) {
+  // Found by the fuzzer: floor's tangent is zero, so the custom_vjp's tangent is never
+  // used. Eager jvp evaluated custom_lin as it came and refused, while jit dropped the
+  // unused custom_lin and accepted. Eager now runs the dce'd jvp program, as jit.
+  auto sin_vjp = custom_vjp([](const Array& x) { return sin(x); },
+                            [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+                            [](const Array& c, const Array& g) { return std::make_tuple(g * c); });
+  auto f = [&](const Array& x) { return floor(sin_vjp(x) * 4.0); };
+  Array x = array<float>({0.5f, 1.f});
+  auto jf = [&](const Array& p, const Array& t) { return jvp(f, p, t).second; };
+  EXPECT_EQ(vec(jf(x, ones_like(x))), (std::vector<float>{0.f, 0.f}));
+  EXPECT_EQ(vec(jit(jf)(x, ones_like(x))), (std::vector<float>{0.f, 0.f}));
+  // A used tangent is refused, eagerly and under jit.
+  auto g = [&](const Array& p, const Array& t) { return jvp(sin_vjp, p, t).second; };
+  std::string e = error_of<TypeError>([&] { (void)g(x, ones_like(x)); });
+  EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+  e = error_of<TypeError>([&] { (void)jit(g)(x, ones_like(x)); });
+  EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+  // A jvp inside a custom_jvp rule, under grad: the custom_lin is linear in grad's
+  // tangents and is transposed (bwd runs), as JAX.
+  auto h = custom_jvp(
+      [&](const Array& y) { return sin_vjp(y); },
+      [&](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+        return jvp(sin_vjp, std::get<0>(p), std::get<0>(t));
+      },
+      "h");
+  expect_near(cos(x), grad([&](const Array& y) { return sum(h(y)); })(x), 1e-6);
+  // Forward over reverse through it works.
+  Array hv = jvp([&](const Array& y) { return grad([&](const Array& z) { return sum(sin_vjp(z)); })(y); },
+                 x, ones_like(x))
+                 .second;
+  expect_near(-sin(x), hv, 1e-6);
 }
 
 TEST(AdCustom, CustomVjpBwdTypeErrors) {
@@ -345,6 +388,27 @@ TEST(AdCustom, CustomVjpBwdTypeErrors) {
                               });
   e = error_of<ValueError>([&] { (void)grad([&](const Array& x) { return sum(bad_dtype(x)); })(x); });
   EXPECT_HAS(e, "so the dtypes do not match");
+}
+
+TEST(AdCustom, NestedCheckpoints) {
+  // Found by the fuzzer: the jvp of the inner checkpoint is one checkpoint over
+  // (primals, tangents); partial_eval of the outer one took its primal outputs for
+  // unknown ("an output asked for on the known side depends on unknown inputs").
+  auto f = [](const Array& x) { return sum(sin(sin(x)) * x); };
+  auto fc = [](const Array& x) {
+    return sum(checkpoint([](const Array& y) {
+      return checkpoint([](const Array& z) { return sin(sin(z)); })(y) * y;
+    })(x));
+  };
+  Array x = array<float>({0.1f, 0.2f, 0.3f});
+  expect_near(grad(f)(x), grad(fc)(x), 1e-6);
+  expect_near(grad(f)(x), jit(grad(fc))(x), 1e-6);
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope(mesh);
+  Array xs = device_put(array<float>({0.1f, 0.2f, 0.3f, 0.4f}), P("x"));
+  Array g = grad(fc)(xs);
+  EXPECT_EQ(typeof(g).str(), "f32[4@x]");
+  expect_near(grad(f)(xs), g, 1e-6);
 }
 
 TEST(AdCustom, CheckpointRecomputesInTheBackwardPass) {

@@ -671,9 +671,8 @@ std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
                               const std::vector<Array>& tangents, std::vector<Array>& outs) const {
   const Array &lo = primals[0], &x = primals[1], &hi = primals[2];
   Array zero = zeros_like(outs[0]);
-  // Each tangent has its operand's type, whose sharding (or rank, for a scalar bound)
-  // may differ from the output's, and so may the comparisons' (the output follows x);
-  // select_n wants its predicate and cases laid out alike.
+  // Operands and tangents may be laid out unlike the output (clamp lays them out as
+  // it; a scalar bound has rank 0); select_n wants predicate and cases laid out alike.
   const ArrayType& ot = outs[0].type();
   auto at_out = [&](const Array& a) {
     ArrayType t = ot;
@@ -685,12 +684,14 @@ std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
   auto pick = [&](const Array& pred, const Array& t) {
     return where(at_out(pred), at_out(t), zero);
   };
+  // The comparisons, like the primal, in the output's layout.
+  Array l = at_out(lo), xo = at_out(x), h = at_out(hi);
   Array r;
   if (tangents[0].valid())
-    r = ad::add(r, pick(logical_and(greater(lo, x), less(lo, hi)), tangents[0]));
+    r = ad::add(r, pick(logical_and(greater(l, xo), less(l, h)), tangents[0]));
   if (tangents[1].valid())
-    r = ad::add(r, pick(logical_and(greater(x, lo), less(x, hi)), tangents[1]));
-  if (tangents[2].valid()) r = ad::add(r, pick(less(hi, x), tangents[2]));
+    r = ad::add(r, pick(logical_and(greater(xo, l), less(xo, h)), tangents[1]));
+  if (tangents[2].valid()) r = ad::add(r, pick(less(h, xo), tangents[2]));
   return {r};
 }
 

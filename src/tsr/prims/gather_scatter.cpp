@@ -590,7 +590,9 @@ std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
       Array E = where(is0, E0, back(P) / safe_u);
       Array dP = scatter_as(*this, ScatterKind::Add, zeros_out(), idx, ad::scale(tangents[2], E),
                             out.type());
-      return {ad::add(tx, ad::scale(dP, x))};
+      // x laid out as the output (an out_sharding may differ from x's layout).
+      return {ad::add(tx, ad::scale(dP, ad::coerce(x, plain_type(out.type(), x.dtype(), out),
+                                                   "scatter_mul", "tangent")))};
     }
     case ScatterKind::Min:
     case ScatterKind::Max: {

@@ -267,6 +267,9 @@ std::vector<Array> Reduce::jvp(const std::vector<Array>& primals,
     return {sum_axes(t * ind) / sum_axes(ind)};
   }
   if (kind_ == ReduceKind::Prod) {
+    // An empty operand: the products are constant 1 (and rows_last's reshape of the
+    // size-0 dims can be refused by reshape's rule).
+    if (x.size() == 0) return {Array()};
     // d prod = sum_j t_j * prod_{k != j} x_k, the products excluding j as a left times a
     // right exclusive running product (exact with zeros, unlike prod / x_j).
     Array xr = rows_last(x, axes_), tr = rows_last(t, axes_);
