@@ -147,6 +147,16 @@ std::vector<Record> elementwise_records() {
                 {P(nullptr, "y"), P("x"), P()}}});
   r.back().grad = Record::Grad::NoFD;
   r.back().grad_why = "clamp has kinks where a bound meets x";
+  r.push_back({{"clamp"},
+               "clamp_of_reduced_x",
+               {{{8, 4}}, {{8, 4}}, {{8, 4}}},
+               one([](const std::vector<Array>& a) {
+                 Array x = convert_element_type(a[1], float32, {.sharding = P(Reduced{{"x"}})});
+                 return clamp(a[0] - 1.0, x, a[2] + 1.0);
+               }),
+               {{P(), P(), P()}, {P("x"), P(), P(nullptr, "y")}}});
+  r.back().grad = Record::Grad::NoFD;
+  r.back().grad_why = "clamp has kinks where a bound meets x";
   r.push_back({{"convert_element_type"},
                "astype_i32_f32",
                {{{8, 4}}},
