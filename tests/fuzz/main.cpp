@@ -35,10 +35,10 @@ struct Options {
   bool quiet_child = true;
   int show = 40;      // failing cases listed
   bool list = false;  // print every case's row
-  std::optional<double> ad_rate;  // derivative checks: campaigns 0.3, --case 1
+  std::optional<double> ad_rate;  // derivative checks of agreeing cases (default: all)
 };
 
-constexpr double kDefaultAdRate = 0.3;
+constexpr double kDefaultAdRate = 1.0;
 
 struct Row {
   int64_t index;

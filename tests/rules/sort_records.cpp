@@ -42,6 +42,9 @@ std::vector<Record> sort_records() {
   // wider than a size-0 dim (found by the fuzzer).
   add1({"sort"}, "sort_empty_rows", {{0, 4}}, [](const Array& x) { return sort(x, 1); });
   add1({"top_k"}, "top_k_empty_rows", {{0, 8}}, [](const Array& x) { return top_k(x, 3).first; });
+  // A Reduced operand: the jvp's iota must carry the reduced set too (found by the fuzzer).
+  add1({"sort"}, "sort_reduced", {{8, 4}},
+       [](const Array& x) { return sort(reshard(x, P(Reduced{{"x"}})), 1); });
   add1({"sort", "iota"}, "argsort_ties", {{8, 4}, int32, Gen::Index},
        [](const Array& x) { return argsort(x, 0); });
   add1({"sort", "iota"}, "argsort_descending", {{8, 4}, int32, Gen::Index},
