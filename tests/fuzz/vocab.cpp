@@ -154,6 +154,33 @@ Step cumulative(Gen& g, const char* name, Cum f) {
   });
 }
 
+/** lax.associative_scan with an elementwise combine (the scan's slices, pads and
+ *  concatenations; cumprod/cummax/... jvps use it too). */
+Step d_associative_scan(Gen& g) {
+  int a = g.axis(std::max(1, g.rank()));
+  bool rev = g.r.coin(0.3);
+  int kind = g.r.below(4);
+  static const char* names[] = {"add", "maximum", "minimum", "multiply"};
+  return mk("associative_scan(" + std::string(names[kind]) + ", x, " + (rev ? "reverse, " : "") +
+                std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return associative_scan(
+                  [kind](const Array& p, const Array& q) {
+                    switch (kind) {
+                      case 0:
+                        return p + q;
+                      case 1:
+                        return maximum(p, q);
+                      case 2:
+                        return minimum(p, q);
+                      default:
+                        return p * q;
+                    }
+                  },
+                  x, rev, a);
+            });
+}
+
 // ---- individual draws --------------------------------------------------------------
 
 Step d_integer_pow(Gen& g) {
@@ -1189,6 +1216,7 @@ const std::vector<OpDef>& vocabulary() {
       CUM(cummax, false, false),
       CUM(cummin, false, false),
       CUM(cumlogsumexp, false, false),
+      {"associative_scan", 1, false, false, d_associative_scan},
       {"dot_general", 2, true, true, d_dot_general},
       {"dot_unreduced", 2, true, false, d_dot_unreduced},
       {"matmul/dot", 2, true, false, d_matmul},
