@@ -42,6 +42,12 @@ std::vector<Record> cumulative_records() {
   // the primal scan: AssociativeScan.OneRowShardedOverASizeOneAxis).
   add({"cummax"}, "cummax_one_row_reverse", {{1, 6}},
       [](const Array& x) { return cummax(x, 1, {.reverse = true}); });
+  // Reduced operands: the jvp's constants must carry the reduced set into its selects
+  // (cumlogsumexp's zero from full_like dropped it; found by the fuzzer).
+  add({"cumlogsumexp"}, "cumlogsumexp_reduced", {{8, 4}},
+      [](const Array& x) { return cumlogsumexp(reshard(x, P(Reduced{{"x"}})), 1); });
+  add({"cummax"}, "cummax_reduced", {{8, 4}},
+      [](const Array& x) { return cummax(reshard(x, P(Reduced{{"x"}})), 1); });
 
   add({"cummax"}, "cummax_f16_reverse", {{8, 4}, float16},
       [](const Array& x) { return cummax(x, 1, {.reverse = true}); });

@@ -371,6 +371,27 @@ TEST(AdCustom, ForwardModeThroughCustomVjpEagerlyAsUnderJit) {
   expect_near(-sin(x), hv, 1e-6);
 }
 
+TEST(AdCustom, CheckpointTangentsThatReadNoTangentAreSymbolicZeros) {
+  // Found by the fuzzer: s enters the checkpoint, so it has a tangent, but floor's
+  // output tangent is zero. The checkpoint's jvp gave an instantiated zero, so the
+  // custom_vjp after it saw a tangent and forward mode was refused.
+  auto sin_vjp = custom_vjp([](const Array& x) { return sin(x); },
+                            [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+                            [](const Array& c, const Array& g) { return std::make_tuple(g * c); });
+  Array x = array<float>({0.5f, 1.5f});
+  auto f = [&](const Array& s) {
+    Array y = checkpoint([](const Array& a, const Array& t) { return floor(a * t); })(x, s);
+    return sum(sin_vjp(y) * s);
+  };
+  Array s = scalar(2.f);
+  float want = std::sin(1.f) + std::sin(3.f);
+  auto jf = [&](const Array& p, const Array& t) { return jvp(f, p, t).second; };
+  EXPECT_NEAR(jf(s, scalar(1.f)).item<float>(), want, 1e-6);
+  EXPECT_NEAR(jit(jf)(s, scalar(1.f)).item<float>(), want, 1e-6);
+  EXPECT_NEAR(grad(f)(s).item<float>(), want, 1e-6);
+  EXPECT_NEAR(jit(grad(f))(s).item<float>(), want, 1e-6);
+}
+
 TEST(AdCustom, CustomVjpBwdTypeErrors) {
   Array x = array<float>({1.f, 2.f});
   auto bad_shape = custom_vjp([](const Array& x) { return x * 2.0; },
