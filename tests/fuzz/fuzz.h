@@ -71,6 +71,7 @@ struct Step {
   std::string op;    // vocabulary name
   std::string text;  // printed form; `x` is the previous value, in<k> the inputs
   OpFn fn;
+  std::vector<std::string> inner;  // a composite's (checkpoint, jit, ...) inner ops, flattened
 };
 
 /** A case input: its host values, type and (sharded run) spec. */
@@ -89,11 +90,15 @@ struct Case {
   std::vector<InputDef> inputs;
   std::vector<Step> steps;
   bool reorders = false;  // a step may legitimately round differently when sharded
+  bool custom_vjp = false;  // a custom_vjp function is in the chain: jvp may be refused
+  std::vector<tsr::DType> dtypes;  // of the steps' results (the oracle's), for tolerances
   // The oracle's run, done while generating (later steps are drawn from its types).
   bool oracle_ok = true;
   std::string oracle_err_class, oracle_err;
   tsr::Array oracle_out;
   std::string program() const;
+  /** The ops of the chain, comma separated (composites followed by their inner ops). */
+  std::string ops() const;
 };
 
 class Gen;
@@ -147,6 +152,23 @@ class Gen {
   int input(const tsr::Shape& shape, tsr::DType dtype, bool sharded = true);
   /** A shape broadcast-compatible with `s` (or, rarely, not). */
   tsr::Shape bcast_shape(const tsr::Shape& s);
+
+  /** The next op to draw: linear ones more often after an unreduced value; no
+   *  composite (checkpoint, jit, custom_*(chain)) nested deeper than two. */
+  const OpDef& pick_op();
+  /** Draws one step with the op `d`: its text, fn, inner ops and case flags. */
+  Step draw_step(const OpDef& d);
+  /** Applies s to x (the oracle) and to the shadow run, as generate does between
+   *  steps; rethrows the oracle's refusal (x is then left as it was). */
+  void advance(const Step& s);
+  /** device_put of the inputs drawn since the last call, for the shadow run. */
+  void shadow_inputs();
+
+  // The shadow run's state (see xspec).
+  tsr::Array sx;
+  bool shadow_ok = true;
+  /** Composite nesting while drawing (a composite's inner steps are drawn at depth+1). */
+  int depth = 0;
 };
 
 /** Builds case (seed, index): draws inputs and steps, running the oracle as it goes. */
@@ -159,11 +181,16 @@ const char* verdict_name(Verdict v);
 struct Result {
   Verdict verdict = Verdict::Agree;
   std::string detail;  // one line
+  /** The derivative check: "" (not run), else "agree", "vjp-only" (jvp refused through
+   *  custom_vjp, as JAX; vjp agreed), "typed-error", "both-refuse" or "fail". */
+  std::string ad;
 };
 
-/** Runs the case sharded (eager and jit) and compares with the oracle. `log` gets
- *  the full story when set (--case). */
-Result run_case(Case& c, std::string* log = nullptr);
+/** Runs the case sharded (eager and jit) and compares with the oracle. When all three
+ *  agree, the output is float and some input is float, the derivatives of the chain
+ *  (jvp and vjp) are checked the same way with probability `ad_rate` (drawn per case).
+ *  `log` gets the full story when set (--case). */
+Result run_case(Case& c, std::string* log = nullptr, double ad_rate = 1.0);
 
 // Printing helpers shared by the vocabulary.
 std::string str(const tsr::Shape& s);

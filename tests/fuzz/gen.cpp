@@ -2,6 +2,7 @@
 // types each step before the next one is drawn.
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "fuzz.h"
@@ -237,7 +238,91 @@ std::string Case::program() const {
   return os.str();
 }
 
+std::string Case::ops() const {
+  std::string s;
+  for (const auto& st : steps) {
+    s += (s.empty() ? "" : ",") + st.op;
+    for (const auto& o : st.inner) s += "," + o;
+  }
+  return s;
+}
+
 std::string error_class(const std::exception_ptr& e);
+
+namespace {
+bool composite(const OpDef& d) {
+  static const std::set<std::string> names = {"checkpoint", "jit", "custom_jvp(chain)",
+                                              "custom_vjp(chain)"};
+  return names.count(d.name) > 0;
+}
+// The autodiff entries, drawn more often than their share of the table.
+bool autodiff(const OpDef& d) {
+  static const std::set<std::string> names = {"stop_gradient", "custom_jvp", "custom_vjp",
+                                              "checkpoint",    "jit",        "custom_jvp(chain)",
+                                              "custom_vjp(chain)"};
+  return names.count(d.name) > 0;
+}
+}  // namespace
+
+const OpDef& Gen::pick_op() {
+  const auto& vocab = vocabulary();
+  static const std::vector<const OpDef*> linear = [&] {
+    std::vector<const OpDef*> l;
+    for (const auto& d : vocab)
+      if (d.linear) l.push_back(&d);
+    return l;
+  }();
+  static const std::vector<const OpDef*> ad = [&] {
+    std::vector<const OpDef*> l;
+    for (const auto& d : vocab)
+      if (autodiff(d)) l.push_back(&d);
+    return l;
+  }();
+  for (;;) {
+    const OpDef* d = (unreduced && r.coin(0.7)) ? r.pick(linear)
+                     : r.coin(0.1)              ? r.pick(ad)
+                                                : &r.pick(vocab);
+    if (!composite(*d) || depth < 2) return *d;
+  }
+}
+
+Step Gen::draw_step(const OpDef& d) {
+  unreduced = false;
+  Step s = d.draw(*this);
+  s.op = d.name;
+  c.reorders = c.reorders || d.reorders;
+  return s;
+}
+
+void Gen::shadow_inputs() {
+  for (size_t k = 0; k < c.inputs.size(); ++k)
+    if (!shadow_in[k].valid()) try {
+        const auto& in = c.inputs[k];
+        shadow_in[k] = device_put(in.oracle, NamedSharding(*shadow_mesh, in.spec ? *in.spec : P()));
+      } catch (const std::exception&) {
+        shadow_ok = false;
+      }
+}
+
+void Gen::advance(const Step& s) {
+  shadow_inputs();
+  if (shadow_ok) try {
+      Ctx sctx;
+      sctx.oracle = false;
+      MeshScope scope(*shadow_mesh);
+      sx = s.fn(sctx, sx, shadow_in);
+      xspec = typeof(sx).sharding.spec();
+    } catch (const std::exception&) {
+      shadow_ok = false;
+    }
+  if (!shadow_ok) xspec.reset();
+  Ins in;
+  for (const auto& i : c.inputs) in.push_back(i.oracle);
+  Array y = s.fn(Ctx{}, x, in);  // throws when the oracle refuses
+  y.block_until_ready();
+  x = y;
+  c.dtypes.push_back(y.dtype());
+}
 
 Case generate(uint64_t seed, int64_t index) {
   Case c;
@@ -252,54 +337,16 @@ Case generate(uint64_t seed, int64_t index) {
   // The shadow: the sharded eager run, step by step, so that draws can see x's layout.
   const MeshDef& md = meshes()[static_cast<size_t>(c.mesh)];
   g.shadow_mesh = make_mesh(md.sizes, md.names);
-  Ctx sctx;
-  sctx.oracle = false;
-  Array sx;
-  bool shadow_ok = true;
-  auto shadow_inputs = [&] {
-    for (size_t k = 0; k < c.inputs.size(); ++k)
-      if (!g.shadow_in[k].valid()) try {
-          const auto& in = c.inputs[k];
-          g.shadow_in[k] =
-              device_put(in.oracle, NamedSharding(*g.shadow_mesh, in.spec ? *in.spec : P()));
-        } catch (const std::exception&) {
-          shadow_ok = false;
-        }
-  };
-  shadow_inputs();
-  if (shadow_ok) {
-    sx = g.shadow_in[0];
-    g.xspec = typeof(sx).sharding.spec();
+  g.shadow_inputs();
+  if (g.shadow_ok) {
+    g.sx = g.shadow_in[0];
+    g.xspec = typeof(g.sx).sharding.spec();
   }
-  Ctx ctx;  // oracle
-  const auto& vocab = vocabulary();
-  std::vector<const OpDef*> linear;
-  for (const auto& d : vocab)
-    if (d.linear) linear.push_back(&d);
   int n = r.coin(0.3) ? 1 : r.range(2, 3);
   for (int k = 0; k < n; ++k) {
-    const OpDef* d = (g.unreduced && r.coin(0.7)) ? r.pick(linear) : &r.pick(vocab);
-    g.unreduced = false;
-    Step s = d->draw(g);
-    s.op = d->name;
-    c.reorders = c.reorders || d->reorders;
-    c.steps.push_back(s);
-    shadow_inputs();
-    if (shadow_ok) try {
-        MeshScope scope(*g.shadow_mesh);
-        sx = s.fn(sctx, sx, g.shadow_in);
-        g.xspec = typeof(sx).sharding.spec();
-      } catch (const std::exception&) {
-        shadow_ok = false;
-      }
-    if (!shadow_ok) g.xspec.reset();
+    c.steps.push_back(g.draw_step(g.pick_op()));
     try {
-      g.x = s.fn(ctx, g.x, [&] {
-        Ins in;
-        for (const auto& i : c.inputs) in.push_back(i.oracle);
-        return in;
-      }());
-      g.x.block_until_ready();
+      g.advance(c.steps.back());
     } catch (...) {
       c.oracle_ok = false;
       c.oracle_err_class = error_class(std::current_exception());

@@ -35,18 +35,18 @@ struct Options {
   bool quiet_child = true;
   int show = 40;      // failing cases listed
   bool list = false;  // print every case's row
+  std::optional<double> ad_rate;  // derivative checks of agreeing cases (default: all)
 };
+
+constexpr double kDefaultAdRate = 1.0;
 
 struct Row {
   int64_t index;
   std::string verdict, ops, detail;
+  std::string ad;  // the derivative check's outcome ("" when not run)
 };
 
-std::string ops_of(const fuzz::Case& c) {
-  std::string s;
-  for (const auto& st : c.steps) s += (s.empty() ? "" : ",") + st.op;
-  return s;
-}
+std::string ops_of(const fuzz::Case& c) { return c.ops(); }
 
 /** Child body: runs cases [a, b) and writes a line per case to fd. */
 [[noreturn]] void child(const Options& o, int64_t a, int64_t b, int fd) {
@@ -68,8 +68,8 @@ std::string ops_of(const fuzz::Case& c) {
         c = fuzz::generate(o.seed, i);
         ops = ops_of(c);
       } catch (const std::exception& e) {
-        line =
-            "R\t" + std::to_string(i) + "\tUNTYPED\tgenerator\tgenerator threw: " + e.what() + "\n";
+        line = "R\t" + std::to_string(i) + "\tUNTYPED\tgenerator\t\tgenerator threw: " + e.what() +
+               "\n";
       }
       std::string ann = "S\t" + std::to_string(i) + "\t" + ops + "\n";
       if (write(fd, ann.data(), ann.size()) < 0) _exit(3);
@@ -77,9 +77,9 @@ std::string ops_of(const fuzz::Case& c) {
       if (const char* at = std::getenv("TSR_FUZZ_CRASH_AT"); at && std::stoll(at) == i)
         std::abort();
       if (line.empty()) {
-        fuzz::Result r = fuzz::run_case(c);
+        fuzz::Result r = fuzz::run_case(c, nullptr, o.ad_rate.value_or(kDefaultAdRate));
         line = "R\t" + std::to_string(i) + "\t" + fuzz::verdict_name(r.verdict) + "\t" + ops +
-               "\t" + r.detail + "\n";
+               "\t" + r.ad + "\t" + r.detail + "\n";
       }
     }
     if (write(fd, line.data(), line.size()) < 0) _exit(3);
@@ -131,7 +131,8 @@ int64_t run_child(const Options& o, int64_t a, int64_t b, std::vector<Row>& rows
         current = std::stoll(f[1]);
         current_ops = f[2];
       } else if (f.size() >= 4 && f[0] == "R") {
-        rows.push_back(Row{std::stoll(f[1]), f[2], f[3], f.size() > 4 ? f[4] : ""});
+        rows.push_back(Row{std::stoll(f[1]), f[2], f[3], f.size() > 5 ? f[5] : "",
+                           f.size() > 4 ? f[4] : ""});
         current = std::stoll(f[1]) + 1;
         current_ops = "?";
       }
@@ -186,7 +187,8 @@ bool failing(const std::string& v) {
 int usage() {
   std::cerr
       << "usage: tsr_fuzz [--seed S] [--count N] [--first I] [--case I] [--summary]\n"
-         "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n";
+         "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n"
+         "                [--ad-rate P]\n";
   return 2;
 }
 
@@ -223,6 +225,8 @@ int main(int argc, char** argv) {
       o.quiet_child = false;
     else if (a == "--list")
       o.list = true;
+    else if (a == "--ad-rate")
+      o.ad_rate = std::stod(val());
     else
       return usage();
   }
@@ -232,8 +236,9 @@ int main(int argc, char** argv) {
     tsr::init({.num_cpu_devices = 8});
     fuzz::Case c = fuzz::generate(o.seed, *o.one_case);
     std::string log;
-    fuzz::Result r = fuzz::run_case(c, &log);
+    fuzz::Result r = fuzz::run_case(c, &log, o.ad_rate.value_or(1.0));
     std::cout << log << "verdict: " << fuzz::verdict_name(r.verdict) << ": " << r.detail << "\n";
+    if (!r.ad.empty()) std::cout << "derivatives: " << r.ad << "\n";
     return failing(fuzz::verdict_name(r.verdict)) ? 1 : 0;
   }
 
@@ -242,18 +247,28 @@ int main(int argc, char** argv) {
   run_range(o, o.first, o.first + o.count, rows, true);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::map<std::string, int> per_class;
-  std::map<std::string, std::map<std::string, int>> per_op;
+  std::map<std::string, int> per_class, per_ad;
+  std::map<std::string, std::map<std::string, int>> per_op, per_op_ad;
+  std::map<std::string, int> ad_refusals;  // derivative refusals by message
   int bad = 0;
   for (const auto& r : rows) {
     per_class[r.verdict]++;
+    if (!r.ad.empty()) {
+      per_ad[r.ad]++;
+      if (r.ad == "typed-error" || r.ad == "both-refuse")
+        ad_refusals[r.ad + ": " + r.detail.substr(0, 160)]++;
+    }
     std::stringstream ss(r.ops);
     std::string op;
     std::set<std::string> seen;
     while (std::getline(ss, op, ','))
-      if (seen.insert(op).second) per_op[op][r.verdict]++;
+      if (seen.insert(op).second) {
+        per_op[op][r.verdict]++;
+        if (!r.ad.empty()) per_op_ad[op][r.ad]++;
+      }
     if (o.list)
-      std::cout << r.index << "\t" << r.verdict << "\t" << r.ops << "\t" << r.detail << "\n";
+      std::cout << r.index << "\t" << r.verdict << "\t" << r.ops << "\t" << r.ad << "\t"
+                << r.detail << "\n";
     if (failing(r.verdict)) {
       if (bad < o.show)
         std::cout << r.verdict << " seed=" << o.seed << " case=" << r.index << " ops=" << r.ops
@@ -264,12 +279,25 @@ int main(int argc, char** argv) {
   std::cout << "tsr_fuzz seed=" << o.seed << " cases=" << rows.size() << " in " << secs << " s:";
   for (const auto& [k, n] : per_class) std::cout << " " << k << "=" << n;
   std::cout << "\n";
+  int checked = 0;
+  for (const auto& [k, n] : per_ad) checked += n;
+  std::cout << "derivatives checked=" << checked << ":";
+  for (const auto& [k, n] : per_ad) std::cout << " " << k << "=" << n;
+  std::cout << "\n";
   if (o.summary) {
-    std::cout << "per op (a case counts once for each op in it):\n";
+    std::cout << "per op (a case counts once for each op in it; ad: its derivative checks):\n";
     for (const auto& [op, m] : per_op) {
       std::cout << "  " << op << ":";
       for (const auto& [k, n] : m) std::cout << " " << k << "=" << n;
+      if (per_op_ad.count(op)) {
+        std::cout << " | ad:";
+        for (const auto& [k, n] : per_op_ad[op]) std::cout << " " << k << "=" << n;
+      }
       std::cout << "\n";
+    }
+    if (!ad_refusals.empty()) {
+      std::cout << "derivative refusals (the primal agreed; eager and jit refuse alike):\n";
+      for (const auto& [k, n] : ad_refusals) std::cout << "  " << n << " x " << k << "\n";
     }
   }
   if (bad)

@@ -13,7 +13,7 @@ namespace {
 
 using AL = ArrayLike;
 
-Step mk(std::string text, OpFn fn) { return Step{"", std::move(text), std::move(fn)}; }
+Step mk(std::string text, OpFn fn) { return Step{"", std::move(text), std::move(fn), {}}; }
 
 std::string in_name(int k) { return "in" + std::to_string(k); }
 std::string ax(std::optional<int> a) { return a ? std::to_string(*a) : "None"; }
@@ -152,6 +152,33 @@ Step cumulative(Gen& g, const char* name, Cum f) {
     o.reverse = rev;
     return f(x, a, o);
   });
+}
+
+/** lax.associative_scan with an elementwise combine (the scan's slices, pads and
+ *  concatenations; cumprod/cummax/... jvps use it too). */
+Step d_associative_scan(Gen& g) {
+  int a = g.axis(std::max(1, g.rank()));
+  bool rev = g.r.coin(0.3);
+  int kind = g.r.below(4);
+  static const char* names[] = {"add", "maximum", "minimum", "multiply"};
+  return mk("associative_scan(" + std::string(names[kind]) + ", x, " + (rev ? "reverse, " : "") +
+                std::to_string(a) + ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              return associative_scan(
+                  [kind](const Array& p, const Array& q) {
+                    switch (kind) {
+                      case 0:
+                        return p + q;
+                      case 1:
+                        return maximum(p, q);
+                      case 2:
+                        return minimum(p, q);
+                      default:
+                        return p * q;
+                    }
+                  },
+                  x, rev, a);
+            });
 }
 
 // ---- individual draws --------------------------------------------------------------
@@ -911,6 +938,185 @@ Step d_permutation(Gen& g) {
             });
 }
 
+// ---- autodiff ----------------------------------------------------------------------
+// Under the fuzzer's derivative check (run.cpp) these are differentiated; in primal
+// runs they must behave as the functions they wrap.
+
+Step d_stop_gradient(Gen&) {
+  return mk("stop_gradient(x)",
+            [](const Ctx&, const Array& x, const Ins&) { return stop_gradient(x); });
+}
+
+// custom_jvp functions with hand-written rules: softplus with JAX's stable rule,
+// floor with a straight-through rule (the rule is not floor's derivative, so the
+// derivative check sees the rule used), and a product of two arguments.
+const auto kSoftplus = custom_jvp(
+    [](const Array& x) { return log1p(exp(x)); },
+    [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+      const auto& [x] = p;
+      const auto& [tx] = t;
+      return std::make_pair(log1p(exp(x)), tx * logistic(x));
+    },
+    "softplus");
+const auto kFloorSte = custom_jvp(
+    [](const Array& x) { return floor(x); },
+    [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+      return std::make_pair(floor(std::get<0>(p)), std::get<0>(t));
+    },
+    "floor_ste");
+const auto kMulJvp = custom_jvp(
+    [](const Array& x, const Array& y) { return x * y; },
+    [](const std::tuple<Array, Array>& p, const std::tuple<Array, Array>& t) {
+      const auto& [x, y] = p;
+      const auto& [tx, ty] = t;
+      return std::make_pair(x * y, tx * y + x * ty);
+    },
+    "mul_jvp");
+
+Step d_custom_jvp(Gen& g) {
+  int kind = g.r.below(3);
+  if (kind == 0)
+    return mk("softplus_custom_jvp(x)",
+              [](const Ctx&, const Array& x, const Ins&) { return kSoftplus(x); });
+  if (kind == 1)
+    return mk("floor_ste_custom_jvp(x)",
+              [](const Ctx&, const Array& x, const Ins&) { return kFloorSte(x); });
+  int k = g.input(g.bcast_shape(g.xs()), g.r.coin(0.8) ? g.dt() : g.dtype());
+  return mk("mul_custom_jvp(x, " + in_name(k) + ")",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return kMulJvp(x, in[static_cast<size_t>(k)]);
+            });
+}
+
+// custom_vjp functions: sin saving cos(x), round with a straight-through bwd, and a
+// scale whose (Array) factor is a nondiff argument that bwd receives.
+const auto kSinVjp = custom_vjp(
+    [](const Array& x) { return sin(x); },
+    [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+    [](const Array& c, const Array& ct) { return std::make_tuple(ct * c); });
+const auto kRoundSte = custom_vjp(
+    [](const Array& x) { return round(x); },
+    [](const Array& x) { return std::make_pair(round(x), std::tuple<>()); },
+    [](const std::tuple<>&, const Array& ct) { return std::make_tuple(ct); });
+const auto kScaleVjp = custom_vjp(
+    [](const Array& s, const Array& x) { return x * s; },
+    [](const Array& s, const Array& x) { return std::make_pair(x * s, std::tuple<>()); },
+    [](const Array& s, const std::tuple<>&, const Array& ct) { return std::make_tuple(ct * s); },
+    nondiff_argnums<0>);
+
+Step d_custom_vjp(Gen& g) {
+  g.c.custom_vjp = true;
+  int kind = g.r.below(3);
+  if (kind == 0)
+    return mk("sin_custom_vjp(x)",
+              [](const Ctx&, const Array& x, const Ins&) { return kSinVjp(x); });
+  if (kind == 1)
+    return mk("round_ste_custom_vjp(x)",
+              [](const Ctx&, const Array& x, const Ins&) { return kRoundSte(x); });
+  int k = g.input({}, g.dt());
+  return mk("scale_custom_vjp(" + in_name(k) + ", x)",
+            [=](const Ctx&, const Array& x, const Ins& in) {
+              return kScaleVjp(in[static_cast<size_t>(k)], x);
+            });
+}
+
+/** A sub-chain of 1-2 drawn steps for a composite to wrap. Each inner step is drawn
+ *  against x as it evolves (the oracle and the shadow run advance through the inner
+ *  steps), then x rewinds: the composite itself is applied by generate. */
+struct Chain {
+  std::vector<Step> steps;
+  std::string text;
+  std::vector<std::string> ops;
+};
+Chain sub_chain(Gen& g) {
+  Array x0 = g.x, sx0 = g.sx;
+  std::optional<PartitionSpec> xspec0 = g.xspec;
+  bool ok0 = g.shadow_ok;
+  ++g.depth;
+  Chain ch;
+  int n = g.r.coin(0.5) ? 1 : 2;
+  bool unreduced = false;
+  for (int k = 0; k < n; ++k) {
+    Step s = g.draw_step(g.pick_op());
+    unreduced = g.unreduced;
+    ch.text += (k ? "; x = " : "x = ") + s.text;
+    ch.ops.push_back(s.op);
+    ch.ops.insert(ch.ops.end(), s.inner.begin(), s.inner.end());
+    ch.steps.push_back(std::move(s));
+    if (k + 1 < n) try {
+        g.advance(ch.steps.back());
+      } catch (...) {
+        break;  // the oracle refuses the inner chain: so will the composite
+      }
+  }
+  --g.depth;
+  g.x = x0;
+  g.sx = sx0;
+  g.xspec = xspec0;
+  g.shadow_ok = ok0;
+  g.unreduced = unreduced;
+  return ch;
+}
+
+Array run_chain(const std::vector<Step>& steps, const Ctx& c, const Array& x, const Ins& in) {
+  Array y = x;
+  for (const auto& s : steps) y = s.fn(c, y, in);
+  return y;
+}
+
+Step composite(std::string text, const Chain& ch, OpFn fn) {
+  Step s = mk(std::move(text) + "{" + ch.text + "}(x)", std::move(fn));
+  s.inner = ch.ops;
+  return s;
+}
+
+/** checkpoint (remat) around a drawn sub-chain, a function of x and the inputs. */
+Step d_checkpoint(Gen& g) {
+  Chain ch = sub_chain(g);
+  return composite("checkpoint", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    return checkpoint(
+        [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); }, "chain")(x,
+                                                                                                in);
+  });
+}
+/** A nested jit around a drawn sub-chain. */
+Step d_jit(Gen& g) {
+  Chain ch = sub_chain(g);
+  return composite("jit", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    return jit([st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); })(x, in);
+  });
+}
+/** custom_jvp around a drawn sub-chain whose rule is jvp of the sub-chain (nested AD). */
+Step d_custom_jvp_chain(Gen& g) {
+  Chain ch = sub_chain(g);
+  return composite("custom_jvp", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    auto f = [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); };
+    auto cj = custom_jvp(
+        f,
+        [f](const std::tuple<Array, Ins>& p, const std::tuple<Array, Ins>& t) {
+          return tsr::jvp(f, p, t);
+        },
+        "chain_jvp");
+    return cj(x, in);
+  });
+}
+/** custom_vjp around a drawn sub-chain: fwd saves the arguments, bwd is vjp of the
+ *  sub-chain at them (recomputing it, as checkpoint would). */
+Step d_custom_vjp_chain(Gen& g) {
+  g.c.custom_vjp = true;
+  Chain ch = sub_chain(g);
+  return composite("custom_vjp", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    using Res = std::tuple<Array, Ins>;
+    auto f = [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); };
+    auto cv = custom_vjp(
+        f, [f](const Array& y, const Ins& ins) { return std::make_pair(f(y, ins), Res(y, ins)); },
+        [f](const Res& r, const Array& ct) {
+          return tsr::vjp(f, std::get<0>(r), std::get<1>(r)).second(ct);
+        });
+    return cv(x, in);
+  });
+}
+
 #define UN(f)                                                                                     \
   {                                                                                               \
 #f, 1, false, false, [](Gen&) { return unary(#f, [](const Array& x) { return tsr::f(x); }); } \
@@ -1010,6 +1216,7 @@ const std::vector<OpDef>& vocabulary() {
       CUM(cummax, false, false),
       CUM(cummin, false, false),
       CUM(cumlogsumexp, false, false),
+      {"associative_scan", 1, false, false, d_associative_scan},
       {"dot_general", 2, true, true, d_dot_general},
       {"dot_unreduced", 2, true, false, d_dot_unreduced},
       {"matmul/dot", 2, true, false, d_matmul},
@@ -1051,6 +1258,13 @@ const std::vector<OpDef>& vocabulary() {
       {"*_like", 1, false, false, d_like},
       {"random", 0, false, false, d_random},
       {"random.permutation", 1, false, false, d_permutation},
+      {"stop_gradient", 1, false, true, d_stop_gradient},
+      {"custom_jvp", 2, false, false, d_custom_jvp},
+      {"custom_vjp", 2, false, false, d_custom_vjp},
+      {"checkpoint", 1, false, false, d_checkpoint},
+      {"jit", 1, false, false, d_jit},
+      {"custom_jvp(chain)", 1, false, false, d_custom_jvp_chain},
+      {"custom_vjp(chain)", 1, false, false, d_custom_vjp_chain},
   };
   return v;
 }

@@ -37,6 +37,18 @@ std::vector<Record> cumulative_records() {
   add({"cumprod"}, "cumprod_int8_reverse", {{8, 4}, int8, Gen::Index},
       [](const Array& x) { return cumprod(x, 0, {.reverse = true}); });
   add({"cummax"}, "cummax_axis0", {{8, 4}}, [](const Array& x) { return cummax(x, 0); });
+  // One row sharded over a size-1 axis: associative_scan (cummax's jvp) concatenated a
+  // replicated 1x1 slice with the sharded rest (found by the fuzzer; mesh (1) runs it;
+  // the primal scan: AssociativeScan.OneRowShardedOverASizeOneAxis).
+  add({"cummax"}, "cummax_one_row_reverse", {{1, 6}},
+      [](const Array& x) { return cummax(x, 1, {.reverse = true}); });
+  // Reduced operands: the jvp's constants must carry the reduced set into its selects
+  // (cumlogsumexp's zero from full_like dropped it; found by the fuzzer).
+  add({"cumlogsumexp"}, "cumlogsumexp_reduced", {{8, 4}},
+      [](const Array& x) { return cumlogsumexp(reshard(x, P(Reduced{{"x"}})), 1); });
+  add({"cummax"}, "cummax_reduced", {{8, 4}},
+      [](const Array& x) { return cummax(reshard(x, P(Reduced{{"x"}})), 1); });
+
   add({"cummax"}, "cummax_f16_reverse", {{8, 4}, float16},
       [](const Array& x) { return cummax(x, 1, {.reverse = true}); });
   add({"cummin"}, "cummin_axis1", {{8, 4}, int32, Gen::Int},

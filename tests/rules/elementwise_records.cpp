@@ -135,6 +135,28 @@ std::vector<Record> elementwise_records() {
                {{{8, 4}}},
                one([](const std::vector<Array>& a) { return clamp(-0.5, a[0], 1.0); }),
                unary_specs()});
+  // Array bounds laid out unlike x (the output follows x): the jvp's selects must
+  // bring tangents and predicates to the output's layout (found by the fuzzer).
+  r.push_back({{"clamp"},
+               "clamp_bounds_sharded_unlike_x",
+               {{{8, 4}}, {{8, 4}}, {{8, 4}}},
+               one([](const std::vector<Array>& a) { return clamp(a[0] - 1.0, a[1], a[2] + 1.0); }),
+               {{P(), P(), P()},
+                {P("x"), P(), P()},
+                {P(), P(), P(nullptr, "y")},
+                {P(nullptr, "y"), P("x"), P()}}});
+  r.back().grad = Record::Grad::NoFD;
+  r.back().grad_why = "clamp has kinks where a bound meets x";
+  r.push_back({{"clamp"},
+               "clamp_of_reduced_x",
+               {{{8, 4}}, {{8, 4}}, {{8, 4}}},
+               one([](const std::vector<Array>& a) {
+                 Array x = convert_element_type(a[1], float32, {.sharding = P(Reduced{{"x"}})});
+                 return clamp(a[0] - 1.0, x, a[2] + 1.0);
+               }),
+               {{P(), P(), P()}, {P("x"), P(), P(nullptr, "y")}}});
+  r.back().grad = Record::Grad::NoFD;
+  r.back().grad_why = "clamp has kinks where a bound meets x";
   r.push_back({{"convert_element_type"},
                "astype_i32_f32",
                {{{8, 4}}},

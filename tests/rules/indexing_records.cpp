@@ -90,6 +90,15 @@ std::vector<Record> indexing_records() {
   r.push_back(rec(
       {"scatter_mul"}, "mul_rows", {kX, kIdx4, kRows},
       [](const std::vector<Array>& a) { return a[0].at(a[1]).mul(a[2]); }, xiu));
+  // The result laid out unlike the operand: the jvp's x * dP must follow the output
+  // (found by the fuzzer).
+  r.push_back(rec(
+      {"scatter_mul"}, "mul_rows_out_sharding",
+      {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) {
+        return a[0].at(a[1]).mul(a[2], {.out_sharding = P("x")});
+      },
+      {{P(), P(), P()}, {P(nullptr, "x"), P(), P()}, {P(nullptr, "y"), P("x"), P()}}));
   r.push_back(rec(
       {"scatter_min"}, "min_rows", {kX, kIdx4, kRows},
       [](const std::vector<Array>& a) { return a[0].at(a[1]).min(a[2]); }, xiu));
@@ -103,6 +112,11 @@ std::vector<Record> indexing_records() {
   r.push_back(rec({"scatter"}, "set_static_row", {kX, {{4}}},
                   [](const std::vector<Array>& a) { return a[0].at(-3).set(a[1]); },
                   {{P(), P()}, {P("x"), P()}, {P("x", "y"), P("y")}, {P(nullptr, "y"), P("x")}}));
+  // A set into an empty operand drops every update; its transpose reads back through a
+  // gather whose window is wider than the size-0 dim (found by the fuzzer).
+  r.push_back(rec({"scatter"}, "set_into_empty", {{{0, 4}}, {{}, int32, Gen::Index}, {{4}}},
+                  [](const std::vector<Array>& a) { return a[0].at(a[1]).set(a[2]); },
+                  {{P(), P(), P()}, {P("x"), P(), P()}, {P(nullptr, "y"), P(), P("y")}}));
   r.push_back(rec(
       {"scatter"}, "set_out_sharding", {kX, kIdx4, kRows},
       [](const std::vector<Array>& a) { return a[0].at(a[1]).set(a[2], {.out_sharding = P("x")}); },

@@ -44,6 +44,10 @@ std::vector<Record> out_sharding_records() {
           [](const Array& x) {
             return max(reshard(x, P("x")), 0, {.out_sharding = P(nullptr, kMaxX)});
           }),
+      // The result laid out on a dim other than x's: the jvp compares x with the result
+      // broadcast back, which must follow x's layout (found by the fuzzer).
+      rec({"reduce_max"}, "max_out_sharding_elsewhere",
+          [](const Array& x) { return max(x, 1, {.out_sharding = P("x")}); }),
       rec({"reduce_min"}, "min_out_unreduced_min",
           [](const Array& x) {
             return min(reshard(x, P("x")), 0, {.out_sharding = P(nullptr, kMinX)});
@@ -71,6 +75,20 @@ std::vector<Record> out_sharding_records() {
           [](const Array& x) {
             return matmul(reshard(x, P(nullptr, "x")), reshard(transpose(x), P("x")),
                           {.out_sharding = P(nullptr, nullptr, Unreduced{{"x"}})});
+          }),
+      // Transposes with an unreduced operand the dot cannot take beside the other (found
+      // by the fuzzer): the cotangent of a Reduced result against an operand sharded over
+      // its axis, and an unreduced primal against a cotangent sharded over it.
+      rec({"dot_general"}, "dot_out_reduced_operand_sharded_on_it",
+          [](const Array& x) {
+            return matmul(reshard(x, P("x")), transpose(x),
+                          {.out_sharding = P(nullptr, nullptr, Reduced{{"x"}})});
+          }),
+      rec({"dot_general"}, "dot_of_unreduced_out_sharded",
+          [](const Array& x) {
+            Array u = matmul(reshard(x, P(nullptr, "x")), reshard(transpose(x), P("x")),
+                             {.out_sharding = P(nullptr, nullptr, Unreduced{{"x"}})});
+            return matmul(u, x, {.out_sharding = P("x")});
           }),
       refusal({"reduce_max"}, "max_with_sum_kind_unreduced",
               [](const Array& x) { return max(x, 0, {.out_sharding = P(Unreduced{{"x"}})}); }),

@@ -49,6 +49,22 @@ std::vector<Record> reduction_records() {
       red({"argmin"}, "argmin_axis1", [](const Array& x) { return argmin(x, 1); }),
       red({"argmax"}, "argmax_flat", [](const Array& x) { return argmax(x); }),
       red({"reduce_max"}, "logsumexp_axis1", [](const Array& x) { return logsumexp(x, 1); }),
+      // Reductions over no axes are the identity; their jvp must transpose (fuzzer: vjp
+      // of max(x, axis=[]) and of logsumexp of a rank-0 value refused).
+      red({"reduce_max"}, "max_no_axes",
+          [](const Array& x) { return max(x, std::vector<int>{}) * x; }),
+      red({"reduce_min"}, "min_rank0", [](const Array& x) { return min(sum(x)) * x; }),
+      red({"reduce_prod"}, "prod_no_axes",
+          [](const Array& x) { return prod(x, std::vector<int>{}) * x; }),
+      // An empty operand whose reduced dims merge (0 with 4): the jvp must not reshape
+      // them (reshape's rule refuses merging a size-0 dim; found by the fuzzer).
+      red({"reduce_prod"}, "prod_of_empty",
+          [](const Array& x) {
+            Array e = reshape(x, {8, 4, 1})[{all, all, Slice{0, 0}}];
+            return prod(e, std::vector<int>{1, 2}) * sum(x, 1);
+          }),
+      red({"reduce_max"}, "logsumexp_rank0",
+          [](const Array& x) { return logsumexp(sum(x) * 0.25) * x; }),
       red({"reduce_sum"}, "softmax", [](const Array& x) { return softmax(x); }),
       red({"reduce_sum"}, "log_softmax_axis0", [](const Array& x) { return log_softmax(x, 0); }),
   };

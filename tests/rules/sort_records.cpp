@@ -38,6 +38,13 @@ std::vector<Record> sort_records() {
   add1({"sort"}, "sort_tied_copies", {{8, 4}}, [](const Array& x) {
     return sort(concatenate({x, x}, 1), 1);
   });
+  // Size-0 operands: the jvp's gather along the sorted dim must not ask for a slice
+  // wider than a size-0 dim (found by the fuzzer).
+  add1({"sort"}, "sort_empty_rows", {{0, 4}}, [](const Array& x) { return sort(x, 1); });
+  add1({"top_k"}, "top_k_empty_rows", {{0, 8}}, [](const Array& x) { return top_k(x, 3).first; });
+  // A Reduced operand: the jvp's iota must carry the reduced set too (found by the fuzzer).
+  add1({"sort"}, "sort_reduced", {{8, 4}},
+       [](const Array& x) { return sort(reshard(x, P(Reduced{{"x"}})), 1); });
   add1({"sort", "iota"}, "argsort_ties", {{8, 4}, int32, Gen::Index},
        [](const Array& x) { return argsort(x, 0); });
   add1({"sort", "iota"}, "argsort_descending", {{8, 4}, int32, Gen::Index},

@@ -117,6 +117,20 @@ TEST(AssociativeScan, NonCommutativeCombineKeepsTheOrder) {
   }
 }
 
+TEST(AssociativeScan, OneRowShardedOverASizeOneAxis) {
+  // Found by the fuzzer (through cummax's jvp): the first 1x1 slice comes back
+  // replicated and was concatenated with the rest, still sharded: refused.
+  Mesh mesh = make_mesh({1}, {"x"});
+  MeshScope scope(mesh);
+  Array x = device_put(array<float>({3, 1, 2, 3, 2.25f, -2.75f}, {1, 6}), P("x"));
+  for (bool reverse : {false, true}) {
+    Array m = associative_scan([](const Array& a, const Array& b) { return maximum(a, b); }, x,
+                               reverse, 1);
+    EXPECT_EQ(typeof(m).str(), "f32[1@x,6]");
+    EXPECT_EQ(vec(m), vec(cummax(x, 1, {.reverse = reverse})));
+  }
+}
+
 TEST(AssociativeScan, RefusesMismatchedLengthsAndScalars) {
   ScanFn add = [](const std::vector<Array>& a, const std::vector<Array>& b) {
     return std::vector<Array>{a[0] + b[0], a[1] + b[1]};

@@ -338,6 +338,89 @@ TEST(AdCustom, CustomVjpWithNondiffArgnums) {
   EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
 }
 
+TEST(AdCustom, CustomVjpDifferentiatedOnlyThroughANondiffArgument) {
+  // Found by the fuzzer: when only a nondiff Array argument depends on the
+  // differentiated input, the call's tangents are zero. Eager vjp used to evaluate
+  // custom_lin forward and refuse ("can't apply forward-mode"), while jit dropped it.
+  auto scale = custom_vjp(
+      [](const Array& s, const Array& x) { return x * s; },
+      [](const Array& s, const Array& x) { return std::make_pair(x * s, std::tuple<>()); },
+      [](const Array& s, const std::tuple<>&, const Array& g) { return std::make_tuple(g * s); },
+      nondiff_argnums<0>);
+  Array x = array<float>({1.f, 2.f});
+  auto f = [&](const Array& s) { return sum(scale(s, x)); };
+  Array s = scalar(3.f);
+  EXPECT_EQ(vec(grad(f)(s)), (std::vector<float>{0.f}));
+  EXPECT_EQ(vec(jit(grad(f))(s)), (std::vector<float>{0.f}));
+  auto [y, ty] = jvp(f, s, scalar(1.f));
+  EXPECT_EQ(vec(y), (std::vector<float>{9.f}));
+  EXPECT_EQ(vec(ty), (std::vector<float>{0.f}));
+  // The checkpoint gives its output a (zero) tangent because s enters it: custom_lin
+  // then lands on the known side, and only a residual the transpose never reads
+  // carries it. vjp used to evaluate it eagerly (refused) where jit dropped it.
+  auto g = [&](const Array& s) {
+    Array x2 = checkpoint([](const Array& a, const Array&) { return tanh(a); })(x, s);
+    return sum(sqrt(scale(s, x2 + 2.0)));
+  };
+  EXPECT_EQ(vec(grad(g)(s)), (std::vector<float>{0.f}));
+  EXPECT_EQ(vec(jit(grad(g))(s)), (std::vector<float>{0.f}));
+}
+
+TEST(AdCustom, ForwardModeThroughCustomVjpEagerlyAsUnderJit) {
+  // Found by the fuzzer: floor's tangent is zero, so the custom_vjp's tangent is never
+  // used. Eager jvp evaluated custom_lin as it came and refused, while jit dropped the
+  // unused custom_lin and accepted. Eager now runs the dce'd jvp program, as jit.
+  auto sin_vjp = custom_vjp([](const Array& x) { return sin(x); },
+                            [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+                            [](const Array& c, const Array& g) { return std::make_tuple(g * c); });
+  auto f = [&](const Array& x) { return floor(sin_vjp(x) * 4.0); };
+  Array x = array<float>({0.5f, 1.f});
+  auto jf = [&](const Array& p, const Array& t) { return jvp(f, p, t).second; };
+  EXPECT_EQ(vec(jf(x, ones_like(x))), (std::vector<float>{0.f, 0.f}));
+  EXPECT_EQ(vec(jit(jf)(x, ones_like(x))), (std::vector<float>{0.f, 0.f}));
+  // A used tangent is refused, eagerly and under jit.
+  auto g = [&](const Array& p, const Array& t) { return jvp(sin_vjp, p, t).second; };
+  std::string e = error_of<TypeError>([&] { (void)g(x, ones_like(x)); });
+  EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+  e = error_of<TypeError>([&] { (void)jit(g)(x, ones_like(x)); });
+  EXPECT_HAS(e, "can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+  // A jvp inside a custom_jvp rule, under grad: the custom_lin is linear in grad's
+  // tangents and is transposed (bwd runs), as JAX.
+  auto h = custom_jvp(
+      [&](const Array& y) { return sin_vjp(y); },
+      [&](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+        return jvp(sin_vjp, std::get<0>(p), std::get<0>(t));
+      },
+      "h");
+  expect_near(cos(x), grad([&](const Array& y) { return sum(h(y)); })(x), 1e-6);
+  // Forward over reverse through it works.
+  Array hv = jvp([&](const Array& y) { return grad([&](const Array& z) { return sum(sin_vjp(z)); })(y); },
+                 x, ones_like(x))
+                 .second;
+  expect_near(-sin(x), hv, 1e-6);
+}
+
+TEST(AdCustom, CheckpointTangentsThatReadNoTangentAreSymbolicZeros) {
+  // Found by the fuzzer: s enters the checkpoint, so it has a tangent, but floor's
+  // output tangent is zero. The checkpoint's jvp gave an instantiated zero, so the
+  // custom_vjp after it saw a tangent and forward mode was refused.
+  auto sin_vjp = custom_vjp([](const Array& x) { return sin(x); },
+                            [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+                            [](const Array& c, const Array& g) { return std::make_tuple(g * c); });
+  Array x = array<float>({0.5f, 1.5f});
+  auto f = [&](const Array& s) {
+    Array y = checkpoint([](const Array& a, const Array& t) { return floor(a * t); })(x, s);
+    return sum(sin_vjp(y) * s);
+  };
+  Array s = scalar(2.f);
+  float want = std::sin(1.f) + std::sin(3.f);
+  auto jf = [&](const Array& p, const Array& t) { return jvp(f, p, t).second; };
+  EXPECT_NEAR(jf(s, scalar(1.f)).item<float>(), want, 1e-6);
+  EXPECT_NEAR(jit(jf)(s, scalar(1.f)).item<float>(), want, 1e-6);
+  EXPECT_NEAR(grad(f)(s).item<float>(), want, 1e-6);
+  EXPECT_NEAR(jit(grad(f))(s).item<float>(), want, 1e-6);
+}
+
 TEST(AdCustom, CustomVjpBwdTypeErrors) {
   Array x = array<float>({1.f, 2.f});
   auto bad_shape = custom_vjp([](const Array& x) { return x * 2.0; },
@@ -369,6 +452,27 @@ TEST(AdCustom, CustomVjpBwdWithTheWrongNumberOfCotangents) {
       [&] { (void)grad([&](const std::vector<Array>& v) { return sum(f(v)); })(xs); });
   EXPECT_HAS(e, "Custom VJP bwd rule must produce an output with the same container (pytree) "
                 "structure as the args tuple of the primal function");
+}
+
+TEST(AdCustom, NestedCheckpoints) {
+  // Found by the fuzzer: the jvp of the inner checkpoint is one checkpoint over
+  // (primals, tangents); partial_eval of the outer one took its primal outputs for
+  // unknown ("an output asked for on the known side depends on unknown inputs").
+  auto f = [](const Array& x) { return sum(sin(sin(x)) * x); };
+  auto fc = [](const Array& x) {
+    return sum(checkpoint([](const Array& y) {
+      return checkpoint([](const Array& z) { return sin(sin(z)); })(y) * y;
+    })(x));
+  };
+  Array x = array<float>({0.1f, 0.2f, 0.3f});
+  expect_near(grad(f)(x), grad(fc)(x), 1e-6);
+  expect_near(grad(f)(x), jit(grad(fc))(x), 1e-6);
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope(mesh);
+  Array xs = device_put(array<float>({0.1f, 0.2f, 0.3f, 0.4f}), P("x"));
+  Array g = grad(fc)(xs);
+  EXPECT_EQ(typeof(g).str(), "f32[4@x]");
+  expect_near(grad(f)(xs), g, 1e-6);
 }
 
 TEST(AdCustom, CheckpointRecomputesInTheBackwardPass) {

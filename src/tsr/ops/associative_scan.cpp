@@ -6,6 +6,7 @@
 #include "tsr/ops.h"
 #include "tsr/ops/ops_common.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/sharding_ops.h"
 
 namespace tsr {
 using namespace detail;
@@ -67,7 +68,14 @@ std::vector<Array> scan(const ScanFn& fn, const std::vector<Array>& elems, int a
   std::vector<Array> even = combine(fn, prev, next);
   std::vector<Array> out;
   for (size_t i = 0; i < elems.size(); ++i) {
-    Array e = concatenate({slice_in_dim(elems[i], 0, 1, 1, axis), even[i]}, axis);
+    Array first = slice_in_dim(elems[i], 0, 1, 1, axis);
+    // A slice whose dims are all 1 comes back replicated (as JAX's varying-out rule):
+    // laid out as the rest, so the concatenation takes it.
+    const ArrayType& et = even[i].type();
+    if (!et.sharding.mesh().empty() && !(first.type().sharding == et.sharding))
+      first = bind1(std::make_shared<prim::Reshard>(et.sharding.normalized(et.ndim()), std::nullopt),
+                    {first});
+    Array e = concatenate({first, even[i]}, axis);
     out.push_back(interleave(e, odd[i], axis));
   }
   return out;

@@ -112,6 +112,17 @@ std::vector<Array> CustomVjpCall::jvp(const std::vector<Array>& primals,
                                       const std::vector<Array>& tangents,
                                       std::vector<Array>& outs) const {
   size_t nc = fun_->const_vars.size();
+  // Only nondiff arguments (or captured constants) carry tangents: the call itself, with
+  // zero output tangents (as JAX). A custom_lin over instantiated zeros would land on the
+  // known side of partial_eval, where evaluating it forward is refused.
+  bool any = false;
+  for (size_t i = nc; i < primals.size(); ++i)
+    any = any || (rules_->diff.at(i - nc) && has_tangent_space(primals[i].dtype()) &&
+                  tangents[i].valid());
+  if (!any) {
+    outs = ad::rebind(*this, primals);
+    return std::vector<Array>(outs.size());
+  }
   std::vector<Array> p(primals.begin() + static_cast<long>(nc), primals.end());
   std::vector<Array> r = rules_->fwd(p);
   std::vector<ArrayType> want = fun_->out_types();
@@ -220,6 +231,12 @@ std::vector<Array> Checkpoint::jvp(const std::vector<Array>& primals,
     if (t.valid()) in.push_back(t);
   }
   Program jp = jvp_program(*prog_, flags);
+  // Tangent outputs that read no tangent input are zeros (jvp_program instantiates
+  // them): symbolic zeros here, as for any other primitive, so that what follows (a
+  // custom_vjp, whose custom_lin cannot run forward) sees no tangent.
+  std::vector<bool> is_tangent(jp.in_vars.size(), false);
+  for (size_t i = primals.size(); i < is_tangent.size(); ++i) is_tangent[i] = true;
+  std::vector<bool> reads_tangents = unknown_outputs(jp, is_tangent);
   std::vector<Array> ins = jp.consts;
   ins.insert(ins.end(), in.begin(), in.end());
   std::vector<Array> r = detail::bind(with_program(lift_consts(jp)), ins);
@@ -228,7 +245,10 @@ std::vector<Array> Checkpoint::jvp(const std::vector<Array>& primals,
   std::vector<Array> touts(n);
   size_t k = n;
   for (size_t j = 0; j < n; ++j)
-    if (has_tangent_space(outs[j].dtype())) touts[j] = r[k++];
+    if (has_tangent_space(outs[j].dtype())) {
+      if (reads_tangents[k]) touts[j] = r[k];
+      ++k;
+    }
   return touts;
 }
 

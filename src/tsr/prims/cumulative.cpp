@@ -83,15 +83,22 @@ std::string Cumulative::params() const {
 
 namespace {
 
+// v, shaped and typed exactly as z: full_like drops a Reduced set, and select_n wants
+// its cases laid out alike.
+Array const_like(const Array& z, double v) {
+  Array c = full_like(z, v);
+  return c.type() == z.type() ? c : ad::coerce(c, z.type(), "cumulative", "value");
+}
+
 // lax.max's jvp weight: 1 where x == z, halved where y == z too.
 Array balanced_eq(const Array& x, const Array& z, const Array& y) {
-  Array one = ones_like(z), zero = zeros_like(z);
-  return where(equal(x, z), one, zero) / where(equal(y, z), full_like(z, 2), one);
+  Array one = const_like(z, 1), zero = const_like(z, 0);
+  return where(equal(x, z), one, zero) / where(equal(y, z), const_like(z, 2), one);
 }
 
 // JAX's _replace_inf: +inf -> 0 (the logaddexp jvp stays finite at +inf).
 Array replace_inf(const Array& x) {
-  return where(equal(x, std::numeric_limits<double>::infinity()), zeros_like(x), x);
+  return where(equal(x, std::numeric_limits<double>::infinity()), const_like(x, 0), x);
 }
 
 // logaddexp as amax + log1p(exp(amin - amax)): with max/min splitting ties evenly

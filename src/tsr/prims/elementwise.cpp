@@ -7,6 +7,7 @@
 
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/sharding_ops.h"
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
@@ -672,13 +673,31 @@ std::vector<Array> SelectN::transpose(const std::vector<Array>& cts,
 std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
                               const std::vector<Array>& tangents, std::vector<Array>& outs) const {
   const Array &lo = primals[0], &x = primals[1], &hi = primals[2];
-  Array zero = zeros_like(outs[0]);
+  // Operands and tangents may be laid out unlike the output (clamp lays them out as
+  // it; a scalar bound has rank 0); select_n wants predicate and cases laid out alike.
+  const ArrayType& ot = outs[0].type();
+  Array zero = zeros_of(ot, outs[0]);
+  auto at_out = [&](const Array& a) {
+    ArrayType t = ot;
+    t.dtype = a.dtype();
+    t.weak = a.type().weak;
+    Array b = a.shape() == ot.shape ? a : broadcast_to(a, ot.shape);
+    // An off-mesh operand (coerce leaves those be) goes onto the output's mesh.
+    if (b.type().sharding.mesh().empty() && !ot.sharding.mesh().empty())
+      b = bind1(std::make_shared<Reshard>(ot.sharding.normalized(ot.ndim()), std::nullopt), {b});
+    return ad::coerce(b, t, "clamp", "tangent");
+  };
+  auto pick = [&](const Array& pred, const Array& t) {
+    return where(at_out(pred), at_out(t), zero);
+  };
+  // The comparisons, like the primal, in the output's layout.
+  Array l = at_out(lo), xo = at_out(x), h = at_out(hi);
   Array r;
   if (tangents[0].valid())
-    r = ad::add(r, where(logical_and(greater(lo, x), less(lo, hi)), tangents[0], zero));
+    r = ad::add(r, pick(logical_and(greater(l, xo), less(l, h)), tangents[0]));
   if (tangents[1].valid())
-    r = ad::add(r, where(logical_and(greater(x, lo), less(x, hi)), tangents[1], zero));
-  if (tangents[2].valid()) r = ad::add(r, where(less(hi, x), tangents[2], zero));
+    r = ad::add(r, pick(logical_and(greater(xo, l), less(xo, h)), tangents[1]));
+  if (tangents[2].valid()) r = ad::add(r, pick(less(h, xo), tangents[2]));
   return {r};
 }
 

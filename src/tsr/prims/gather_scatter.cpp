@@ -465,6 +465,9 @@ Shape window_sizes(const ScatterDimensionNumbers& d, int orank, const Shape& upd
 // x (operand-shaped) read at the elements scatter `s` writes each update element to:
 // updates-shaped, typed like `upd` (0 where an update is dropped out of bounds).
 Array read_back(const Scatter& s, const Array& x, const Array& idx, const ArrayType& upd) {
+  // An empty operand: no update lands (and a window may be wider than a size-0 dim,
+  // which a gather refuses): what reads back is zeros.
+  if (x.size() == 0) return zeros_of(plain_type(upd, x.dtype(), x), x);
   auto g = std::make_shared<Gather>(gather_dims_of(s.dims()),
                                     window_sizes(s.dims(), x.ndim(), upd.shape), s.mode(), 0.0,
                                     s.sorted(), s.unique(), plain_os(upd, x));
@@ -506,6 +509,8 @@ Array update_ids(const ScatterDimensionNumbers& d, const ArrayType& upd, const A
 }  // namespace
 
 Array gather_along(const Array& x, const Array& idx, int dim, const ArrayType& out) {
+  // An empty x (a size-0 dim, which a slice of size 1 would exceed): so is the result.
+  if (x.size() == 0) return zeros_of(plain_type(out, x.dtype(), x), x);
   GatherDimensionNumbers dn;
   dn.collapsed_slice_dims = {dim};
   dn.start_index_map = {dim};
@@ -585,7 +590,9 @@ std::vector<Array> Scatter::jvp(const std::vector<Array>& primals,
       Array E = where(is0, E0, back(P) / safe_u);
       Array dP = scatter_as(*this, ScatterKind::Add, zeros_out(), idx, ad::scale(tangents[2], E),
                             out.type());
-      return {ad::add(tx, ad::scale(dP, x))};
+      // x laid out as the output (an out_sharding may differ from x's layout).
+      return {ad::add(tx, ad::scale(dP, ad::coerce(x, plain_type(out.type(), x.dtype(), out),
+                                                   "scatter_mul", "tangent")))};
     }
     case ScatterKind::Min:
     case ScatterKind::Max: {

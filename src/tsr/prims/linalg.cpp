@@ -363,7 +363,21 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
     // replicated on those axes; the pass reshards it to its type.
     std::optional<NamedSharding> plain;
     if (os) plain = NamedSharding(os->mesh(), PartitionSpec(os->spec().entries()));
-    r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), ops);
+    try {
+      r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), ops);
+    } catch (const Error&) {
+      // An unreduced operand the dot cannot take beside the other (g, the cotangent of a
+      // Reduced value, or y, an unreduced primal, against an operand sharded over those
+      // axes or unreduced too): reduce it first.
+      if (unreduced_of(g.type()).empty() && unreduced_of(y.type()).empty()) throw;
+      auto reduced = [](const Array& a) {
+        if (unreduced_of(a.type()).empty()) return a;
+        ArrayType t = a.type();
+        t.sharding = NamedSharding(t.sharding.mesh(), spec_of(entries_of(t)));
+        return ad::coerce(a, t, "dot_general", "cotangent");
+      };
+      r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), {reduced(ops[0]), reduced(ops[1])});
+    }
   }
   if (identity(out_axes)) return r;
   return bind1(std::make_shared<Transpose>(out_axes), {r});

@@ -235,7 +235,7 @@ Array rows_last(const Array& x, const std::vector<int>& axes) {
 std::vector<Array> Reduce::jvp(const std::vector<Array>& primals,
                                const std::vector<Array>& tangents, std::vector<Array>& outs) const {
   const Array &x = primals[0], &t = tangents[0], &y = outs[0];
-  if (kind_ == ReduceKind::Sum || axes_.empty()) return ad::linear_jvp(*this, primals, tangents);
+  if (kind_ == ReduceKind::Sum) return ad::linear_jvp(*this, primals, tangents);
   // Sums below keep the output's sharding when it is a plain or sum-unreduced one.
   std::optional<NamedSharding> os = out_sharding_;
   if (os && !os->spec().unreduced().empty() && os->spec().unreduced_kind() != UnreducedKind::Sum)
@@ -243,20 +243,33 @@ std::vector<Array> Reduce::jvp(const std::vector<Array>& primals,
   auto sum_axes = [&](const Array& a) {
     return bind1(std::make_shared<Reduce>(ReduceKind::Sum, axes_, os), {a});
   };
+  // No axes (a rank-0 operand, or axis=[]): the identity, whose tangent is t. A sum over
+  // no axes says so with a transposable primitive (rebinding max/min/prod has no
+  // transpose, so vjp refused).
+  if (axes_.empty()) return {sum_axes(ad::instantiate(t, x.type(), x))};
   if (kind_ == ReduceKind::Max || kind_ == ReduceKind::Min) {
     // lax's _reduce_chooser_jvp_rule: every location of the extremum shares the tangent.
+    // y is compared with x laid out as x on the kept dims (an out_sharding may have put
+    // it elsewhere, or left it unreduced), so the comparison is legally sharded.
     Array full_y = y;
-    if (!unreduced_of(y.type()).empty())
-      full_y = bind1(std::make_shared<Reshard>(NamedSharding(y.type().sharding.mesh(),
-                                                             spec_of(entries_of(y.type()))),
-                                               std::nullopt),
-                     {y});
+    const AbstractMesh& mesh = y.type().sharding.mesh();
+    if (!mesh.empty()) {
+      std::vector<PartitionEntry> xe = entries_of(x.type()), ye;
+      for (int d = 0; d < x.ndim(); ++d)
+        if (std::find(axes_.begin(), axes_.end(), d) == axes_.end()) ye.push_back(xe[d]);
+      NamedSharding want(mesh, spec_of(ye));
+      if (!unreduced_of(y.type()).empty() || entries_of(y.type()) != ye)
+        full_y = bind1(std::make_shared<Reshard>(want, std::nullopt), {y});
+    }
     Shape kept = x.shape();
     for (int a : axes_) kept[a] = 1;
     Array ind = astype(equal(x, reshape(full_y, kept)), t.dtype());
     return {sum_axes(t * ind) / sum_axes(ind)};
   }
   if (kind_ == ReduceKind::Prod) {
+    // An empty operand: the products are constant 1 (and rows_last's reshape of the
+    // size-0 dims can be refused by reshape's rule).
+    if (x.size() == 0) return {Array()};
     // d prod = sum_j t_j * prod_{k != j} x_k, the products excluding j as a left times a
     // right exclusive running product (exact with zeros, unlike prod / x_j).
     Array xr = rows_last(x, axes_), tr = rows_last(t, axes_);

@@ -7,6 +7,7 @@
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/gather_scatter.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -168,6 +169,13 @@ std::vector<Array> Sort::jvp(const std::vector<Array>& primals, const std::vecto
     iota = broadcasted_iota(DType::Int32, x.shape(), dimension_,
                             concrete ? NamedSharding(*x.sharding().concrete_mesh(), spec)
                                      : NamedSharding(t.sharding.mesh(), spec));
+    // Sort wants its operands' shardings equal, reduced sets included.
+    if (!t.sharding.spec().reduced().empty()) {
+      ArrayType it = t;
+      it.dtype = DType::Int32;
+      it.weak = false;
+      iota = ad::coerce(iota, it, "sort", "value");
+    }
   }
   std::vector<Array> in = primals;
   in.push_back(iota);

@@ -55,6 +55,15 @@ struct PartialEval {
 PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
                          const std::vector<bool>& unknown_outs);
 
+/** Which outputs of p depend on the flagged inputs, looking into checkpoints (the jvp
+ *  of a checkpoint is one checkpoint whose primal outputs do not read the tangents);
+ *  a checkpoint with every input flagged counts whole, as partial_eval splits it. */
+std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unknown_ins);
+/** The part of p computing its known outputs (unknown_outs false) from its known
+ *  inputs only: inputs p's unflagged in_vars, outputs those outputs. */
+Program known_outputs_program(const Program& p, const std::vector<bool>& unknown_ins,
+                              const std::vector<bool>& unknown_outs);
+
 /** Reverse sweep over p, linear in the in_vars whose `args` entry is invalid: given
  *  one cotangent per output (invalid: zero), returns one cotangent per in_var
  *  (invalid: zero, or not linear). Equations with no linear input are evaluated

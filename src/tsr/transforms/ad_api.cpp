@@ -3,6 +3,7 @@
 // function traces the user's function into a Program, transforms it, and evaluates
 // the result by binding, so it runs eagerly or records into an enclosing trace.
 #include <sstream>
+#include <unordered_set>
 
 #include "tsr/ad_core.h"
 #include "tsr/core/array_impl.h"
@@ -47,13 +48,35 @@ Program keep_outputs(const Program& p, const std::vector<bool>& keep) {
 }
 
 // Linearize's pieces: primal outputs, the linear program over (residuals, float
-// tangents), and the residual values.
+// tangents), and the residual values. The known program (primals -> outputs ++
+// residuals) is evaluated by eval_known, once the residuals needed are known.
 struct Lin {
   std::vector<Array> outs;
   Program linear;  // in_vars: residuals then float tangents
   std::vector<Array> res;
   std::vector<ArrayType> in_types, out_types;
+  Program known;
+  size_t num_out = 0;
 };
+
+// Evaluates l.known for the outputs and the residuals flagged in `keep` (all when
+// empty): l.outs, and l.res with one value per kept residual. A residual the
+// transposed program does not read is not computed: eagerly, as under jit's dce (a
+// custom_lin that cannot run forward, whose value only such a residual carried, is
+// then dropped alike).
+void eval_known(Lin& l, const std::vector<Array>& primals, const std::vector<bool>& keep) {
+  Program k = l.known;
+  if (!keep.empty()) {
+    std::vector<VarPtr> o(k.out_vars.begin(), k.out_vars.begin() + static_cast<long>(l.num_out));
+    for (size_t r = 0; r < keep.size(); ++r)
+      if (keep[r]) o.push_back(k.out_vars[l.num_out + r]);
+    k.out_vars = std::move(o);
+    k = dce(k);
+  }
+  std::vector<Array> v = eval_program(k, primals);
+  l.outs.assign(v.begin(), v.begin() + static_cast<long>(l.num_out));
+  l.res.assign(v.begin() + static_cast<long>(l.num_out), v.end());
+}
 
 Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals,
                       const std::function<size_t()>& aux, const char* api) {
@@ -82,9 +105,8 @@ Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals,
   std::vector<bool> unknown_ins(jp.in_vars.size(), false);
   for (size_t i = n; i < unknown_ins.size(); ++i) unknown_ins[i] = true;
   PartialEval pe = partial_eval(jp, unknown_ins, unknown_outs);
-  std::vector<Array> known = eval_program(pe.known, primals);
-  l.outs.assign(known.begin(), known.begin() + static_cast<long>(m));
-  l.res.assign(known.begin() + static_cast<long>(m), known.end());
+  l.known = std::move(pe.known);
+  l.num_out = m;
   l.linear = std::move(pe.unknown);
   return l;
 }
@@ -140,9 +162,22 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
     t[i] = ti;
   }
   Program p = trace_program(f, pt);
-  std::vector<Array> outs, touts;
-  jvp_eval(p, primals, t, outs, touts);
-  for (size_t j = 0; j < outs.size(); ++j) touts[j] = ad::instantiate(touts[j], outs[j].type(), outs[j]);
+  // The jvp program (dce'd) is evaluated, not jvp_eval's equations as they come: eager
+  // then runs what jit runs. An unused tangent (a custom_vjp's, whose custom_lin cannot
+  // run forward, under floor) is dropped alike, and a used one refused alike.
+  std::vector<bool> with_t;
+  std::vector<Array> args = primals;
+  for (size_t i = 0; i < primals.size(); ++i) {
+    with_t.push_back(t[i].valid());
+    if (t[i].valid()) args.push_back(t[i]);
+  }
+  std::vector<Array> r = eval_program(jvp_program(p, with_t), args);
+  size_t m = p.out_vars.size();
+  std::vector<Array> outs(r.begin(), r.begin() + static_cast<long>(m)), touts;
+  for (size_t j = 0, k = m; j < m; ++j)
+    touts.push_back(has_tangent_space(outs[j].dtype())
+                        ? r.at(k++)
+                        : ad::instantiate(Array(), outs[j].type(), outs[j]));
   return {outs, touts};
 }
 
@@ -219,6 +254,7 @@ std::string LinearMap::str() const { return prog_->str(); }
 std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> linearize_flat(
     const FlatFn& f, const std::vector<Array>& primals) {
   Lin l = linearize_program(f, primals, {}, "linearize");
+  eval_known(l, primals, {});
   size_t num_res = l.linear.in_vars.size() -
                    static_cast<size_t>(std::count_if(l.in_types.begin(), l.in_types.end(),
                                                      [](const ArrayType& t) {
@@ -242,7 +278,20 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
   std::vector<bool> linear(l.linear.in_vars.size(), false);
   for (size_t i = num_res; i < linear.size(); ++i) linear[i] = true;
   Program t = transpose_program(l.linear, linear, "vjp");
-  auto prog = close_over(t, num_res, l.res);
+  // Only the residuals the transposed program reads are computed and captured.
+  std::unordered_set<const Var*> read;
+  for (const Eqn& e : t.eqns)
+    for (const auto& v : e.ins) read.insert(v.get());
+  for (const auto& v : t.out_vars) read.insert(v.get());
+  std::vector<bool> res_used(num_res);
+  std::vector<VarPtr> in_vars;
+  for (size_t r = 0; r < t.in_vars.size(); ++r) {
+    if (r < num_res) res_used[r] = read.count(t.in_vars[r].get()) > 0;
+    if (r >= num_res || res_used[r]) in_vars.push_back(t.in_vars[r]);
+  }
+  t.in_vars = std::move(in_vars);
+  eval_known(l, primals, res_used);
+  auto prog = close_over(t, l.res.size(), l.res);
   size_t md = l.out_types.size() - num_aux;
   std::vector<ArrayType> ct_in, primal_out;
   std::vector<bool> used;

@@ -15,22 +15,6 @@ namespace tsr::detail {
 
 namespace {
 
-// Which outputs of p depend on the flagged inputs.
-std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unknown_ins) {
-  std::unordered_set<const Var*> unknown;
-  for (size_t i = 0; i < p.in_vars.size(); ++i)
-    if (unknown_ins[i]) unknown.insert(p.in_vars[i].get());
-  for (const Eqn& e : p.eqns) {
-    bool any = false;
-    for (const auto& v : e.ins) any = any || unknown.count(v.get());
-    if (any)
-      for (const auto& v : e.outs) unknown.insert(v.get());
-  }
-  std::vector<bool> out;
-  for (const auto& v : p.out_vars) out.push_back(unknown.count(v.get()) > 0);
-  return out;
-}
-
 // p with other inputs and outputs (the equations are shared), then dce'd.
 Program restrict(const Program& p, std::vector<VarPtr> ins, std::vector<VarPtr> outs) {
   Program q = p;
@@ -40,6 +24,38 @@ Program restrict(const Program& p, std::vector<VarPtr> ins, std::vector<VarPtr> 
 }
 
 }  // namespace
+
+std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unknown_ins) {
+  std::unordered_set<const Var*> unknown;
+  for (size_t i = 0; i < p.in_vars.size(); ++i)
+    if (unknown_ins[i]) unknown.insert(p.in_vars[i].get());
+  for (const Eqn& e : p.eqns) {
+    std::vector<bool> flags;
+    bool any = false, all = true;
+    for (const auto& v : e.ins) {
+      flags.push_back(unknown.count(v.get()) > 0);
+      any = any || flags.back();
+      all = all && flags.back();
+    }
+    if (!any) continue;
+    // As partial_eval splits: a checkpoint with every input unknown is unknown whole.
+    const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get());
+    std::vector<bool> out = ck && !all ? unknown_outputs(ck->program(), flags)
+                                       : std::vector<bool>(e.outs.size(), true);
+    for (size_t j = 0; j < e.outs.size(); ++j)
+      if (out[j]) unknown.insert(e.outs[j].get());
+  }
+  std::vector<bool> out;
+  for (const auto& v : p.out_vars) out.push_back(unknown.count(v.get()) > 0);
+  return out;
+}
+
+Program known_outputs_program(const Program& p, const std::vector<bool>& unknown_ins,
+                              const std::vector<bool>& unknown_outs) {
+  PartialEval pe = partial_eval(p, unknown_ins, unknown_outs);
+  pe.known.out_vars.resize(pe.known.out_vars.size() - pe.num_res);
+  return dce(pe.known);
+}
 
 PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
                          const std::vector<bool>& unknown_outs) {
@@ -69,25 +85,23 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
     // unknown side takes every input (the known ones as residuals) and recomputes.
     const Program& sub = ck->program();
     std::vector<bool> out_unknown = unknown_outputs(sub, flags);
-    std::vector<VarPtr> k_in, k_out, u_out;
+    std::vector<VarPtr> u_out;
     Eqn ke, ue;
     for (size_t i = 0; i < e.ins.size(); ++i)
-      if (!flags[i]) {
-        k_in.push_back(sub.in_vars[i]);
-        ke.ins.push_back(e.ins[i]);
-      }
+      if (!flags[i]) ke.ins.push_back(e.ins[i]);
     for (size_t j = 0; j < e.outs.size(); ++j) {
       if (out_unknown[j]) {
         u_out.push_back(sub.out_vars[j]);
         ue.outs.push_back(e.outs[j]);
         unknown.insert(e.outs[j].get());
       } else {
-        k_out.push_back(sub.out_vars[j]);
         ke.outs.push_back(e.outs[j]);
       }
     }
     if (!ke.outs.empty()) {
-      ke.prim = ck->with_program(restrict(sub, k_in, k_out));
+      // The known outputs from the known inputs: a split of the sub-program itself (a
+      // nested checkpoint may read unknown inputs for its other outputs).
+      ke.prim = ck->with_program(known_outputs_program(sub, flags, out_unknown));
       known_eqns.push_back(std::move(ke));
     }
     ue.ins = e.ins;

@@ -3,12 +3,14 @@
 // so branches that receive none cost nothing; each is given exactly its variable's
 // cotangent type (spec §9: unreduced <-> reduced), which is where the partitioner
 // gets the reductions a sharded gradient needs.
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "tsr/core/primitive.h"
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
+#include "tsr/prims/ad_prims.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
 
@@ -28,11 +30,32 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
   // Forward: evaluate what does not depend on the linear inputs.
   std::vector<const Eqn*> lin;
   for (const Eqn& e : p.eqns) {
+    std::vector<bool> flags;
     bool any = false;
-    for (const auto& v : e.ins) any = any || linear.count(v.get());
+    for (const auto& v : e.ins) {
+      flags.push_back(linear.count(v.get()) > 0);
+      any = any || flags.back();
+    }
     if (any) {
       lin.push_back(&e);
-      for (const auto& v : e.outs) linear.insert(v.get());
+      std::vector<bool> out_lin(e.outs.size(), true);
+      // A checkpoint (e.g. the jvp of one, nested in another) may have outputs that do
+      // not read the linear inputs: they are evaluated forward, by a checkpoint of the
+      // part computing them, and only the others are transposed.
+      if (const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get())) {
+        out_lin = unknown_outputs(ck->program(), flags);
+        if (std::find(out_lin.begin(), out_lin.end(), false) != out_lin.end()) {
+          std::vector<Array> ins;
+          for (size_t i = 0; i < e.ins.size(); ++i)
+            if (!flags[i]) ins.push_back(env.at(e.ins[i].get()));
+          std::vector<Array> outs = detail::bind(
+              ck->with_program(known_outputs_program(ck->program(), flags, out_lin)), ins);
+          for (size_t j = 0, k = 0; j < e.outs.size(); ++j)
+            if (!out_lin[j]) env[e.outs[j].get()] = outs.at(k++);
+        }
+      }
+      for (size_t j = 0; j < e.outs.size(); ++j)
+        if (out_lin[j]) linear.insert(e.outs[j].get());
       continue;
     }
     std::vector<Array> ins;
