@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/error.h"
@@ -109,6 +112,28 @@ void transpose_tiles(U* d, const U* s, int64_t nq, int64_t dq, int64_t nj, int64
     int64_t jn = std::min(kTile, nj - j0);
     for (int64_t i0 = 0; i0 < nq; i0 += kTile) {
       int64_t in = std::min(kTile, nq - i0);
+#if defined(__SSE2__)
+      if constexpr (sizeof(U) == 4) {
+        if (jn == kTile && in == kTile) {
+          // Whole 4-byte tiles go through 4x4 register transposes: ~2x faster than
+          // the element loop below (a weight gradient's transpose is 4 MiB).
+          for (int64_t j = 0; j < kTile; j += 4)
+            for (int64_t i = 0; i < kTile; i += 4) {
+              const auto* sp = reinterpret_cast<const float*>(s + (j0 + j) * sj + i0 + i);
+              __m128 r0 = _mm_loadu_ps(sp), r1 = _mm_loadu_ps(sp + sj);
+              __m128 r2 = _mm_loadu_ps(sp + 2 * sj), r3 = _mm_loadu_ps(sp + 3 * sj);
+              _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i][j]), r0);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i + 1][j]), r1);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i + 2][j]), r2);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i + 3][j]), r3);
+            }
+          for (int64_t i = 0; i < kTile; ++i)
+            std::memcpy(d + (i0 + i) * dq + j0, buf[i], sizeof(U) * kTile);
+          continue;
+        }
+      }
+#endif
       for (int64_t j = 0; j < jn; ++j) {
         const U* sr = s + (j0 + j) * sj + i0;
         for (int64_t i = 0; i < in; ++i) buf[i][j] = sr[i];
