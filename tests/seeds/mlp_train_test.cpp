@@ -16,19 +16,19 @@ const mlp::Sizes kSizes{16, 32, 32, 10};
 constexpr int64_t kBatch = 64;
 constexpr int kSteps = 12;
 
-struct Run {
+struct Trace {
   std::vector<float> losses;
   std::vector<std::vector<float>> params;  // leaves after the last step
 };
 
 // kSteps steps over 4 fixed batches on a mesh of n devices along "data".
-Run train(int n) {
+Trace train(int n) {
   Mesh mesh = make_mesh({n}, {"data"});
   MeshScope scope(mesh);
   auto [x_all, y_all] = mlp::teacher_data(4 * kBatch, kSizes.in, kSizes.classes, 7);
   mlp::Params p = mlp::init_params(kSizes, 3, P());
   auto step = mlp::make_step(0.2);
-  Run r;
+  Trace r;
   for (int s = 0; s < kSteps; ++s) {
     int64_t b = (s % 4) * kBatch;
     Array x = device_put(slice(x_all, {b, 0}, {b + kBatch, kSizes.in}), P("data"));
@@ -43,8 +43,8 @@ Run train(int n) {
 }
 
 TEST(MlpTrain, LossFallsAnd8DevicesEqual1) {
-  Run one = train(1);
-  Run eight = train(8);
+  Trace one = train(1);
+  Trace eight = train(8);
   // Learning: the last pass over the 4 batches is clearly below the first.
   float first = 0, last = 0;
   for (int i = 0; i < 4; ++i) first += one.losses[i], last += one.losses[kSteps - 4 + i];
