@@ -357,7 +357,16 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         const DevicePlan& dp = st.plan->dev[pos];
         const void* src = dp.src_slot >= 0 ? slots[st.ins[0]] : nullptr;
         void* dst = dp.dst_slot >= 0 ? ensure(st.outs[0]) : nullptr;
-        run_plan(*st.plan, pos, src, dst, seq);
+        const Plan& pl = *st.plan;
+        // An all-reduce whose result block is the source block (a replicated
+        // gradient): reduce straight into dst, not via run_plan's temporary and copy.
+        bool direct = pl.reduce && !pl.comm && !dp.zero && src && dst &&
+                      pl.src_local == pl.dst_local && dp.local.size() == 1 &&
+                      dp.local[0].extent == pl.dst_local;
+        if (direct)
+          seq.next().all_reduce(src, dst, numel(pl.src_local), pl.dtype, pl.reduce_op);
+        else
+          run_plan(pl, pos, src, dst, seq);
       } else {
         ip.clear();
         op.clear();
