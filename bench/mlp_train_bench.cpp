@@ -41,10 +41,11 @@ double step_flops() {
   return 2 * fwd + 2 * b * (h1 * h2 + h2 * c);
 }
 
-// Args: devices, and relu's derivative (0: the jax.nn.relu mask, 1: lax.max's rule).
-void BM_MlpStep(benchmark::State& st) {
+// Times `make()`'s jitted step on a mesh of st.range(0) devices along "data": the
+// batch sharded, the params replicated, each iteration waiting for the new params.
+template <class MakeStep>
+void time_steps(benchmark::State& st, MakeStep make) {
   int n = static_cast<int>(st.range(0));
-  auto relu_grad = st.range(1) ? mlp::ReluGrad::Maximum : mlp::ReluGrad::Mask;
   Mesh mesh = make_mesh({n}, {"data"});
   MeshScope scope(mesh);
   mlp::Params p = mlp::init_params(kSizes, 0, P());
@@ -52,7 +53,7 @@ void BM_MlpStep(benchmark::State& st) {
   Array x = device_put(random::normal(random::fold_in(k, 0), {kBatch, kSizes.in}), P("data"));
   Array y =
       device_put(random::randint(random::fold_in(k, 1), {kBatch}, 0, kSizes.classes), P("data"));
-  auto step = mlp::make_step(kLr, relu_grad);
+  auto step = make();
   for (int i = 0; i < 3; ++i) p = step(p, x, y).first;  // trace, lower, warm the allocator
   p.w1.block_until_ready();
   Array loss;
@@ -67,12 +68,62 @@ void BM_MlpStep(benchmark::State& st) {
   st.counters["GFLOPS"] = benchmark::Counter(
       step_flops(), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
+
+// Args: devices, and relu's derivative (0: the jax.nn.relu mask, 1: lax.max's rule).
+void BM_MlpStep(benchmark::State& st) {
+  auto relu_grad = st.range(1) ? mlp::ReluGrad::Maximum : mlp::ReluGrad::Mask;
+  time_steps(st, [&] { return mlp::make_step(kLr, relu_grad); });
+}
 BENCHMARK(BM_MlpStep)
     ->ArgNames({"devices", "max_relu"})
     ->Args({1, 0})
     ->Args({8, 0})
     ->Args({1, 1})
     ->Args({8, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// x @ w with a hand-written vjp that computes each cotangent as one dot_general in
+// its final layout: dw = dot_general(x, g) over the batch dim is [in, out] and
+// dx = dot_general(g, w) over `out` is [batch, in], so no transpose step follows
+// (the kernel passes the transposed operands to GEMM as flags). This is what
+// dot_general's transpose rule would emit if it ordered its operands by the
+// cotangent's layout; BM_MlpStepDirectGrad measures what that would save.
+Array dense(const Array& x, const Array& w) {
+  static const auto f = custom_vjp(
+      [](const Array& a, const Array& b) { return matmul(a, b); },
+      [](const Array& a, const Array& b) { return std::make_pair(matmul(a, b), std::tuple(a, b)); },
+      [](const std::tuple<Array, Array>& r, const Array& g) {
+        const auto& [a, b] = r;
+        Array da = dot_general(g, b, {.lhs_contracting = {1}, .rhs_contracting = {1}});
+        Array db = dot_general(a, g, {.lhs_contracting = {0}, .rhs_contracting = {0}},
+                               {.out_sharding = typeof(b).sharding});
+        return std::make_tuple(da, db);
+      });
+  return f(x, w);
+}
+
+Array loss_direct(const mlp::Params& p, const Array& x, const Array& y) {
+  Array h = mlp::relu(dense(x, p.w1) + p.b1);
+  h = mlp::relu(dense(h, p.w2) + p.b2);
+  Array logits = dense(h, p.w3) + p.b3;
+  return -mean(sum(one_hot(y, kSizes.classes) * log_softmax(logits), 1));
+}
+
+void BM_MlpStepDirectGrad(benchmark::State& st) {
+  time_steps(st, [] {
+    return jit([](const mlp::Params& q, const Array& a, const Array& b) {
+      auto [l, g] = value_and_grad(loss_direct)(q, a, b);
+      mlp::Params next =
+          tree::map2([](const Array& w, const Array& dw) { return w - kLr * dw; }, q, g);
+      return std::make_pair(next, l);
+    });
+  });
+}
+BENCHMARK(BM_MlpStepDirectGrad)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(8)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
