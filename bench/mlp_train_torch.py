@@ -10,14 +10,17 @@ per repetition, then the median over repetitions.
     python3 bench/mlp_train_torch.py --repetitions 5
 
 Needs Debian's PyTorch: apt-get install -y python3-torch (see bench/README.md).
+
+Debian's PyTorch runs elementwise ops on OpenMP threads and GEMMs on OpenBLAS's own
+pthreads; by default the idle OpenMP threads spin and take the cores from OpenBLAS.
+--omp-passive sets OMP_WAIT_POLICY=PASSIVE (before torch loads) to measure the step
+without that contention as well.
 """
 import argparse
 import math
+import os
 import statistics
 import time
-
-import torch
-import torch.nn.functional as F
 
 
 def main():
@@ -29,7 +32,14 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--repetitions", type=int, default=5)
     ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--omp-passive", action="store_true",
+                    help="OMP_WAIT_POLICY=PASSIVE: idle OpenMP threads sleep instead of spinning")
     args = ap.parse_args()
+    if args.omp_passive:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    # Imported here so that the OpenMP setting above takes effect.
+    import torch
+    import torch.nn.functional as F
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -68,8 +78,9 @@ def main():
         medians.append(med)
         print(f"rep {r}: median {med:.2f} ms/step (min {min(times):.2f}, max {max(times):.2f}),"
               f" loss {loss:.4f}")
-    print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch}, "
-          f"sizes {sizes}: median {statistics.median(medians):.2f} ms/step")
+    policy = os.environ.get("OMP_WAIT_POLICY", "default")
+    print(f"torch {torch.__version__}, {args.threads} threads, OMP_WAIT_POLICY {policy}, "
+          f"batch {args.batch}, sizes {sizes}: median {statistics.median(medians):.2f} ms/step")
 
 
 if __name__ == "__main__":
