@@ -1,6 +1,7 @@
 #include "tsr/runtime/executable.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
@@ -354,10 +355,35 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
       const auto& [s, pos] = dr.steps[k];
       const Step& st = steps[s];
       if (st.plan) {
-        const DevicePlan& dp = st.plan->dev[pos];
-        const void* src = dp.src_slot >= 0 ? slots[st.ins[0]] : nullptr;
-        void* dst = dp.dst_slot >= 0 ? ensure(st.outs[0]) : nullptr;
-        run_plan(*st.plan, pos, src, dst, seq);
+        const Plan& pl = *st.plan;
+        const DevicePlan& dp = pl.dev[pos];
+        int in = st.ins[0], out = st.outs[0];
+        // This device's part keeps its block whole (one box, equal shapes): a
+        // replicated gradient's all-reduce, a one-device "reduce", a same-layout copy.
+        bool whole = !pl.comm && !dp.zero && dp.src_slot >= 0 && dp.dst_slot >= 0 &&
+                     pl.src_local == pl.dst_local && dp.local.size() == 1 &&
+                     dp.local[0].extent == pl.dst_local;
+        if (whole && pl.reduce && dp.reduce_ids.size() > 1) {
+          // Reduce straight into the destination, not via run_plan's temporary + copy.
+          seq.next().all_reduce(slots[in], ensure(out), numel(pl.src_local), pl.dtype,
+                                pl.reduce_op);
+        } else if (whole) {
+          if (pl.reduce) seq.next();  // a one-rank all-reduce is the identity
+          const auto& dying = dr.free_after[k];
+          if (owned[in] && !slots[out] &&
+              std::find(dying.begin(), dying.end(), in) != dying.end()) {
+            // The source dies here: hand its buffer over instead of copying it.
+            slots[out] = slots[in];
+            owned[out] = 1;
+            slots[in] = nullptr;
+            owned[in] = 0;
+          } else {
+            std::memcpy(ensure(out), slots[in], values[out].local_bytes);
+          }
+        } else {
+          run_plan(pl, pos, dp.src_slot >= 0 ? slots[in] : nullptr,
+                   dp.dst_slot >= 0 ? ensure(out) : nullptr, seq);
+        }
       } else {
         ip.clear();
         op.clear();

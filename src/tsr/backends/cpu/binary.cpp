@@ -226,6 +226,14 @@ void binary_run(const KernelArgs& a) {
     const T* y = a.i<T>(1);
     Out* out = a.o<Out>(0);
     int nd = static_cast<int>(p.outer.size());
+    if (nd == 0) {
+      // One run (equal shapes, or an array with a scalar): split it between threads.
+      parallel_ranges(p.inner, kernel_threads(a.busy_devices), kParallelMin, 16,
+                      [&](int64_t b, int64_t e) {
+                        inner(x + (p.av ? b : 0), y + (p.bv ? b : 0), out + b, e - b);
+                      });
+      return;
+    }
     std::vector<int64_t> ctr(nd, 0);
     int64_t oa = 0, ob = 0;
     for (int64_t oo = 0;; oo += p.inner) {

@@ -1,6 +1,7 @@
 #pragma once
 // Declarations shared by the CPU kernel files. Each kernel works on one device's
 // local blocks (row-major, contiguous); register.cpp maps primitive names to them.
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -102,6 +103,49 @@ void to_float(const bfloat16_t* src, float* dst, int64_t n);
 void from_float(const float* src, float16_t* dst, int64_t n);
 void from_float(const float* src, bfloat16_t* dst, int64_t n);
 
+// ---- threads inside kernels (parallel.cpp)
+
+/** Threads one kernel may use: the cores shared among the devices busy at once
+ *  (DESIGN §8: more than one only when fewer devices than cores are busy). */
+int kernel_threads(int busy_devices);
+
+/** Runs fn(ctx, i) for every i in [0, parts) on the calling thread and the kernel
+ *  pool's workers; returns when all are done. */
+void parallel_parts(int parts, void (*fn)(void*, int), void* ctx);
+
+/** Elements below which a kernel stays on one thread: 128K floats take ~25 us, a
+ *  fork-join to a parked worker up to ~30 us. */
+inline constexpr int64_t kParallelMin = int64_t{1} << 17;
+
+/** f(begin, end) over [0, n) split into up to `threads` contiguous ranges whose
+ *  starts are multiples of `align`; one call over everything when n < min_n (below
+ *  that the fork-join costs more than the second core gains). */
+template <typename F>
+void parallel_ranges(int64_t n, int threads, int64_t min_n, int64_t align, F&& f) {
+  if (threads <= 1 || n < min_n) {
+    f(int64_t{0}, n);
+    return;
+  }
+  struct Ctx {
+    F* f;
+    int64_t n, align;
+    int parts;
+    int64_t start(int k) const {
+      if (k >= parts) return n;
+      int64_t b = n * k / parts;
+      return std::min(n, (b + align - 1) / align * align);
+    }
+  } c{&f, n, std::max<int64_t>(1, align), threads};
+  parallel_parts(
+      threads,
+      [](void* p, int i) {
+        const auto& x = *static_cast<const Ctx*>(p);
+        int64_t b = x.start(i), e = x.start(i + 1);
+        if (b < e) (*x.f)(b, e);
+      },
+      &c);
+}
+
 // ---- helpers shared between the files
 
 /** dst[i] = src[i] converted from `from` to `to` (NumPy/JAX semantics: float to
@@ -113,9 +157,11 @@ std::vector<int64_t> row_major_strides(const Shape& shape);
 
 /** Copies the box `extent` from src to dst, each addressed by element strides
  *  (any sign; 0 on the source broadcasts). Runs contiguous on both sides become
- *  memcpy; a transposing pair of dims is copied in cache-sized tiles. */
+ *  memcpy; a transposing pair of dims is copied in cache-sized tiles (a plain 2-D
+ *  transpose on up to `threads` threads). */
 void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
-                  const int64_t* src_strides, const Shape& extent, size_t itemsize);
+                  const int64_t* src_strides, const Shape& extent, size_t itemsize,
+                  int threads = 1);
 
 /** Writes the one element at `value` (itemsize bytes) to dst[0..n). */
 void fill_value(void* dst, const void* value, int64_t n, size_t itemsize);

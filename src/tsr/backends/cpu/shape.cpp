@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/error.h"
@@ -109,6 +112,28 @@ void transpose_tiles(U* d, const U* s, int64_t nq, int64_t dq, int64_t nj, int64
     int64_t jn = std::min(kTile, nj - j0);
     for (int64_t i0 = 0; i0 < nq; i0 += kTile) {
       int64_t in = std::min(kTile, nq - i0);
+#if defined(__SSE2__)
+      if constexpr (sizeof(U) == 4) {
+        if (jn == kTile && in == kTile) {
+          // Whole 4-byte tiles go through 4x4 register transposes: ~2x faster than
+          // the element loop below (a weight gradient's transpose is 4 MiB).
+          for (int64_t j = 0; j < kTile; j += 4)
+            for (int64_t i = 0; i < kTile; i += 4) {
+              const auto* sp = reinterpret_cast<const float*>(s + (j0 + j) * sj + i0 + i);
+              __m128 r0 = _mm_loadu_ps(sp), r1 = _mm_loadu_ps(sp + sj);
+              __m128 r2 = _mm_loadu_ps(sp + 2 * sj), r3 = _mm_loadu_ps(sp + 3 * sj);
+              _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i][j]), r0);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i + 1][j]), r1);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i + 2][j]), r2);
+              _mm_store_ps(reinterpret_cast<float*>(&buf[i + 3][j]), r3);
+            }
+          for (int64_t i = 0; i < kTile; ++i)
+            std::memcpy(d + (i0 + i) * dq + j0, buf[i], sizeof(U) * kTile);
+          continue;
+        }
+      }
+#endif
       for (int64_t j = 0; j < jn; ++j) {
         const U* sr = s + (j0 + j) * sj + i0;
         for (int64_t i = 0; i < in; ++i) buf[i][j] = sr[i];
@@ -122,7 +147,7 @@ void transpose_tiles(U* d, const U* s, int64_t nq, int64_t dq, int64_t nj, int64
 }
 
 template <typename U>
-void copy_typed(U* dst, const U* src, Dims& dims) {
+void copy_typed(U* dst, const U* src, Dims& dims, int threads) {
   if (dims.empty()) {
     *dst = *src;
     return;
@@ -135,6 +160,15 @@ void copy_typed(U* dst, const U* src, Dims& dims) {
     if (q != dims.end()) {
       Dim dq = *q;
       dims.erase(q);
+      if (dims.empty()) {
+        // A plain 2-D transpose (a weight gradient's): split the destination columns
+        // between threads, in whole tiles.
+        int t = dq.n * in.n >= kParallelMin ? threads : 1;
+        parallel_ranges(in.n, t, 128, 64, [&](int64_t j0, int64_t j1) {
+          transpose_tiles(dst + j0, src + j0 * in.ss, dq.n, dq.ds, j1 - j0, in.ss);
+        });
+        return;
+      }
       for_each_outer(dims, [&](int64_t od, int64_t os) {
         transpose_tiles(dst + od, src + os, dq.n, dq.ds, in.n, in.ss);
       });
@@ -216,19 +250,23 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
 }
 
 void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
-                  const int64_t* src_strides, const Shape& extent, size_t itemsize) {
+                  const int64_t* src_strides, const Shape& extent, size_t itemsize, int threads) {
   for (int64_t e : extent)
     if (e == 0) return;
   Dims dims = collapse(dst_strides, src_strides, extent);
   switch (itemsize) {
     case 1:
-      return copy_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), dims);
+      return copy_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), dims,
+                        threads);
     case 2:
-      return copy_typed(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), dims);
+      return copy_typed(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), dims,
+                        threads);
     case 4:
-      return copy_typed(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), dims);
+      return copy_typed(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), dims,
+                        threads);
     default:
-      return copy_typed(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), dims);
+      return copy_typed(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), dims,
+                        threads);
   }
 }
 
@@ -250,7 +288,8 @@ void transpose(const KernelArgs& a) {
   Shape ext(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) ext[i] = s[perm[i]], ss[i] = full[perm[i]];
   std::vector<int64_t> ds = row_major_strides(ext);
-  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], ss.data(), ext, elem_size(a));
+  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], ss.data(), ext, elem_size(a),
+               kernel_threads(a.busy_devices));
 }
 
 void broadcast_in_dim(const KernelArgs& a) {
