@@ -2,6 +2,8 @@
 // types, refusals, and every shard against its slice of the logical value.
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <sstream>
 
 #include "fuzz.h"
@@ -420,15 +422,14 @@ void log_phase(std::string* log, const char* what, Mode m, const Phase& p) {
   *log += os.str();
 }
 
-/** The verdict of one phase (jvp or vjp) over the three modes; `tolerant_primal` and
- *  `partial` are the primal comparison's flags (derivatives always compare with a
- *  tolerance: their programs reduce). */
-Result judge_phase(const Case& c, const char* what, const Phase& o, const Phase& e,
-                   const Phase& j, bool tolerant_primal, bool partial, bool bits) {
-  auto res = [&](Verdict v, const std::string& d) {
-    return Result{v, one_line(std::string(what) + ": " + d), ""};
-  };
-  if (!o.ok && untyped(o.cls)) return res(Verdict::Untyped, "oracle: " + o.cls + ": " + o.msg);
+/** The verdict on refusals, shared by the primal and derivative judges: a message no
+ *  typed Error carries, eager and jit disagreeing, a kernel refusing, or an agreed
+ *  refusal; nullopt when oracle, eager and jit all accept. */
+template <class R>
+std::optional<Result> judge_refusals(bool o_ok, const std::string& o_cls, const std::string& o_msg,
+                                     const R& e, const R& j,
+                                     const std::function<Result(Verdict, std::string)>& res) {
+  if (!o_ok && untyped(o_cls)) return res(Verdict::Untyped, "oracle: " + o_cls + ": " + o_msg);
   if (!e.ok && untyped(e.cls)) return res(Verdict::Untyped, "eager: " + e.cls + ": " + e.msg);
   if (!j.ok && untyped(j.cls)) return res(Verdict::Untyped, "jit: " + j.cls + ": " + j.msg);
   if (e.ok != j.ok)
@@ -442,11 +443,23 @@ Result judge_phase(const Case& c, const char* what, const Phase& o, const Phase&
     if (e.at_read)
       return res(Verdict::Mismatch,
                  "eager error raised by a kernel, not by a rule: " + e.cls + ": " + e.msg);
-    return res(o.ok ? Verdict::TypedError : Verdict::BothRefuse, e.cls + ": " + e.msg);
+    return res(o_ok ? Verdict::TypedError : Verdict::BothRefuse, e.cls + ": " + e.msg);
   }
-  if (!o.ok)
+  if (!o_ok)
     return res(Verdict::Mismatch,
-               "oracle refuses (" + o.cls + ": " + o.msg + ") but sharded accepts");
+               "oracle refuses (" + o_cls + ": " + o_msg + ") but sharded accepts");
+  return std::nullopt;
+}
+
+/** The verdict of one phase (jvp or vjp) over the three modes; `tolerant_primal` and
+ *  `partial` are the primal comparison's flags (derivatives always compare with a
+ *  tolerance: their programs reduce). */
+Result judge_phase(const Case& c, const char* what, const Phase& o, const Phase& e,
+                   const Phase& j, bool tolerant_primal, bool partial, bool bits) {
+  auto res = [&](Verdict v, const std::string& d) {
+    return Result{v, one_line(std::string(what) + ": " + d), ""};
+  };
+  if (auto r = judge_refusals(o.ok, o.cls, o.msg, e, j, res)) return *r;
   for (size_t k = 0; k < e.outs.size(); ++k) {
     std::string name = k == 0 ? "primal" : std::string(what) + " output " + std::to_string(k);
     const ArrayType &to = typeof(o.outs[k]), &te = typeof(e.outs[k]), &tj = typeof(j.outs[k]);
@@ -552,26 +565,8 @@ Result run_case(Case& c, std::string* log, double ad_rate) {
   log_outcome(log, "jit", j);
 
   auto res = [&](Verdict v, std::string d) { return Result{v, one_line(d), ""}; };
-  if (!c.oracle_ok && untyped(c.oracle_err_class))
-    return res(Verdict::Untyped, "oracle: " + c.oracle_err_class + ": " + c.oracle_err);
-  if (!e.ok && untyped(e.cls)) return res(Verdict::Untyped, "eager: " + e.cls + ": " + e.msg);
-  if (!j.ok && untyped(j.cls)) return res(Verdict::Untyped, "jit: " + j.cls + ": " + j.msg);
-  if (e.ok != j.ok)
-    return res(Verdict::Mismatch, std::string("eager ") + (e.ok ? "accepts" : "refuses") +
-                                      ", jit " + (j.ok ? "accepts" : "refuses") + ": " +
-                                      (e.ok ? j.cls + ": " + j.msg : e.cls + ": " + e.msg));
-  if (!e.ok) {
-    if (e.cls != j.cls)
-      return res(Verdict::Mismatch, "eager refuses with " + e.cls + ", jit with " + j.cls + ": " +
-                                        e.msg + " | " + j.msg);
-    if (e.at_read)
-      return res(Verdict::Mismatch,
-                 "eager error raised by a kernel, not by a rule: " + e.cls + ": " + e.msg);
-    return res(c.oracle_ok ? Verdict::TypedError : Verdict::BothRefuse, e.cls + ": " + e.msg);
-  }
-  if (!c.oracle_ok)
-    return res(Verdict::Mismatch, "oracle refuses (" + c.oracle_err_class + ": " + c.oracle_err +
-                                      ") but sharded accepts");
+  if (auto r = judge_refusals(c.oracle_ok, c.oracle_err_class, c.oracle_err, e, j, res))
+    return *r;
   const ArrayType& to = typeof(c.oracle_out);
   const ArrayType& te = typeof(e.out);
   const ArrayType& tj = typeof(j.out);

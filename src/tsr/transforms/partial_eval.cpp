@@ -23,6 +23,13 @@ Program restrict(const Program& p, std::vector<VarPtr> ins, std::vector<VarPtr> 
   return dce(q);
 }
 
+// Which of e's inputs are unknown.
+std::vector<bool> unknown_flags(const Eqn& e, const std::unordered_set<const Var*>& unknown) {
+  std::vector<bool> flags;
+  for (const auto& v : e.ins) flags.push_back(unknown.count(v.get()) > 0);
+  return flags;
+}
+
 }  // namespace
 
 std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unknown_ins) {
@@ -30,13 +37,9 @@ std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unk
   for (size_t i = 0; i < p.in_vars.size(); ++i)
     if (unknown_ins[i]) unknown.insert(p.in_vars[i].get());
   for (const Eqn& e : p.eqns) {
-    std::vector<bool> flags;
-    bool any = false, all = true;
-    for (const auto& v : e.ins) {
-      flags.push_back(unknown.count(v.get()) > 0);
-      any = any || flags.back();
-      all = all && flags.back();
-    }
+    std::vector<bool> flags = unknown_flags(e, unknown);
+    bool any = std::find(flags.begin(), flags.end(), true) != flags.end();
+    bool all = std::find(flags.begin(), flags.end(), false) == flags.end();
     if (!any) continue;
     // As partial_eval splits: a checkpoint with every input unknown is unknown whole.
     const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get());
@@ -64,13 +67,9 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
     if (unknown_ins.at(i)) unknown.insert(p.in_vars[i].get());
   std::vector<Eqn> known_eqns, unknown_eqns;
   for (const Eqn& e : p.eqns) {
-    std::vector<bool> flags;
-    bool any = false, all = true;
-    for (const auto& v : e.ins) {
-      flags.push_back(unknown.count(v.get()) > 0);
-      any = any || flags.back();
-      all = all && flags.back();
-    }
+    std::vector<bool> flags = unknown_flags(e, unknown);
+    bool any = std::find(flags.begin(), flags.end(), true) != flags.end();
+    bool all = std::find(flags.begin(), flags.end(), false) == flags.end();
     if (!any) {
       known_eqns.push_back(e);
       continue;
