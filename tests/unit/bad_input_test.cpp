@@ -156,7 +156,10 @@ TEST(BadInput, InitDeviceCountIsCapped) {
 
 TEST(BadInputDeathTest, ThreadStartFailureIsBackendError) {
   // In a child whose address space has room for only a few thread stacks,
-  // starting 4096 workers fails inside std::thread (std::system_error).
+  // starting 4096 workers fails inside std::thread (std::system_error). The child is
+  // a fresh exec of this binary ("threadsafe"): a plain fork of a process whose
+  // worker threads may hold a lock (the sanitizer allocator's) can hang the child.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         rlimit lim{};
