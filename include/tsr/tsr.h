@@ -14,3 +14,4 @@
 #include "tsr/sharding.h"
 #include "tsr/transforms.h"
 #include "tsr/tree.h"
+#include "tsr/vmap.h"

@@ -23,14 +23,6 @@ Lowering Primitive::partition(const std::vector<ArrayType>& in,
   return l;
 }
 
-namespace {
-[[noreturn]] void not_yet(const char* rule, const char* prim, const char* issue) {
-  throw NotImplementedError(std::string("[") + rule + "] the " + rule + " rule of primitive '" +
-                            prim + "' is not implemented yet. Got a " + rule + " request for '" +
-                            prim + "'; expected a primitive with a " + rule + " rule. It arrives " +
-                            issue + ".");
-}
-}  // namespace
 
 std::vector<Array> Primitive::jvp(const std::vector<Array>&, const std::vector<Array>&,
                                   std::vector<Array>&) const {
@@ -45,8 +37,11 @@ std::vector<Array> Primitive::transpose(const std::vector<Array>&,
                             "' is not linear: it has no transpose rule. Got a transpose through '" +
                             name() + "'; expected a linear primitive.");
 }
-std::vector<Array> Primitive::batch(const std::vector<Array>&, const std::vector<int>&) const {
-  not_yet("batch", name(), "with vmap");
+Batched Primitive::batch(const std::vector<Array>&, const std::vector<int>&) const {
+  throw NotImplementedError(std::string("[vmap] primitive '") + name() +
+                            "' has no batching rule. Got a vmap over '" + name() +
+                            "'; expected a primitive with a batch rule. Loop over the batch "
+                            "instead (or report it: every primitive should have one).");
 }
 
 bool Primitive::equals(const Primitive& o) const {

@@ -31,6 +31,13 @@ struct LinearIn {
   bool linear() const { return !value.valid(); }
 };
 
+/** A batching rule's result: the outputs and where each carries the batch dimension
+ *  (-1: unbatched). */
+struct Batched {
+  std::vector<Array> outs; /**< the outputs */
+  std::vector<int> dims;   /**< each output's batch dimension, or -1 */
+};
+
 /** A primitive operation with its parameters. Immutable once built. */
 class Primitive : public std::enable_shared_from_this<Primitive> {
  public:
@@ -61,9 +68,11 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
    *  one cotangent per input (invalid: zero, or not a linear input). */
   virtual std::vector<Array> transpose(const std::vector<Array>& cts,
                                        const std::vector<LinearIn>& ins) const;
-  /** Batching rule (the vmap issue). */
-  virtual std::vector<Array> batch(const std::vector<Array>& args,
-                                   const std::vector<int>& dims) const;
+  /** Batching rule (vmap, DESIGN §1): the outputs for inputs `args` that carry a batch
+   *  dimension at `dims[i]` (-1: unbatched; at least one is batched), and where each
+   *  output carries it. Rules are written with ops, so they compose with every other
+   *  transform; out_sharding parameters get the batch entry (batch_axis()) inserted. */
+  virtual Batched batch(const std::vector<Array>& args, const std::vector<int>& dims) const;
   /** Parameters as printed: "axes=(0,) out_sharding=None"; "" when none. */
   virtual std::string params() const { return {}; }
   /** Same primitive with the same parameters. */
@@ -94,6 +103,11 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
 #define TSR_DEFINE_TRANSPOSE                                          \
   std::vector<Array> transpose(const std::vector<Array>& cts,         \
                                const std::vector<detail::LinearIn>& ins) const override
+
+/** Declares a primitive's batching rule in its class. */
+#define TSR_DEFINE_BATCH                                                               \
+  detail::Batched batch(const std::vector<Array>& args, const std::vector<int>& dims) \
+      const override
 
 /** How a primitive takes part in autodiff; the coverage test checks every
  *  registered primitive against what its family declared. */

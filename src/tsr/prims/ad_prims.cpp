@@ -5,6 +5,8 @@
 #include "tsr/error.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/ops.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -274,6 +276,91 @@ std::vector<Array> Checkpoint::transpose(const std::vector<Array>& cts,
   for (size_t i = 0; i < ins.size(); ++i)
     if (linear[i]) out[i] = r[k++];
   return out;
+}
+
+// ---- batching rules ------------------------------------------------------------------
+// The higher-order primitives batch their programs (captured constants lifted to
+// inputs, so the batched call takes the same operands); the user's rules are batched
+// when they run, under the vmap they were batched in (every output with the batch at
+// 0, as the batched program's outputs are).
+
+detail::Batched StopGradient::batch(const std::vector<Array>& args,
+                                    const std::vector<int>& dims) const {
+  return {{detail::bind1(shared_from_this(), args)}, {dims[0]}};
+}
+
+detail::Batched Checkpoint::batch(const std::vector<Array>& args,
+                                  const std::vector<int>& dims) const {
+  std::vector<int> out_dims;
+  Program bp = detail::batch_program(lift_consts(*prog_), dims, out_dims);
+  return {detail::bind(with_program(std::move(bp)), args), out_dims};
+}
+
+detail::Batched CustomJvpCall::batch(const std::vector<Array>& args,
+                                     const std::vector<int>& dims) const {
+  std::vector<int> out_dims;
+  auto fun = std::make_shared<const Program>(
+      detail::batch_program(lift_consts(*fun_), dims, out_dims, true));
+  size_t nc = fun_->const_vars.size();
+  // rule'(primals, tangents): the rule per example, over the non-constant operands.
+  CustomJvpRule rule = [rule = rule_, nc, dims, axis = detail::batch_axis()](
+                           const std::vector<Array>& ps, const std::vector<Array>& ts) {
+    size_t n = ps.size();
+    FlatFn per = [&](const std::vector<Array>& a) {
+      return rule(std::vector<Array>(a.begin() + static_cast<long>(nc), a.begin() + static_cast<long>(n)),
+                  std::vector<Array>(a.begin() + static_cast<long>(n + nc), a.end()));
+    };
+    std::vector<Array> all = ps;
+    all.insert(all.end(), ts.begin(), ts.end());
+    std::vector<int> d2 = dims;
+    d2.insert(d2.end(), dims.begin(), dims.end());
+    return detail::batch_fn_front(per, all, d2, axis);
+  };
+  auto p = std::make_shared<CustomJvpCall>(fun, std::move(rule), fn_);
+  return {detail::bind(p, args), out_dims};
+}
+
+detail::Batched CustomVjpCall::batch(const std::vector<Array>& args,
+                                     const std::vector<int>& dims) const {
+  std::vector<int> out_dims;
+  auto fun = std::make_shared<const Program>(
+      detail::batch_program(lift_consts(*fun_), dims, out_dims, true));
+  size_t nc = fun_->const_vars.size();
+  std::vector<ArrayType> in_types = fun_->in_types();
+  auto rules = std::make_shared<CustomVjpRules>(*rules_);
+  rules->diff.insert(rules->diff.begin(), nc, false);
+  rules->in_paths.insert(rules->in_paths.begin(), nc, "<captured constant>");
+  detail::BatchAxis axis = detail::batch_axis();
+  rules->fwd = [fwd = rules_->fwd, nc, dims, axis](const std::vector<Array>& ps) {
+    FlatFn per = [&](const std::vector<Array>& a) {
+      return fwd(std::vector<Array>(a.begin() + static_cast<long>(nc), a.end()));
+    };
+    return detail::batch_fn_front(per, ps, dims, axis);
+  };
+  // bwd'(residuals, cotangents), all batched at 0: the per-example cotangents, summed
+  // over the batch for an unbatched input (it was broadcast to every example).
+  rules->bwd = [bwd = rules_->bwd, nc, dims, axis, in_types](const std::vector<Array>& res,
+                                                             const std::vector<Array>& cts) {
+    size_t nr = res.size();
+    FlatFn per = [&](const std::vector<Array>& a) {
+      std::vector<Array> g = bwd(std::vector<Array>(a.begin(), a.begin() + static_cast<long>(nr)),
+                                 std::vector<Array>(a.begin() + static_cast<long>(nr), a.end()));
+      for (size_t i = 0; i < g.size(); ++i)
+        if (!g[i].valid()) g[i] = zeros_of(in_types[nc + i], a.front());
+      return g;
+    };
+    std::vector<Array> all = res;
+    all.insert(all.end(), cts.begin(), cts.end());
+    std::vector<Array> g = detail::batch_fn_front(per, all, std::vector<int>(all.size(), 0), axis);
+    std::vector<Array> out(nc);
+    for (size_t i = 0; i < g.size(); ++i) {
+      int d = dims[nc + i];
+      out.push_back(d >= 0 ? detail::move_batch(g[i], 0, d) : tsr::sum(g[i], 0));
+    }
+    return out;
+  };
+  auto p = std::make_shared<CustomVjpCall>(fun, rules);
+  return {detail::bind(p, args), out_dims};
 }
 
 }  // namespace tsr::prim

@@ -16,6 +16,7 @@ class StopGradient : public detail::Primitive {
  public:
   const char* name() const override { return "stop_gradient"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   std::vector<Array> jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
                          std::vector<Array>& outs) const override;
 };
@@ -33,6 +34,7 @@ class CustomJvpCall : public detail::Primitive {
       : fun_(std::move(fun)), rule_(std::move(rule)), fn_(std::move(fn)) {}
   const char* name() const override { return "custom_jvp_call"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   std::string params() const override { return "name=" + fn_; }
   const detail::Program* subprogram() const override { return fun_.get(); }
   bool equals(const Primitive& o) const override { return this == &o; }
@@ -72,6 +74,7 @@ class CustomVjpCall : public detail::Primitive {
       : fun_(std::move(fun)), rules_(std::move(rules)) {}
   const char* name() const override { return "custom_vjp_call"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   std::string params() const override { return "name=" + rules_->fn; }
   const detail::Program* subprogram() const override { return fun_.get(); }
   bool equals(const Primitive& o) const override { return this == &o; }
@@ -124,6 +127,7 @@ class Checkpoint : public detail::Primitive {
   detail::PrimPtr with_program(detail::Program p) const;
   const char* name() const override { return "checkpoint"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   std::string params() const override { return "name=" + fn_; }
   const detail::Program* subprogram() const override { return prog_.get(); }
   bool equals(const Primitive& o) const override;

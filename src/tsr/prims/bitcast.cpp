@@ -2,6 +2,7 @@
 #include "tsr/prims/bitcast.h"
 
 #include "tsr/prims/common.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -78,6 +79,13 @@ std::string BitcastConvertType::params() const {
 std::vector<Array> BitcastConvertType::jvp(const std::vector<Array>&, const std::vector<Array>&,
                                            std::vector<Array>&) const {
   return {Array()};
+}
+
+// Batching (vmap): the batch at 0 leaves the trailing dimension a width change adds or
+// removes where it was.
+detail::Batched BitcastConvertType::batch(const std::vector<Array>& args,
+                                          const std::vector<int>& dims) const {
+  return detail::batch_unary_front(shared_from_this(), args[0], dims[0]);
 }
 
 }  // namespace tsr::prim

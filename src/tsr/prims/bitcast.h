@@ -15,6 +15,7 @@ class BitcastConvertType : public detail::Primitive {
   DType dtype() const { return dtype_; }
   const char* name() const override { return "bitcast_convert_type"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;

@@ -10,6 +10,7 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -140,6 +141,14 @@ std::vector<Array> Cumulative::transpose(const std::vector<Array>& cts,
                                          const std::vector<LinearIn>& ins) const {
   if (kind_ != CumKind::Sum) return Primitive::transpose(cts, ins);
   return {bind1(std::make_shared<Cumulative>(CumKind::Sum, axis_, !reverse_), {cts[0]})};
+}
+
+// ---- Batching rule (vmap): the batch at 0, the scanned axis shifted past it.
+
+detail::Batched Cumulative::batch(const std::vector<Array>& args,
+                                  const std::vector<int>& dims) const {
+  return detail::batch_unary_front(std::make_shared<Cumulative>(kind_, axis_ + 1, reverse_),
+                                   args[0], dims[0]);
 }
 
 }  // namespace tsr::prim

@@ -23,6 +23,7 @@ class Cumulative : public detail::Primitive {
   bool reverse() const { return reverse_; }
   const char* name() const override { return cum_name(kind_); }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,

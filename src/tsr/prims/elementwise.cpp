@@ -11,6 +11,7 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -711,6 +712,70 @@ std::vector<Array> Convert::transpose(const std::vector<Array>& cts,
                                       const std::vector<LinearIn>&) const {
   // The pass gives the cotangent its input's type: the dtype and sharding back.
   return {cts[0]};
+}
+
+// ---- Batching rules (vmap): the batch goes to dimension 0 and the primitive's own
+// broadcasting does the rest; select_n and clamp need their operands full-size.
+
+detail::Batched Unary::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_elementwise(*this, args, dims);
+}
+detail::Batched IntegerPow::batch(const std::vector<Array>& args,
+                                  const std::vector<int>& dims) const {
+  return detail::batch_elementwise(*this, args, dims);
+}
+detail::Batched Binary::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_elementwise(*this, args, dims);
+}
+
+namespace {
+// Operands with the batch at 0 (unbatched ones unchanged, dims -1).
+std::vector<Array> to_front(const std::vector<Array>& args, const std::vector<int>& dims) {
+  std::vector<Array> m;
+  for (size_t i = 0; i < args.size(); ++i)
+    m.push_back(dims[i] >= 0 ? detail::move_batch(args[i], dims[i], 0) : args[i]);
+  return m;
+}
+// The batched type of the operand that fixes the shape: the first batched of `idx`
+// (already at the front in m), else the first of them with the batch inserted.
+ArrayType batched_like(const std::vector<Array>& m, const std::vector<int>& dims,
+                       const std::vector<size_t>& idx) {
+  for (size_t i : idx)
+    if (dims[i] >= 0) return m[i].type();
+  return detail::batched_type(m[idx[0]].type(), 0);
+}
+// A scalar-or-full operand (select_n's which, clamp's bounds): unbatched scalars stay.
+Array scalar_or_full(const Array& a, int d, const ArrayType& like) {
+  if (d < 0 && a.ndim() == 0) return a;
+  ArrayType t = like;
+  t.dtype = a.dtype();
+  return detail::batch_full(a, d >= 0 ? 0 : -1, t);
+}
+}  // namespace
+
+detail::Batched SelectN::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  std::vector<Array> m = to_front(args, dims);
+  std::vector<size_t> cases;
+  for (size_t i = 1; i < args.size(); ++i) cases.push_back(i);
+  ArrayType like = batched_like(m, dims, cases);
+  std::vector<Array> ins{scalar_or_full(m[0], dims[0], like)};
+  for (size_t i : cases) ins.push_back(detail::batch_full(m[i], dims[i] >= 0 ? 0 : -1, like));
+  return {{detail::bind1(shared_from_this(), ins)}, {0}};
+}
+
+detail::Batched Clamp::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  std::vector<Array> m = to_front(args, dims);
+  ArrayType like = batched_like(m, dims, {1});
+  Array x = detail::batch_full(m[1], dims[1] >= 0 ? 0 : -1, like);
+  return {{detail::bind1(shared_from_this(), {scalar_or_full(m[0], dims[0], like), x,
+                                              scalar_or_full(m[2], dims[2], like)})},
+          {0}};
+}
+
+detail::Batched Convert::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  auto p = std::make_shared<Convert>(dtype_, weak_,
+                                     detail::batched_sharding(sharding_, 0, name()));
+  return detail::batch_unary_front(p, args[0], dims[0]);
 }
 
 }  // namespace tsr::prim

@@ -50,6 +50,7 @@ class Unary : public detail::Primitive {
   const char* name() const override { return unary_name(op_); }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
 
  private:
@@ -66,6 +67,7 @@ class IntegerPow : public detail::Primitive {
   const char* name() const override { return "integer_pow"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   std::string params() const override { return "y=" + std::to_string(y_); }
 
  private:
@@ -111,6 +113,7 @@ class Binary : public detail::Primitive {
   const char* name() const override { return binary_name(op_); }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
 
  private:
@@ -123,6 +126,7 @@ class SelectN : public detail::Primitive {
   const char* name() const override { return "select_n"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
@@ -134,6 +138,7 @@ class Clamp : public detail::Primitive {
   const char* name() const override { return "clamp"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
 };
@@ -152,6 +157,7 @@ class Convert : public detail::Primitive {
   const char* name() const override { return "convert_element_type"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;

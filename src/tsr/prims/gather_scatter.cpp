@@ -13,6 +13,7 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -662,6 +663,69 @@ std::vector<Array> Scatter::transpose(const std::vector<Array>& cts,
     default:
       return Primitive::transpose(cts, ins);
   }
+}
+
+// ---- Batching rules (vmap): the batch becomes a batching dimension of the dimension
+// numbers when operand and indices are both batched; a full window dimension of the
+// operand when only it is; a leading batch dimension of the indices when only they
+// are. Every case puts the output's batch at 0 and takes any out_sharding batched.
+
+namespace {
+std::vector<int> front0(const std::vector<int>& v) {
+  std::vector<int> r = detail::shifted(v);
+  r.insert(r.begin(), 0);
+  return r;
+}
+}  // namespace
+
+detail::Batched Gather::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  const bool ob = dims[0] >= 0, ib = dims[1] >= 0;
+  Array op = ob ? detail::move_batch(args[0], dims[0], 0) : args[0];
+  Array idx = ib ? detail::move_batch(args[1], dims[1], 0) : args[1];
+  GatherDimensionNumbers d = dims_;
+  Shape ss = slice_sizes_;
+  if (ob) {
+    d.collapsed_slice_dims = detail::shifted(d.collapsed_slice_dims);
+    d.start_index_map = detail::shifted(d.start_index_map);
+    d.operand_batching_dims = detail::shifted(d.operand_batching_dims);
+  }
+  if (ib) d.start_indices_batching_dims = detail::shifted(d.start_indices_batching_dims);
+  if (ob && ib) {
+    d.operand_batching_dims.insert(d.operand_batching_dims.begin(), 0);
+    d.start_indices_batching_dims.insert(d.start_indices_batching_dims.begin(), 0);
+    d.offset_dims = detail::shifted(d.offset_dims);
+    ss.insert(ss.begin(), 1);
+  } else if (ob) {
+    d.offset_dims = front0(d.offset_dims);  // the batch: operand's first window dim
+    ss.insert(ss.begin(), detail::batch_axis().size);
+  } else {
+    d.offset_dims = detail::shifted(d.offset_dims);  // output dim 0: indices' dim 0
+  }
+  auto p = std::make_shared<Gather>(d, ss, mode_, fill_, sorted_, unique_,
+                                    detail::batched_sharding(out_sharding_, 0, name()));
+  return {{detail::bind1(p, {op, idx})}, {0}};
+}
+
+detail::Batched Scatter::batch(const std::vector<Array>& args,
+                               const std::vector<int>& dims) const {
+  Array op = detail::batch_at_front(args[0], dims[0]);
+  Array upd = detail::batch_at_front(args[2], dims[2]);
+  const bool ib = dims[1] >= 0;
+  Array idx = ib ? detail::move_batch(args[1], dims[1], 0) : args[1];
+  ScatterDimensionNumbers d = dims_;
+  d.inserted_window_dims = detail::shifted(d.inserted_window_dims);
+  d.scatter_dims_to_operand_dims = detail::shifted(d.scatter_dims_to_operand_dims);
+  if (ib) {
+    d.operand_batching_dims = front0(d.operand_batching_dims);
+    d.scatter_indices_batching_dims = front0(d.scatter_indices_batching_dims);
+    d.update_window_dims = detail::shifted(d.update_window_dims);  // updates' dim 0: indices'
+  } else {
+    d.operand_batching_dims = detail::shifted(d.operand_batching_dims);
+    d.update_window_dims = front0(d.update_window_dims);  // a full window over the batch
+  }
+  auto p = std::make_shared<Scatter>(kind_, d, mode_, sorted_, unique_,
+                                     detail::batched_sharding(out_sharding_, 0, name()));
+  return {{detail::bind1(p, {op, idx, upd})}, {0}};
 }
 
 }  // namespace tsr::prim

@@ -39,6 +39,7 @@ class Gather : public detail::Primitive {
   const char* name() const override { return "gather"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
@@ -79,6 +80,7 @@ class Scatter : public detail::Primitive {
   const char* name() const override;
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;

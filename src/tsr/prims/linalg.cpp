@@ -13,6 +13,7 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -400,6 +401,41 @@ std::vector<Array> DotGeneral::transpose(const std::vector<Array>& cts,
             Array()};
   return {Array(), transpose_lhs(cts[0], y.type, x.value, d.rhs_contract, d.lhs_contract,
                                  d.rhs_batch, d.lhs_batch, true)};
+}
+
+// ---- Batching rule (vmap). Both operands batched: the batch becomes a new leading
+// batch pair. One batched: its batch dimension becomes a free dimension of that
+// operand (moved to its front), so the whole vmap is one GEMM; the output carries it
+// where dot_general puts that operand's first free dimension.
+detail::Batched DotGeneral::batch(const std::vector<Array>& args,
+                                  const std::vector<int>& dims) const {
+  Array l = dims[0] >= 0 ? detail::move_batch(args[0], dims[0], 0) : args[0];
+  Array r = dims[1] >= 0 ? detail::move_batch(args[1], dims[1], 0) : args[1];
+  DotDims d = dims_;
+  int out_dim;
+  auto shift = [](std::vector<int>& v) { v = detail::shifted(v); };
+  if (dims[0] >= 0) {
+    shift(d.lhs_contract);
+    shift(d.lhs_batch);
+  }
+  if (dims[1] >= 0) {
+    shift(d.rhs_contract);
+    shift(d.rhs_batch);
+  }
+  const int nb = static_cast<int>(dims_.lhs_batch.size());
+  if (dims[0] >= 0 && dims[1] >= 0) {
+    d.lhs_batch.insert(d.lhs_batch.begin(), 0);
+    d.rhs_batch.insert(d.rhs_batch.begin(), 0);
+    out_dim = 0;
+  } else if (dims[0] >= 0) {
+    out_dim = nb;
+  } else {
+    int lhs_free = args[0].ndim() - nb - static_cast<int>(dims_.lhs_contract.size());
+    out_dim = nb + lhs_free;
+  }
+  auto p = std::make_shared<DotGeneral>(d, detail::batched_sharding(out_sharding_, out_dim, name()),
+                                        out_dtype_);
+  return {{detail::bind1(p, {l, r})}, {out_dim}};
 }
 
 }  // namespace tsr::prim

@@ -26,6 +26,7 @@ class DotGeneral : public detail::Primitive {
   const char* name() const override { return "dot_general"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;

@@ -8,6 +8,7 @@
 #include "tsr/prims/common.h"
 #include "tsr/prims/elementwise.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -98,6 +99,27 @@ Lowering Threefry2x32::partition(const std::vector<ArrayType>&,
                                  const std::vector<ArrayType>& out) const {
   const PartitionSpec& s = out[0].sharding.spec();
   return {{PartitionSpec(), s, s}, {s, s}};
+}
+
+// ---- Batching rules (vmap). A batch of keys draws one sample per key (the kernels
+// take one key), so those loop over the batch; batched counters under one key are
+// elementwise.
+
+detail::Batched RandomBits::batch(const std::vector<Array>& args,
+                                  const std::vector<int>& dims) const {
+  return detail::batch_by_loop(*this, args, dims);
+}
+
+detail::Batched Threefry2x32::batch(const std::vector<Array>& args,
+                                    const std::vector<int>& dims) const {
+  if (dims[0] >= 0) return detail::batch_by_loop(*this, args, dims);
+  Array x0 = dims[1] >= 0 ? detail::move_batch(args[1], dims[1], 0) : args[1];
+  Array x1 = dims[2] >= 0 ? detail::move_batch(args[2], dims[2], 0) : args[2];
+  ArrayType like = dims[1] >= 0 ? x0.type() : x1.type();
+  x0 = detail::batch_full(x0, dims[1] >= 0 ? 0 : -1, like);
+  x1 = detail::batch_full(x1, dims[2] >= 0 ? 0 : -1, like);
+  std::vector<Array> outs = detail::bind(shared_from_this(), {args[0], x0, x1});
+  return {outs, {0, 0}};
 }
 
 }  // namespace tsr::prim

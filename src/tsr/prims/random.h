@@ -46,6 +46,7 @@ class RandomBits : public detail::Primitive {
   int64_t imax() const { return ihi_; }
   const char* name() const override;
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
@@ -67,6 +68,7 @@ class Threefry2x32 : public detail::Primitive {
  public:
   const char* name() const override { return "threefry2x32"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
 };

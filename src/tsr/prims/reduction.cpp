@@ -11,6 +11,7 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -294,6 +295,20 @@ std::vector<Array> Reduce::transpose(const std::vector<Array>& cts,
   ArrayType want = ct_type(x);
   want.dtype = cts[0].dtype();
   return {ad::broadcast_to_type(cts[0], want, dims)};
+}
+
+// ---- Batching rules (vmap): the batch at 0, the reduced axis numbers shifted past it.
+
+detail::Batched Reduce::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_unary_front(
+      std::make_shared<Reduce>(kind_, detail::shifted(axes_),
+                               detail::batched_sharding(out_sharding_, 0, name())),
+      args[0], dims[0]);
+}
+detail::Batched ArgReduce::batch(const std::vector<Array>& args,
+                                 const std::vector<int>& dims) const {
+  return detail::batch_unary_front(std::make_shared<ArgReduce>(max_, axis_ + 1, index_dtype_),
+                                   args[0], dims[0]);
 }
 
 }  // namespace tsr::prim

@@ -24,6 +24,7 @@ class Reduce : public detail::Primitive {
   const std::vector<int>& axes() const { return axes_; }
   const char* name() const override { return reduce_name(kind_); }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -48,6 +49,7 @@ class ArgReduce : public detail::Primitive {
   int axis() const { return axis_; }
   const char* name() const override { return max_ ? "argmax" : "argmin"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;

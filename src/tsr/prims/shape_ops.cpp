@@ -11,6 +11,8 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
+#include "tsr/indexing.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -746,6 +748,147 @@ std::vector<Array> DynamicUpdateSlice::transpose(const std::vector<Array>& cts,
     out[1] = bind1(std::make_shared<DynamicSlice>(ins[1].type.shape), in);
   }
   return out;
+}
+
+// ---- Batching rules (vmap): the batch at 0 and the dimension parameters shifted past
+// it; operands that must agree in shape (concatenate, pad's value, the updates of
+// dynamic_update_slice) are broadcast along the batch; batched start indices turn
+// dynamic_slice / dynamic_update_slice into a gather / scatter with a batching dim.
+
+namespace {
+template <class V>
+V prepend(V v, typename V::value_type x) {
+  v.insert(v.begin(), x);
+  return v;
+}
+// Every operand with the batch at 0 (unbatched ones broadcast along it).
+std::vector<Array> all_front(const std::vector<Array>& args, const std::vector<int>& dims,
+                             size_t from = 0, size_t to = SIZE_MAX) {
+  std::vector<Array> r;
+  for (size_t i = from; i < std::min(to, args.size()); ++i)
+    r.push_back(detail::batch_at_front(args[i], dims[i]));
+  return r;
+}
+// Batched start indices as one int32 [B, n] index array (starts args[first..]).
+Array stacked_starts(const std::vector<Array>& args, const std::vector<int>& dims, size_t first) {
+  std::vector<Array> cols;
+  for (size_t i = first; i < args.size(); ++i)
+    cols.push_back(detail::batch_at_front(astype(args[i], int32), dims[i]));
+  return stack(cols, 1);
+}
+// The index array's batch sharding for a gather / scatter result: the batch entry
+// on dim 0, the rest unsharded.
+ShardingArg batch_only(const Array& like) {
+  const detail::BatchAxis& b = detail::batch_axis();
+  if (b.mesh.empty() && like.type().sharding.mesh().empty()) return {};
+  AbstractMesh m = like.type().sharding.mesh().empty() ? b.mesh : like.type().sharding.mesh();
+  return NamedSharding(m, PartitionSpec(std::vector<PartitionEntry>{b.entry}));
+}
+}  // namespace
+
+detail::Batched Reshape::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_unary_front(
+      std::make_shared<Reshape>(prepend(sizes_, detail::batch_axis().size),
+                                detail::batched_sharding(out_sharding_, 0, name())),
+      args[0], dims[0]);
+}
+detail::Batched Transpose::batch(const std::vector<Array>& args,
+                                 const std::vector<int>& dims) const {
+  return detail::batch_unary_front(
+      std::make_shared<Transpose>(prepend(detail::shifted(perm_), 0)), args[0], dims[0]);
+}
+detail::Batched Squeeze::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_unary_front(std::make_shared<Squeeze>(detail::shifted(dims_)), args[0],
+                                   dims[0]);
+}
+detail::Batched BroadcastInDim::batch(const std::vector<Array>& args,
+                                      const std::vector<int>& dims) const {
+  return detail::batch_unary_front(
+      std::make_shared<BroadcastInDim>(prepend(shape_, detail::batch_axis().size),
+                                       prepend(detail::shifted(bdims_), 0),
+                                       detail::batched_sharding(out_sharding_, 0, name())),
+      args[0], dims[0]);
+}
+detail::Batched Slice::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_unary_front(
+      std::make_shared<Slice>(prepend(start_, 0), prepend(limit_, detail::batch_axis().size),
+                              strides_.empty() ? strides_ : prepend(strides_, 1)),
+      args[0], dims[0]);
+}
+detail::Batched Rev::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_unary_front(std::make_shared<Rev>(detail::shifted(dims_)), args[0],
+                                   dims[0]);
+}
+detail::Batched Split::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return detail::batch_unary_front(std::make_shared<Split>(sizes_, axis_ + 1), args[0], dims[0]);
+}
+detail::Batched Concatenate::batch(const std::vector<Array>& args,
+                                   const std::vector<int>& dims) const {
+  return {{detail::bind1(std::make_shared<Concatenate>(dim_ + 1), all_front(args, dims))}, {0}};
+}
+
+detail::Batched Pad::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  auto p = std::make_shared<Pad>(prepend(lo_, 0), prepend(hi_, 0), prepend(interior_, 0));
+  Array x = detail::batch_at_front(args[0], dims[0]);
+  if (dims[1] < 0) return {{detail::bind1(p, {x, args[1]})}, {0}};
+  // A batched padding value: pad with zeros, then put each example's value where the
+  // padding went (a mask padded the same way marks the original elements).
+  Array padded = detail::bind1(p, {x, zeros({}, args[1].dtype())});
+  Array inside = detail::bind1(p, {full_like(x, 1.0, bool_), full({}, 0.0, bool_)});
+  Array v = detail::batch_full(args[1], dims[1], padded.type());
+  return {{where(inside, padded, v)}, {0}};
+}
+
+detail::Batched DynamicSlice::batch(const std::vector<Array>& args,
+                                    const std::vector<int>& dims) const {
+  bool starts_batched = false;
+  for (size_t i = 1; i < args.size(); ++i) starts_batched = starts_batched || dims[i] >= 0;
+  Array x = detail::batch_at_front(args[0], dims[0]);
+  if (!starts_batched) {
+    std::vector<Array> ins{x, zeros({}, args.size() > 1 ? args[1].dtype() : int32)};
+    for (size_t i = 1; i < args.size(); ++i) ins.push_back(args[i]);
+    return {{detail::bind1(
+                std::make_shared<DynamicSlice>(prepend(sizes_, detail::batch_axis().size)), ins)},
+            {0}};
+  }
+  GatherDimensionNumbers g;
+  for (int d = 1; d <= static_cast<int>(sizes_.size()); ++d) {
+    g.offset_dims.push_back(d);
+    g.start_index_map.push_back(d);
+  }
+  g.operand_batching_dims = {0};
+  g.start_indices_batching_dims = {0};
+  Array idx = stacked_starts(args, dims, 1);
+  return {{gather(x, idx, g, prepend(sizes_, 1),
+                  {.out_sharding = batch_only(x), .mode = IndexMode::Clip})},
+          {0}};
+}
+
+detail::Batched DynamicUpdateSlice::batch(const std::vector<Array>& args,
+                                          const std::vector<int>& dims) const {
+  bool starts_batched = false;
+  for (size_t i = 2; i < args.size(); ++i) starts_batched = starts_batched || dims[i] >= 0;
+  std::vector<Array> xu = all_front(args, dims, 0, 2);
+  if (!starts_batched) {
+    std::vector<Array> ins = xu;
+    ins.push_back(zeros({}, args.size() > 2 ? args[2].dtype() : int32));
+    for (size_t i = 2; i < args.size(); ++i) ins.push_back(args[i]);
+    return {{detail::bind1(shared_from_this(), ins)}, {0}};
+  }
+  ScatterDimensionNumbers s;
+  for (int d = 1; d < xu[0].ndim(); ++d) {
+    s.update_window_dims.push_back(d);
+    s.scatter_dims_to_operand_dims.push_back(d);
+  }
+  s.operand_batching_dims = {0};
+  s.scatter_indices_batching_dims = {0};
+  Array idx = stacked_starts(args, dims, 2);
+  return {{scatter(ScatterKind::Set, xu[0], idx, xu[1], s,
+                   {.out_sharding = xu[0].type().sharding.mesh().empty()
+                                        ? ShardingArg{}
+                                        : ShardingArg{xu[0].type().sharding},
+                    .mode = IndexMode::Clip})},
+          {0}};
 }
 
 }  // namespace tsr::prim

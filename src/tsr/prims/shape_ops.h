@@ -18,6 +18,7 @@ class Reshape : public detail::Primitive {
   const Shape& new_sizes() const { return sizes_; }
   const char* name() const override { return "reshape"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -38,6 +39,7 @@ class Transpose : public detail::Primitive {
   const std::vector<int>& perm() const { return perm_; }
   const char* name() const override { return "transpose"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -57,6 +59,7 @@ class Squeeze : public detail::Primitive {
   const std::vector<int>& dims() const { return dims_; }
   const char* name() const override { return "squeeze"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -81,6 +84,7 @@ class BroadcastInDim : public detail::Primitive {
   const std::vector<int>& bdims() const { return bdims_; }
   const char* name() const override { return "broadcast_in_dim"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -107,6 +111,7 @@ class Slice : public detail::Primitive {
   const Shape& strides() const { return strides_; }
   const char* name() const override { return "slice"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -126,6 +131,7 @@ class DynamicSlice : public detail::Primitive {
   const Shape& sizes() const { return sizes_; }
   const char* name() const override { return "dynamic_slice"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -141,6 +147,7 @@ class DynamicUpdateSlice : public detail::Primitive {
  public:
   const char* name() const override { return "dynamic_update_slice"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -161,6 +168,7 @@ class Pad : public detail::Primitive {
   const Shape& interior() const { return interior_; }
   const char* name() const override { return "pad"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -180,6 +188,7 @@ class Concatenate : public detail::Primitive {
   int dim() const { return dim_; }
   const char* name() const override { return "concatenate"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -201,6 +210,7 @@ class Split : public detail::Primitive {
   int axis() const { return axis_; }
   const char* name() const override { return "split"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -221,6 +231,7 @@ class Rev : public detail::Primitive {
   const std::vector<int>& dims() const { return dims_; }
   const char* name() const override { return "rev"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   detail::Lowering partition(const std::vector<ArrayType>& in,

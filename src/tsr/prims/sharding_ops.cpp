@@ -3,6 +3,7 @@
 #include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -90,6 +91,26 @@ std::vector<Array> JitCall::transpose(const std::vector<Array>& cts,
   std::vector<Array> args;
   for (const auto& in : ins) args.push_back(in.value);
   return backward_pass(lift_consts(*prog_), args, cts, "linear_transpose");
+}
+
+// ---- batching rules ------------------------------------------------------------------
+
+// The destination gets the batch entry at the batch dimension (spec §12.16).
+detail::Batched Reshard::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  auto p = std::make_shared<Reshard>(*detail::batched_sharding(dst_, dims[0], name()), mesh_);
+  return {{detail::bind1(p, args)}, {dims[0]}};
+}
+
+// A nested jit stays one call: of its program batched.
+detail::Batched JitCall::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  std::vector<int> out_dims;
+  Program bp = detail::batch_program(lift_consts(*prog_), dims, out_dims);
+  std::vector<std::optional<NamedSharding>> outs = out_;
+  for (size_t i = 0; i < outs.size() && i < out_dims.size(); ++i)
+    if (out_dims[i] >= 0) outs[i] = detail::batched_sharding(outs[i], out_dims[i], "jit");
+  auto p = std::make_shared<JitCall>(std::make_shared<const Program>(std::move(bp)), fn_name_,
+                                     std::move(outs));
+  return {detail::bind(p, args), out_dims};
 }
 
 }  // namespace tsr::prim

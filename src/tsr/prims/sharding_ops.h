@@ -21,6 +21,7 @@ class Reshard : public detail::Primitive {
   const char* name() const override { return "reshard"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   std::string params() const override;
   /** Also compares the destination's mesh and devices, which params() does not print. */
@@ -46,6 +47,7 @@ class JitCall : public detail::Primitive {
   const char* name() const override { return "jit"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_TRANSPOSE;
   bool jvp_makes_outputs() const override { return true; }
   std::string params() const override { return "name=" + fn_name_; }

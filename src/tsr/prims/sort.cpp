@@ -8,6 +8,7 @@
 #include "tsr/prims/common.h"
 #include "tsr/prims/gather_scatter.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -193,6 +194,29 @@ std::vector<Array> Sort::jvp(const std::vector<Array>& primals, const std::vecto
 std::vector<Array> TopK::jvp(const std::vector<Array>&, const std::vector<Array>& tangents,
                              std::vector<Array>& outs) const {
   return {gather_along(tangents[0], outs[1], outs[0].ndim() - 1, outs[0].type()), Array()};
+}
+
+// ---- Batching rules (vmap): sort's operands all batched at 0 (one shape), the sorted
+// dimension shifted; top_k works on the last axis, which the batch at 0 leaves alone;
+// searchsorted batches over v elementwise, and loops over a batched `sorted`.
+
+detail::Batched Sort::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  std::vector<Array> ins;
+  for (size_t i = 0; i < args.size(); ++i) ins.push_back(detail::batch_at_front(args[i], dims[i]));
+  auto p = std::make_shared<Sort>(dimension_ + 1, is_stable_, num_keys_);
+  std::vector<Array> outs = detail::bind(p, ins);
+  return {outs, std::vector<int>(outs.size(), 0)};
+}
+
+detail::Batched TopK::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  std::vector<Array> outs = detail::bind(shared_from_this(), {detail::move_batch(args[0], dims[0], 0)});
+  return {outs, {0, 0}};
+}
+
+detail::Batched SearchSorted::batch(const std::vector<Array>& args,
+                                    const std::vector<int>& dims) const {
+  if (dims[0] >= 0) return detail::batch_by_loop(*this, args, dims);
+  return {{detail::bind1(shared_from_this(), args)}, {dims[1]}};
 }
 
 }  // namespace tsr::prim

@@ -20,6 +20,7 @@ class Sort : public detail::Primitive {
   int num_keys() const { return num_keys_; }
   const char* name() const override { return "sort"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   bool jvp_makes_outputs() const override { return true; }
   detail::Lowering partition(const std::vector<ArrayType>& in,
@@ -42,6 +43,7 @@ class TopK : public detail::Primitive {
   int64_t k() const { return k_; }
   const char* name() const override { return "top_k"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   TSR_DEFINE_JVP;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
@@ -62,6 +64,7 @@ class SearchSorted : public detail::Primitive {
   bool right() const { return right_; }
   const char* name() const override { return "searchsorted"; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_BATCH;
   detail::Lowering partition(const std::vector<ArrayType>& in,
                              const std::vector<ArrayType>& out) const override;
   std::string params() const override;
