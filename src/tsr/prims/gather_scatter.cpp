@@ -701,8 +701,10 @@ detail::Batched Gather::batch(const std::vector<Array>& args, const std::vector<
   } else {
     d.offset_dims = detail::shifted(d.offset_dims);  // output dim 0: indices' dim 0
   }
-  auto p = std::make_shared<Gather>(d, ss, mode_, fill_, sorted_, unique_,
-                                    detail::batched_sharding(out_sharding_, 0, name()));
+  auto p = std::make_shared<Gather>(
+      d, ss, mode_, fill_, sorted_, unique_,
+      out_sharding_ ? detail::batched_sharding(out_sharding_, 0, name())
+                    : detail::batched_out_sharding(*this, args, dims, 0, 0));
   return {{detail::bind1(p, {op, idx})}, {0}};
 }
 
@@ -723,8 +725,10 @@ detail::Batched Scatter::batch(const std::vector<Array>& args,
     d.operand_batching_dims = detail::shifted(d.operand_batching_dims);
     d.update_window_dims = front0(d.update_window_dims);  // a full window over the batch
   }
-  auto p = std::make_shared<Scatter>(kind_, d, mode_, sorted_, unique_,
-                                     detail::batched_sharding(out_sharding_, 0, name()));
+  auto p = std::make_shared<Scatter>(
+      kind_, d, mode_, sorted_, unique_,
+      out_sharding_ ? detail::batched_sharding(out_sharding_, 0, name())
+                    : detail::batched_out_sharding(*this, args, dims, 0, 0));
   return {{detail::bind1(p, {op, idx, upd})}, {0}};
 }
 

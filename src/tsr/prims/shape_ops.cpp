@@ -787,9 +787,12 @@ ShardingArg batch_only(const Array& like) {
 }  // namespace
 
 detail::Batched Reshape::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  // The batched reshape keeps dimension 0 whole; its layout is the per-example one's
+  // with the batch entry in front (the rule could not always tell on its own).
   return detail::batch_unary_front(
       std::make_shared<Reshape>(prepend(sizes_, detail::batch_axis().size),
-                                detail::batched_sharding(out_sharding_, 0, name())),
+                                out_sharding_ ? detail::batched_sharding(out_sharding_, 0, name())
+                                              : detail::batched_out_sharding(*this, args, dims, 0, 0)),
       args[0], dims[0]);
 }
 detail::Batched Transpose::batch(const std::vector<Array>& args,

@@ -78,6 +78,22 @@ std::optional<NamedSharding> batched_sharding(const std::optional<NamedSharding>
   return NamedSharding(s->mesh(), with_sets_of(e, s->spec()));
 }
 
+std::vector<ArrayType> per_example_out(const Primitive& prim, const std::vector<Array>& args,
+                                       const std::vector<int>& dims) {
+  std::vector<ArrayType> in;
+  for (size_t i = 0; i < args.size(); ++i)
+    in.push_back(dims[i] >= 0 ? unbatched_type(args[i].type(), dims[i]) : args[i].type());
+  return infer_types(prim, in);
+}
+
+std::optional<NamedSharding> batched_out_sharding(const Primitive& prim,
+                                                  const std::vector<Array>& args,
+                                                  const std::vector<int>& dims, size_t j, int at) {
+  ArrayType t = per_example_out(prim, args, dims).at(j);
+  if (t.sharding.mesh().empty()) return std::nullopt;
+  return batched_type(t, at).sharding;
+}
+
 std::vector<int> shifted(std::vector<int> dims, int by) {
   for (int& d : dims) d += by;
   return dims;
@@ -142,8 +158,17 @@ Batched batch_unary_front(const PrimPtr& shifted, const Array& x, int dim) {
 Batched batch_by_loop(const Primitive& prim, const std::vector<Array>& args,
                       const std::vector<int>& dims) {
   std::vector<std::vector<Array>> slices(args.size());
-  for (size_t i = 0; i < args.size(); ++i)
-    if (dims[i] >= 0) slices[i] = unstack(args[i], dims[i]);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (dims[i] < 0) continue;
+    Array x = args[i];
+    ArrayType t = x.type();
+    std::vector<PartitionEntry> e = padded_entries(t);
+    if (!e[dims[i]].is_none()) {  // unstack takes the batch dimension whole
+      e[dims[i]] = PartitionEntry();
+      x = reshard(x, NamedSharding(t.sharding.mesh(), with_sets_of(e, t.sharding.spec())));
+    }
+    slices[i] = unstack(x, dims[i]);
+  }
   std::vector<std::vector<Array>> per;  // per output, one result per example
   for (int64_t b = 0; b < batch_axis().size; ++b) {
     std::vector<Array> ins;

@@ -50,6 +50,16 @@ ArrayType unbatched_type(const ArrayType& t, int d);
 std::optional<NamedSharding> batched_sharding(const std::optional<NamedSharding>& s, int d,
                                               const char* op);
 
+/** The per-example output types of `prim` for these operands (batch dims removed). */
+std::vector<ArrayType> per_example_out(const Primitive& prim, const std::vector<Array>& args,
+                                       const std::vector<int>& dims);
+/** Output j's sharding with the batch at `at`: the per-example output's sharding with
+ *  the batch entry inserted (nullopt off the mesh). For rules whose batched form would
+ *  leave the result's layout ambiguous (a gather whose batch comes from the indices). */
+std::optional<NamedSharding> batched_out_sharding(const Primitive& prim,
+                                                  const std::vector<Array>& args,
+                                                  const std::vector<int>& dims, size_t j, int at);
+
 /** x with its batch dimension `from` moved to `to` (no op when equal). */
 Array move_batch(const Array& x, int from, int to);
 /** x with a batch dimension at 0: moved there, or for an unbatched x (from == -1)

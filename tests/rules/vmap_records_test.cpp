@@ -1,0 +1,192 @@
+// Every record under vmap (issue 11): a batch of 8 examples with the batch dimension
+// at 0, at the end, and with the first operand unbatched, on meshes (1) and (8) with
+// the batch sharded over the mesh's "v" axis (records keep their "x" and "y", of size
+// 1), eagerly and under jit: equal to a loop over the examples on one device. The
+// coverage test checks that every primitive's batching rule ran.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "rules/record.h"
+#include "tsr/core/primitive.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/vmap.h"
+
+using namespace tsr;
+
+namespace rules {
+namespace {
+
+constexpr int kBatch = 8;
+
+class Vmapped : public ::testing::TestWithParam<Record> {};
+
+// Example b's inputs, on one device.
+std::vector<Array> example(const Record& rec, int b) {
+  std::vector<Array> in;
+  for (size_t i = 0; i < rec.inputs.size(); ++i)
+    in.push_back(make(rec.inputs[i], static_cast<int>(i) + 17 * b, Device{Platform::CPU, 0}));
+  return in;
+}
+
+bool close(const Array& want, const Array& got, double tol, std::string& why) {
+  if (want.shape() != got.shape() || want.dtype() != got.dtype()) {
+    why = "type " + got.type().str() + ", expected " + want.type().str();
+    return false;
+  }
+  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;
+    if (!(std::fabs(a[i] - b[i]) <= tol * (1 + std::fabs(a[i])))) {
+      why = "element " + std::to_string(i) + ": loop " + std::to_string(a[i]) + ", vmap " +
+            std::to_string(b[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// How a variant lays the batch out: where each input carries it (-1: unbatched).
+struct Variant {
+  const char* name;
+  int first_axis;  // input 0: 0, -1 (the end) or kUnbatched
+  int rest_axis;   // the other inputs
+};
+constexpr int kUnbatched = 1000;
+
+TEST_P(Vmapped, EqualsALoopOverExamples) {
+  const Record& rec = GetParam();
+  if (rec.refuses || rec.inputs.empty()) return;
+  auto fn = rec.oracle ? rec.oracle : rec.fn;
+  std::vector<std::vector<Array>> ex;
+  for (int b = 0; b < kBatch; ++b) ex.push_back(example(rec, b));
+  const Variant variants[] = {{"batch at 0", 0, 0},
+                              {"batch at the end", -1, -1},
+                              {"first operand unbatched", kUnbatched, 0}};
+  for (const Variant& v : variants) {
+    if (v.first_axis == kUnbatched && rec.inputs.size() < 2) continue;
+    // The oracle: the record on each example, one device, stacked.
+    std::vector<Array> want;
+    try {
+      Mesh one = make_mesh({1, 1}, {"x", "y"});
+      MeshScope scope(one);
+      std::vector<std::vector<Array>> outs;
+      for (int b = 0; b < kBatch; ++b) {
+        std::vector<Array> in = ex[b];
+        if (v.first_axis == kUnbatched) in[0] = ex[0][0];
+        outs.push_back(fn(in));
+      }
+      for (size_t j = 0; j < outs[0].size(); ++j) {
+        std::vector<Array> col;
+        for (auto& o : outs) col.push_back(o[j]);
+        want.push_back(stack(col, 0));
+      }
+    } catch (const Error&) {
+      continue;  // the record's own inputs are refused one example at a time
+    }
+    for (int n : {1, 8}) {
+      Mesh mesh = make_mesh({n, 1, 1}, {"v", "x", "y"});
+      MeshScope scope(mesh);
+      try {  // the record's rule refuses its inputs replicated: the Rules test covers it
+        std::vector<Array> one;
+        for (const auto& e : ex[0]) one.push_back(device_put(e, P()));
+        (void)rec.fn(one);
+      } catch (const Error&) {
+        break;
+      }
+      std::vector<Array> in;
+      std::vector<VmapAxis> axes;
+      for (size_t i = 0; i < rec.inputs.size(); ++i) {
+        int ax = i == 0 ? v.first_axis : v.rest_axis;
+        if (ax == kUnbatched) {
+          in.push_back(device_put(ex[0][i], P()));
+          axes.push_back(none);
+          continue;
+        }
+        std::vector<Array> col;
+        for (int b = 0; b < kBatch; ++b) col.push_back(ex[b][i]);
+        Array s = stack(col, 0);
+        int r = s.ndim();
+        std::vector<PartitionEntry> e(static_cast<size_t>(r));
+        int at = ax < 0 ? r - 1 : 0;
+        e[static_cast<size_t>(at)] = "v";
+        in.push_back(device_put(at == 0 ? s : moveaxis(s, 0, at), PartitionSpec(e)));
+        axes.push_back(ax);
+      }
+      std::vector<tree::Prefix<VmapAxis>> per;
+      for (auto a : axes) per.push_back(a);
+      auto body = [&](const std::vector<Array>& a) { return rec.fn(a); };
+      auto vf = vmap(body, {.in_axes = {tree::Prefix<VmapAxis>(per)}});
+      std::string what = rec.name + ", " + v.name + ", mesh (" + std::to_string(n) + ")";
+      for (bool jitted : {false, true}) {
+        std::vector<Array> got;
+        try {
+          got = jitted ? jit(vf)(in) : vf(in);
+        } catch (const Error& err) {
+          // A body that shards over every mesh axis names the vmapped one: refused (spec).
+          if (std::string(err.what()).find("which the vmapped dimension is sharded over") !=
+              std::string::npos)
+            break;
+          ADD_FAILURE() << what << (jitted ? " under jit" : "") << ": " << err.what();
+          return;
+        }
+        ASSERT_EQ(got.size(), want.size()) << what;
+        for (size_t j = 0; j < got.size(); ++j) {
+          std::string why;
+          EXPECT_TRUE(close(want[j], got[j], 1e-6 + rec.rtol, why))
+              << what << (jitted ? " under jit" : "") << ", output " << j << ": " << why;
+        }
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+}
+
+std::string record_name(const ::testing::TestParamInfo<Record>& info) {
+  std::string n = info.param.name;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, Vmapped, ::testing::ValuesIn(all_records()), record_name);
+
+// Primitives no batching rule can be asked for, with the reason.
+const std::map<std::string, std::string>& unbatched() {
+  static const std::map<std::string, std::string> m = {
+      {"iota", "no operands: never batched"},
+      {"full", "no operands: never batched"},
+      {"custom_lin", "only inside a linearized custom_vjp program, which cannot run forward"},
+  };
+  return m;
+}
+
+TEST(BatchCoverage, EveryPrimitiveHasABatchingRule) {
+  std::set<std::string> seen;
+  {
+    detail::RuleLog log;
+    Mesh one = make_mesh({1, 1}, {"x", "y"});
+    MeshScope scope(one);
+    for (const auto& rec : all_records()) {
+      if (rec.refuses || rec.inputs.empty()) continue;
+      std::vector<std::vector<Array>> ex = {example(rec, 0), example(rec, 1)};
+      std::vector<Array> in;
+      for (size_t i = 0; i < rec.inputs.size(); ++i) in.push_back(stack({ex[0][i], ex[1][i]}, 0));
+      try {
+        (void)vmap([&](const std::vector<Array>& a) { return rec.fn(a); })(in);
+      } catch (const Error&) {
+        // The Vmapped test reports it.
+      }
+    }
+    seen.insert(log.seen().begin(), log.seen().end());
+  }
+  for (const auto& p : detail::registered_primitives()) {
+    if (unbatched().count(p)) continue;
+    EXPECT_TRUE(seen.count("batch:" + p)) << "no record ran the batching rule of '" << p << "'";
+  }
+}
+
+}  // namespace
+}  // namespace rules
