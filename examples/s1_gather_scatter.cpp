@@ -4,9 +4,14 @@
 //   x_a_j = x.at[:, j].get(out_sharding=typeof(i).sharding)
 //   return x.at[:, i].set(x_a_j)
 //
+// and the vmap half, one row at a time under jit(vmap(...)):
+//
+//   x_j = x.at[j].get(out_sharding=typeof(x).sharding)
+//   return x.at[i].set(x_j)
+//
 // JAX 0.6.0 failed with "sharding rule for scatter is not implemented"; Tessera
-// has a rule for gather and scatter, and names the fix where the result's
-// sharding is truly ambiguous.
+// has a rule for gather and scatter (and their batching rules), and names the fix
+// where the result's sharding is truly ambiguous.
 #include <iostream>
 
 #include <tsr/tsr.h>
@@ -18,6 +23,12 @@ namespace {
 Array swap_columns(const Array& x, const Array& i, const Array& j) {
   Array x_a_j = x.at(all, j).get({.out_sharding = typeof(i).sharding});
   return x.at(all, i).set(x_a_j);
+}
+
+// One row: x f32[3], i and j scalars (the batch dimension is vmap's).
+Array swap_in_row(const Array& x, const Array& i, const Array& j) {
+  Array x_j = x.at(j).get({.out_sharding = typeof(x).sharding});
+  return x.at(i).set(x_j);
 }
 
 void print(const char* title, const Array& a) {
@@ -47,6 +58,13 @@ int main() {
   auto f = jit(swap_columns);
   print("jit", f(x, i, j));
   std::cout << "\nthe jitted program:\n" << f.lower(x, i, j).as_text() << "\n";
+
+  // The vmap half: per row r, x[r, i[r]] = x[r, j[r]]; the rows stay on their devices.
+  Array ri = device_put(array<int32_t>({0, 2, 1, 2}, {4}), P("x"));
+  Array rj = device_put(array<int32_t>({1, 0, 2, 2}, {4}), P("x"));
+  auto f2 = jit(vmap(swap_in_row));
+  print("jit(vmap(swap_in_row)) with i = [0 2 1 2], j = [1 0 2 2]", f2(x, ri, rj));
+  std::cout << "\nthe jitted vmap:\n" << f2.lower(x, ri, rj).as_text() << "\n";
 
   // Without out_sharding the gather's result sharding is ambiguous: (x, x).
   try {

@@ -266,9 +266,18 @@ Array dynamic_take(const Array& x0, const std::vector<Entry>& ent,
   }
   Array x = out ? unshard_dims(x0, changed) : x0;
   x = dynamic_slice(x, starts, sizes);
+  // An out_sharding of the slice's rank (the squeezed integer dims included, as older
+  // JAX applied it to the dynamic_slice) lays out the slice; then the squeeze keeps it.
+  // Inside vmap, `x.at(j).get({.out_sharding = typeof(x).sharding})` is that case.
+  const int result_rank = rank - static_cast<int>(ints.size()) + static_cast<int>(newaxes.size());
+  bool slice_layout = out && !ints.empty() && out->spec().size() == rank &&
+                      out->spec().size() > result_rank;
+  for (int d2 : ints)
+    slice_layout = slice_layout && out->spec().entries()[static_cast<size_t>(d2)].is_none();
+  if (slice_layout) x = finish(x, out);
   if (!ints.empty()) x = squeeze(x, AxisArg(ints));
   if (!newaxes.empty()) x = expand_dims(x, AxisArg(newaxes));
-  return finish(x, out);
+  return slice_layout ? x : finish(x, out);
 }
 
 // jnp's index_to_gather result.
