@@ -20,22 +20,6 @@ using namespace tsr;
 namespace rules {
 namespace {
 
-// Record inputs for gradients: float32 becomes float64 (finite differences need the
-// precision) and every float value is nudged by an index-dependent amount, so no
-// input sits on a kink (abs at 0, ties of max), a step (floor at an integer) or so
-// near a pole (1/x) that finite differences lose their precision.
-Array make_grad(const In& in, int salt, const Placement& where) {
-  std::vector<double> v = values(in, salt);
-  bool fl = is_floating(in.dtype);
-  if (fl)
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] += 0.02 * static_cast<double>((i * 37 + static_cast<size_t>(salt) * 11) % 97) / 97.0 +
-              0.05;
-  Array a = tsr::array(v, in.shape, where);
-  DType d = in.dtype == float32 ? float64 : in.dtype;
-  return d == float64 ? a : a.astype(d);
-}
-
 bool half(DType d) { return d == float16 || d == bfloat16; }
 
 class Grads : public ::testing::TestWithParam<Record> {};

@@ -69,6 +69,11 @@ const std::vector<std::pair<std::string, std::string>>& replicated_only();
 std::vector<double> values(const In& in, int salt);
 /** An input placed at `where`. */
 tsr::Array make(const In& in, int salt, const tsr::Placement& where);
+/** An input for gradient checks: float32 becomes float64 (finite differences need the
+ *  precision) and every float value is nudged by an index-dependent amount, so no
+ *  input sits on a kink (abs at 0, ties of max), a step (floor at an integer) or so
+ *  near a pole (1/x) that finite differences lose their precision. */
+tsr::Array make_grad(const In& in, int salt, const tsr::Placement& where);
 /** A mesh the driver runs records on. */
 struct MeshCase {
   std::string label;               /**< "(2,4)" */
