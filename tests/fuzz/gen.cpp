@@ -252,14 +252,14 @@ std::string error_class(const std::exception_ptr& e);
 namespace {
 bool composite(const OpDef& d) {
   static const std::set<std::string> names = {"checkpoint", "jit", "custom_jvp(chain)",
-                                              "custom_vjp(chain)"};
+                                              "custom_vjp(chain)", "vmap(chain)"};
   return names.count(d.name) > 0;
 }
-// The autodiff entries, drawn more often than their share of the table.
+// The autodiff and transform entries, drawn more often than their share of the table.
 bool autodiff(const OpDef& d) {
-  static const std::set<std::string> names = {"stop_gradient", "custom_jvp", "custom_vjp",
-                                              "checkpoint",    "jit",        "custom_jvp(chain)",
-                                              "custom_vjp(chain)"};
+  static const std::set<std::string> names = {
+      "stop_gradient", "custom_jvp",        "custom_vjp",        "checkpoint",
+      "jit",           "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)"};
   return names.count(d.name) > 0;
 }
 }  // namespace

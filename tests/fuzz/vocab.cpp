@@ -613,6 +613,7 @@ Step d_triu(Gen& g) {
 Step d_diagonal(Gen& g) {
   int off = g.r.range(-1, 1), a1 = g.axis(g.rank()), a2 = g.axis(g.rank());
   bool tr = g.r.coin(0.3);
+  g.c.reorders = g.c.reorders || tr;  // trace sums: partial sums when the diagonal is sharded
   return mk(std::string(tr ? "trace" : "diagonal") + "(x, " + std::to_string(off) + ", " +
                 std::to_string(a1) + ", " + std::to_string(a2) + ")",
             [=](const Ctx&, const Array& x, const Ins&) {
@@ -1086,6 +1087,35 @@ Step d_jit(Gen& g) {
     return jit([st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); })(x, in);
   });
 }
+/** vmap over x's leading dimension of a sub-chain drawn for one example (x[0]); the
+ *  inputs are unbatched. A scalar x gets a nested jit instead. */
+Step d_vmap(Gen& g) {
+  if (g.rank() == 0 || g.xs()[0] == 0) return d_jit(g);
+  Array x0 = g.x, sx0 = g.sx;
+  std::optional<PartitionSpec> xspec0 = g.xspec;
+  bool ok0 = g.shadow_ok;
+  g.x = tsr::index(x0, {0});
+  if (g.shadow_ok && g.sx.valid()) try {
+      // One example of the shadow, laid out as vmap's body sees it.
+      g.sx = tsr::index(reshard(g.sx, P()), {0});
+    } catch (const tsr::Error&) {
+      g.shadow_ok = false;
+    }
+  if (g.xspec) {
+    std::vector<PartitionEntry> e = g.xspec->entries();
+    if (!e.empty()) e.erase(e.begin());
+    g.xspec = PartitionSpec(e);
+  }
+  Chain ch = sub_chain(g);
+  g.x = x0;
+  g.sx = sx0;
+  g.xspec = xspec0;
+  g.shadow_ok = ok0;
+  return composite("vmap", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    auto f = [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); };
+    return vmap(f, {.in_axes = {0, none}})(x, in);
+  });
+}
 /** custom_jvp around a drawn sub-chain whose rule is jvp of the sub-chain (nested AD). */
 Step d_custom_jvp_chain(Gen& g) {
   Chain ch = sub_chain(g);
@@ -1265,6 +1295,7 @@ const std::vector<OpDef>& vocabulary() {
       {"jit", 1, false, false, d_jit},
       {"custom_jvp(chain)", 1, false, false, d_custom_jvp_chain},
       {"custom_vjp(chain)", 1, false, false, d_custom_vjp_chain},
+      {"vmap(chain)", 1, false, false, d_vmap},
   };
   return v;
 }
