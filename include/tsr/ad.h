@@ -413,12 +413,12 @@ class JacobianFn {
   std::shared_ptr<F> f_;
 };
 
-/** jax.jacfwd: the Jacobian by forward mode (one jvp per input element). */
+/** jax.jacfwd: the Jacobian by forward mode (vmap of the jvp over the input basis). */
 template <class F, class... Opts>
 JacobianFn<F, true, Opts...> jacfwd(F f, Opts...) {
   return JacobianFn<F, true, Opts...>(std::move(f));
 }
-/** jax.jacrev: the Jacobian by reverse mode (one vjp per output element). */
+/** jax.jacrev: the Jacobian by reverse mode (vmap of the vjp over the output basis). */
 template <class F, class... Opts>
 JacobianFn<F, false, Opts...> jacrev(F f, Opts...) {
   return JacobianFn<F, false, Opts...>(std::move(f));

@@ -71,8 +71,8 @@ std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
 Array grad_seed(const Array& ans);
 
 /** Jacobians of ff (one output) at `leaves`, one per leaf (shape out.shape +
- *  leaf.shape), by forward mode (a jvp per input element) or reverse mode (a vjp per
- *  output element). */
+ *  leaf.shape), by forward mode (vmap of the jvp over each input's basis) or reverse
+ *  mode (vmap of the vjp over the output's basis). */
 std::vector<Array> jacobian_flat(const FlatFn& ff, const std::vector<Array>& leaves, bool forward,
                                  const char* api);
 

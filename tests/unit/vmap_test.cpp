@@ -3,6 +3,7 @@
 // (spec §12.16), and the errors with JAX's texts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "support/error_of.h"
@@ -221,6 +222,47 @@ TEST(VmapErrors, JaxTexts) {
   e = error_of<ValueError>([&] { (void)vmap(add2, {.in_axes = {0, none}})(sx, index(ux, {0})); });
   EXPECT_HAS(e, "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
                 "vmapping over. Got type: f32[2@x], in_axes: None and vmapped mesh axis: ('x',)");
+}
+
+}  // namespace
+
+namespace {
+
+// jacfwd / jacrev are one vmap of the linear map over a basis: the program's size
+// does not grow with the number of basis vectors, and sharded inputs work.
+TEST(VmapJacobians, OneVmapOverTheBasis) {
+  Array v = array<float>({0.5f, -1.f, 2.f});
+  auto f = [v](const Array& w) { return tanh(matmul(w, v)); };
+  auto check = [&](const Array& w, const Array& j, const std::string& what) {
+    Array y = tanh(matmul(w, v));
+    auto yv = y.to_vector<float>(), vv = v.to_vector<float>(), jv = j.to_vector<float>();
+    int64_t m = w.shape()[0];
+    ASSERT_EQ(j.shape(), (Shape{m, m, 3})) << what;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t k = 0; k < 3; ++k) {
+          float want = i == r ? (1 - yv[i] * yv[i]) * vv[k] : 0.f;
+          EXPECT_NEAR(jv[(i * m + r) * 3 + k], want, 1e-5) << what << " at " << i << r << k;
+        }
+  };
+  Array w4 = iota_f({4, 3}), w8 = iota_f({8, 3}, 0.05);
+  check(w4, jacfwd(f)(w4), "jacfwd");
+  check(w4, jacrev(f)(w4), "jacrev");
+  check(w8, jit(jacrev(f))(w8), "jit(jacrev)");
+  auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
+  EXPECT_EQ(lines(jit(jacrev(f)).lower(w4).program), lines(jit(jacrev(f)).lower(w8).program));
+  EXPECT_EQ(lines(jit(jacfwd(f)).lower(w4).program), lines(jit(jacfwd(f)).lower(w8).program));
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope(mesh);
+  Array ws = device_put(w4, P("x"));
+  check(w4, jacfwd(f)(ws), "jacfwd sharded");
+  check(w4, jacrev(f)(ws), "jacrev sharded");
+  Array h = hessian([](const Array& w) { return sum(w * w * w); })(ws);
+  EXPECT_EQ(h.shape(), (Shape{4, 3, 4, 3}));
+  auto hv = h.to_vector<float>(), wv = w4.to_vector<float>();
+  for (int64_t a = 0; a < 12; ++a)
+    for (int64_t b = 0; b < 12; ++b)
+      EXPECT_NEAR(hv[a * 12 + b], a == b ? 6 * wv[a] : 0.f, 1e-5) << "hessian at " << a << "," << b;
 }
 
 }  // namespace

@@ -13,8 +13,10 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/ad_prims.h"
+#include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/vmap.h"
 
 namespace tsr::detail {
 
@@ -352,27 +354,33 @@ Array grad_seed(const Array& ans) {
 namespace {
 
 // A one-hot array of x's type (sharding included): element k is 1.
-Array one_hot_like(const Array& x, int64_t k) {
-  std::vector<double> v(static_cast<size_t>(x.size()), 0.0);
-  v[static_cast<size_t>(k)] = 1.0;
-  Array e = array<double>(v, x.shape()).astype(x.dtype());
+// The standard basis of x's space stacked along a new leading dimension: [n, *shape],
+// each slice of x's type (vmap maps over it; the batch dimension is unsharded).
+Array basis_like(const Array& x) {
+  const int64_t n = x.size();
+  std::vector<double> v(static_cast<size_t>(n * n), 0.0);
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k * n + k)] = 1.0;
+  Shape shape = x.shape();
+  shape.insert(shape.begin(), n);
+  Array e = array<double>(v, shape).astype(x.dtype());
   const ArrayType& t = x.type();
-  if (!x.impl()->var) {
-    NamedSharding s = x.sharding();
-    if (!s.spec().unreduced().empty() || !s.spec().reduced().empty())
-      s = s.with_spec(PartitionSpec(s.spec().entries()));
-    e = device_put(e, s);
+  ArrayType bt = t;
+  bt.shape = shape;
+  if (!t.sharding.mesh().empty()) {
+    std::vector<PartitionEntry> entries = entries_of(t);
+    entries.resize(static_cast<size_t>(t.ndim()));
+    entries.insert(entries.begin(), PartitionEntry());
+    bt.sharding = NamedSharding(t.sharding.mesh(), with_sets_of(entries, t.sharding.spec()));
+    if (!x.impl()->var)
+      e = device_put(e, x.sharding().with_spec(PartitionSpec(entries)));
   }
-  return ad::coerce(e, t, "jacobian", "value");
+  return ad::coerce(e, bt, "jacobian", "value");
 }
 
-// Stacks per-element results into one array of shape lead + tail.
-Array assemble(const std::vector<Array>& parts, const Shape& lead, const Shape& tail, bool cols) {
-  Shape shape = lead;
-  shape.insert(shape.end(), tail.begin(), tail.end());
-  if (parts.empty()) return zeros(shape, float32);
-  Array s = stack(parts, cols ? -1 : 0);
-  return reshape(s, shape);
+Shape concat_shapes(const Shape& a, const Shape& b) {
+  Shape s = a;
+  s.insert(s.end(), b.begin(), b.end());
+  return s;
 }
 
 }  // namespace
@@ -386,32 +394,48 @@ std::vector<Array> jacobian_flat(const FlatFn& ff, const std::vector<Array>& lea
                       "np.floating), but got " +
                       dtype_name(x.dtype()) +
                       ". Differentiate with respect to float arguments only (argnums).");
+  // One vmap of the linear map over a basis (JAX's jacfwd / jacrev): no loop.
   std::vector<Array> jac;
   if (forward) {
     auto [outs, lin] = linearize_flat(ff, leaves);
     const Array& out = outs.at(0);
+    FlatFn f = [lin = lin](const std::vector<Array>& t) { return (*lin)(t); };
     for (size_t i = 0; i < leaves.size(); ++i) {
-      std::vector<Array> cols;
-      for (int64_t k = 0; k < leaves[i].size(); ++k) {
-        std::vector<Array> t;
-        for (size_t j = 0; j < leaves.size(); ++j)
-          t.push_back(j == i ? one_hot_like(leaves[j], k) : zeros_of(leaves[j].type(), leaves[j]));
-        cols.push_back((*lin)(t).at(0));
+      Shape shape = concat_shapes(out.shape(), leaves[i].shape());
+      if (leaves[i].size() == 0 || out.size() == 0) {
+        jac.push_back(zeros(shape, out.dtype()));
+        continue;
       }
-      jac.push_back(assemble(cols, out.shape(), leaves[i].shape(), true));
+      std::vector<Array> t;
+      std::vector<VmapAxis> axes;
+      std::vector<std::string> paths;
+      for (size_t j = 0; j < leaves.size(); ++j) {
+        t.push_back(j == i ? basis_like(leaves[j]) : zeros_of(leaves[j].type(), leaves[j]));
+        axes.push_back(j == i ? VmapAxis(0) : VmapAxis());
+        paths.push_back("tangent " + std::to_string(j));
+      }
+      VmapFlat r = vmap_flat(f, t, axes, paths, {});
+      Array cols = vmap_outputs(r, {0}, {"jacobian"}).at(0);  // [n, *out]
+      jac.push_back(reshape(moveaxis(cols, 0, -1), shape));
     }
     return jac;
   }
   auto [outs, vjp] = vjp_flat(ff, leaves);
   const Array& out = outs.at(0);
-  std::vector<std::vector<Array>> rows(leaves.size());
-  Array seed = grad_seed(out);  // a cotangent of the output's type, for one_hot_like
-  for (int64_t k = 0; k < out.size(); ++k) {
-    std::vector<Array> g = (*vjp)({one_hot_like(seed, k)});
-    for (size_t i = 0; i < leaves.size(); ++i) rows[i].push_back(g[i]);
+  if (out.size() == 0) {
+    for (const auto& x : leaves)
+      jac.push_back(zeros(concat_shapes(out.shape(), x.shape()), x.dtype()));
+    return jac;
   }
+  FlatFn f = [vjp = vjp](const std::vector<Array>& ct) { return (*vjp)(ct); };
+  Array seed = grad_seed(out);  // a cotangent of the output's type
+  VmapFlat r = vmap_flat(f, {basis_like(seed)}, {VmapAxis(0)}, {"cotangent"}, {});
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < leaves.size(); ++i) paths.push_back("cotangent " + std::to_string(i));
+  std::vector<Array> rows =
+      vmap_outputs(r, std::vector<VmapAxis>(leaves.size(), VmapAxis(0)), paths);  // [m, *leaf]
   for (size_t i = 0; i < leaves.size(); ++i)
-    jac.push_back(assemble(rows[i], out.shape(), leaves[i].shape(), false));
+    jac.push_back(reshape(rows[i], concat_shapes(out.shape(), leaves[i].shape())));
   return jac;
 }
 
