@@ -136,13 +136,6 @@ TEST(AdCoverage, EveryPrimitiveHasItsRules) {
   EXPECT_LT(nondiff, 45) << "the non-differentiable list should stay short";
 }
 
-std::string record_name(const ::testing::TestParamInfo<Record>& info) {
-  std::string s = info.param.name;
-  for (auto& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
 INSTANTIATE_TEST_SUITE_P(Table, Grads, ::testing::ValuesIn(all_records()), record_name);
 
 }  // namespace

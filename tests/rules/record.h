@@ -3,6 +3,8 @@
 // The driver runs every record sharded on meshes (1), (2), (8) and (2,4) and checks
 // values against the unsharded single-device run, the result's layout against its
 // type, and jit against eager.
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <ostream>
 #include <string>
@@ -93,6 +95,9 @@ using MakeInput = std::function<tsr::Array(const In&, int, const tsr::Placement&
  *  many layouts ran. */
 int for_each_layout(const Record& rec, const MakeInput& make_input,
                     const std::function<bool(const std::vector<tsr::Array>&, const std::string&)>& body);
+
+/** A record's name as a gtest parameter name (non-alphanumerics become '_'). */
+std::string record_name(const ::testing::TestParamInfo<Record>& info);
 
 /** gtest prints a record by its name (ctest lists it instead of a byte dump). */
 inline void PrintTo(const Record& r, std::ostream* os) { *os << r.name; }

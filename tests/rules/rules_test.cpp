@@ -81,6 +81,13 @@ Array make_grad(const In& in, int salt, const Placement& where) {
   return d == float64 ? a : a.astype(d);
 }
 
+std::string record_name(const ::testing::TestParamInfo<Record>& info) {
+  std::string s = info.param.name;
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
 const std::vector<MeshCase>& meshes() {
   static const std::vector<MeshCase> m = {
       {"(1)", {1}, {"x"}}, {"(2)", {2}, {"x"}}, {"(8)", {8}, {"x"}}, {"(2,4)", {2, 4}, {"x", "y"}}};
@@ -255,13 +262,6 @@ TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
     return true;
   });
   EXPECT_GT(ran, 0) << rec.name << ": no mesh/spec combination ran";
-}
-
-std::string record_name(const ::testing::TestParamInfo<Record>& info) {
-  std::string s = info.param.name;
-  for (auto& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Rules, ::testing::ValuesIn(all_records()), record_name);

@@ -145,13 +145,6 @@ TEST_P(Vmapped, EqualsALoopOverExamples) {
   }
 }
 
-std::string record_name(const ::testing::TestParamInfo<Record>& info) {
-  std::string n = info.param.name;
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-}
-
 INSTANTIATE_TEST_SUITE_P(Table, Vmapped, ::testing::ValuesIn(all_records()), record_name);
 
 // Derivatives and vmap in both orders, on one device in float64: check_grads of the
