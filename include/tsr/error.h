@@ -92,4 +92,12 @@ class IndivisibleError : public ValueError {
   using ValueError::ValueError;
 };
 
+/** A collective names an axis no enclosing shard_map (or vmap) binds (Python's
+ *  NameError, manual-spmd §4). */
+class NameError : public Error {
+ public:
+  /** Builds the error. */
+  using Error::Error;
+};
+
 }  // namespace tsr

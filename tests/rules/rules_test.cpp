@@ -280,10 +280,10 @@ TEST(RulesCoverage, EveryPrimitiveHasARuleRecordAndAKernel) {
     EXPECT_TRUE(covered.count(p) || replicated.count(p))
         << "primitive '" << p << "' has no table record and is not listed replicated-only";
     // Higher-order primitives are inlined by the lowering; custom_lin is never run
-    // (forward mode through custom_vjp is refused).
-    static const std::set<std::string> kernel_free = {"jit", "custom_jvp_call",
-                                                      "custom_vjp_call", "checkpoint",
-                                                      "custom_lin"};
+    // (forward mode through custom_vjp is refused); collectives lower to comm steps.
+    static const std::set<std::string> kernel_free = {
+        "jit",  "custom_jvp_call", "custom_vjp_call", "checkpoint", "custom_lin", "shard_map",
+        "psum", "pmax",            "pmin",            "pvary",      "axis_index"};
     if (!kernel_free.count(p)) {
       EXPECT_TRUE(detail::has_kernel(p.c_str())) << "no cpu kernel for " << p;
     }

@@ -117,7 +117,17 @@ std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
 
 }  // namespace
 
-std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in) {
+std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in0) {
+  // Manual-spmd §3.4: operands of an ordinary primitive that vary over fewer manual
+  // axes than the others get a pvary (a free cast) first. Outside shard_map no value
+  // has a vma, and the check is one pass over the operands.
+  std::vector<Array> fixed;
+  const std::vector<Array>* inp = &in0;
+  if (!prim->custom_vma() && vma_differs(in0)) {
+    fixed = auto_pvary(in0);
+    inp = &fixed;
+  }
+  const std::vector<Array>& in = *inp;
   if (Trace* t = current_trace()) {
     std::vector<ArrayType> in_t;
     in_t.reserve(in.size());
@@ -126,7 +136,7 @@ std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in) {
         throw ValueError(std::string("[") + prim->name() +
                          "] an input is an empty Array handle. Got a default-constructed Array; "
                          "expected an array made by an op.");
-      in_t.push_back(x.type());
+      in_t.push_back(t->type_of(x));
     }
     return t->record(prim, in, infer_types(*prim, in_t));
   }

@@ -1,5 +1,7 @@
 #include "tsr/core/primitive.h"
 
+#include <set>
+
 #include <algorithm>
 #include <mutex>
 
@@ -131,8 +133,31 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
           ". Reshard the inputs onto one mesh first (reshard(x, NamedSharding(mesh, spec))).");
     }
   }
+  // Manual-spmd §3.3: ordinary primitives need equal vma on every operand (bind
+  // inserts the pvary that makes them so) and give it to their outputs.
+  const std::set<std::string>* vma = nullptr;
+  if (!prim.custom_vma())
+    for (const auto& t : in) {
+      if (!vma) {
+        vma = &t.vma;
+      } else if (t.vma != *vma) {
+        std::string got;
+        for (const auto& u : in) {
+          std::string s;
+          for (const auto& a : u.vma) s += (s.empty() ? "'" : ", '") + a + "'";
+          got += (got.empty() ? "" : ", ") + std::string("{") + s + "}";
+        }
+        throw ValueError(std::string("[") + name + "] Primitive " + name +
+                         " requires varying manual axes to match, but got [" + got +
+                         "]. Got operands that vary over different manual axes; expected equal "
+                         "sets. Apply tsr::pvary to the invariant operand (the ops do it for "
+                         "you), or pass check_vma=false to shard_map.");
+      }
+    }
   try {
     std::vector<ArrayType> out = prim.infer(in);
+    if (vma)
+      for (auto& t : out) t.vma = *vma;
     // Every result type passes the one shape check, so no rule can hand the
     // lowering a negative size or an element count / byte size past int64.
     for (const auto& t : out) check_shape(t.shape, name, itemsize(t.dtype));

@@ -90,6 +90,9 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /** False for primitives that may move a value to another mesh (reshard skips the
    *  context-mesh check, spec §13.2). */
   virtual bool checks_context_mesh() const { return true; }
+  /** True for primitives whose rule sets the outputs' vma itself (collectives,
+   *  shard_map); the others follow the standard vma rule (manual-spmd §3.3). */
+  virtual bool custom_vma() const { return false; }
   /** True for primitives that may not be merged or dropped (none yet). */
   virtual bool effectful() const { return false; }
 };
@@ -136,6 +139,12 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
 /** Applies a primitive: records it when a trace is active, else runs it eagerly
  *  through the same lowering as jit (cached by primitive and input types). */
 std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in);
+/** True when the operands' vma sets differ (some vary over fewer manual axes). */
+bool vma_differs(const std::vector<Array>& in);
+/** The operands with a pvary on each that varies over fewer manual axes than their
+ *  union (manual-spmd §3.4); defined with the collectives. */
+std::vector<Array> auto_pvary(const std::vector<Array>& in);
+
 /** bind for a single-output primitive. */
 Array bind1(PrimPtr prim, const std::vector<Array>& in);
 

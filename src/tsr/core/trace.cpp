@@ -49,11 +49,17 @@ VarPtr Trace::var_for(const Array& x) {
   if (impl->deleted) check_concrete(x, "trace");
   auto it = captured_.find(impl);
   if (it != captured_.end()) return it->second;
-  auto v = std::make_shared<Var>(Var{impl->type});
+  auto v = std::make_shared<Var>(Var{capture_ ? capture_(impl->type) : impl->type});
   prog_.const_vars.push_back(v);
   prog_.consts.push_back(x);
   captured_.emplace(impl, v);
   return v;
+}
+
+ArrayType Trace::type_of(const Array& x) const {
+  const ArrayImpl* impl = x.impl().get();
+  if (!capture_ || !impl || (impl->var && impl->trace_id == id_)) return x.type();
+  return capture_(impl->type);
 }
 
 std::vector<Array> Trace::record(PrimPtr prim, const std::vector<Array>& in,

@@ -3,6 +3,7 @@
 // bind() records equations into its Program instead of running them. Arrays
 // from outside (concrete, or of an outer trace) are captured as implicit inputs.
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -31,10 +32,16 @@ class Trace {
                             const std::vector<ArrayType>& out_types);
   /** Finishes: the program with `outs` as its results. */
   Program finish(const std::vector<Array>& outs);
+  /** Types captured arrays take in this trace (shard_map: a closed-over value is an
+   *  invariant block on the manual mesh); default: their own. */
+  void set_capture_type(std::function<ArrayType(const ArrayType&)> f) { capture_ = std::move(f); }
+  /** x's type as this trace sees it (a captured array's per set_capture_type). */
+  ArrayType type_of(const Array& x) const;
 
  private:
   uint64_t id_;
   Program prog_;
+  std::function<ArrayType(const ArrayType&)> capture_;
   std::unordered_map<const ArrayImpl*, VarPtr> captured_;
 };
 

@@ -10,6 +10,7 @@
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
 #include "tsr/error.h"
+#include "tsr/prims/shard_map.h"
 
 namespace tsr::detail {
 namespace {
@@ -93,7 +94,112 @@ struct Lowerer {
     for (const Eqn& e : p.eqns) lower_eqn(e);
   }
 
+  // A step on `m` making `to` share `from`'s buffer (see Step::alias).
+  void alias(int from, int to, const Mesh& m) {
+    Executable::Step st;
+    st.alias = true;
+    st.ins = {from};
+    st.outs = {to};
+    st.mesh = m;
+    ex.steps.push_back(std::move(st));
+  }
+
+  // shard_map: each input's block becomes the body's value on the same buffer, the
+  // body is lowered on the mesh with the manual axes typed Manual (every device holds
+  // its whole block), and each output block becomes a block of the global result.
+  void lower_shard_map(const Eqn& e, const prim::ShardMap& sm) {
+    const Mesh outer = sm.mesh();
+    known.push_back(outer);
+    const Program& body = sm.body();
+    AbstractMesh inner_am = outer.abstract_mesh();
+    {
+      std::vector<std::pair<std::string, AxisType>> u;
+      for (const auto& a : sm.manual()) u.emplace_back(a, AxisType::Manual);
+      inner_am = inner_am.update_axis_types(u);
+    }
+    const Mesh inner = mesh_for(inner_am);
+    for (size_t i = 0; i < e.ins.size(); ++i) {
+      const ArrayType& t = e.ins[i]->type;
+      int v = reshard(val.at(e.ins[i].get()), layout_on(outer, sm.in_specs()[i], t.ndim()));
+      const ArrayType& bt = body.in_vars[i]->type;
+      int w = add_value(bt.shape, bt.dtype, bt.weak, layout_on(inner, PartitionSpec(), bt.ndim()));
+      alias(v, w, inner);
+      val[body.in_vars[i].get()] = w;
+    }
+    lower_program(body);
+    for (size_t j = 0; j < e.outs.size(); ++j) {
+      const ArrayType& bt = body.out_vars[j]->type;
+      int w = reshard(val.at(body.out_vars[j].get()), layout_on(inner, PartitionSpec(), bt.ndim()));
+      const ArrayType& t = e.outs[j]->type;
+      int o = add_value(t.shape, t.dtype, t.weak, layout_on(outer, sm.out_specs()[j], t.ndim()));
+      alias(w, o, outer);
+      val[e.outs[j].get()] = reshard(o, layout_on(outer, t.sharding.spec(), t.ndim()));
+    }
+  }
+
+  // A collective of a shard_map body, on the body's mesh `m`.
+  void lower_collective(const Eqn& e, const prim::Collective& c, const Mesh& m) {
+    using K = prim::Collective::Kind;
+    if (c.kind() == K::Pvary) {  // a type cast: the same buffer
+      val[e.outs[0].get()] = val.at(e.ins[0].get());
+      return;
+    }
+    const ArrayType& t = e.outs[0]->type;
+    Executable::Step st;
+    st.prim = e.prim;
+    st.mesh = m;
+    st.reduce_op = c.op();
+    st.coll = c.kind() == K::AxisIndex ? Executable::Step::Coll::AxisIndex
+                                       : Executable::Step::Coll::AllReduce;
+    if (!e.ins.empty())
+      st.ins.push_back(reshard(val.at(e.ins[0].get()), layout_on(m, PartitionSpec(), t.ndim())));
+    int out = add_value(t.shape, t.dtype, t.weak, layout_on(m, PartitionSpec(), t.ndim()));
+    st.outs.push_back(out);
+    // Coordinates along each mesh axis of each flat (row-major) position.
+    const auto& sizes = m.axis_sizes();
+    const auto& mnames = m.axis_names();
+    auto coord = [&](int f, int axis) {
+      int stride = 1;
+      for (int a = static_cast<int>(sizes.size()) - 1; a > axis; --a) stride *= sizes[a];
+      return (f / stride) % sizes[axis];
+    };
+    std::vector<int> named;
+    for (const auto& a : c.axes())
+      named.push_back(static_cast<int>(std::find(mnames.begin(), mnames.end(), a) - mnames.begin()));
+    auto index_in_group = [&](int f) {
+      int r = 0;
+      for (int a : named) r = r * sizes[a] + coord(f, a);
+      return r;
+    };
+    for (int f = 0; f < m.size(); ++f) {
+      st.coll_rank.push_back(index_in_group(f));
+      if (st.coll != Executable::Step::Coll::AllReduce) continue;
+      std::vector<std::pair<int, int>> members;  // (rank, device id)
+      for (int g = 0; g < m.size(); ++g) {
+        bool same = true;
+        for (int a = 0; a < static_cast<int>(sizes.size()); ++a)
+          if (std::find(named.begin(), named.end(), a) == named.end() && coord(g, a) != coord(f, a))
+            same = false;
+        if (same) members.emplace_back(index_in_group(g), m.devices()[g].id);
+      }
+      std::sort(members.begin(), members.end());
+      std::vector<int> ids;
+      for (const auto& mb : members) ids.push_back(mb.second);
+      st.coll_ids.push_back(std::move(ids));
+    }
+    ex.steps.push_back(std::move(st));
+    val[e.outs[0].get()] = reshard(out, layout_on(m, t.sharding.spec(), t.ndim()));
+  }
+
   void lower_eqn(const Eqn& e) {
+    if (const auto* sm = dynamic_cast<const prim::ShardMap*>(e.prim.get())) {
+      lower_shard_map(e, *sm);
+      return;
+    }
+    if (const auto* c = dynamic_cast<const prim::Collective*>(e.prim.get())) {
+      lower_collective(e, *c, mesh_for(eqn_mesh(e)));
+      return;
+    }
     if (const Program* sub = e.prim->subprogram()) {
       // Inline a nested jit: its inputs are the equation's inputs, in order.
       size_t k = 0;
@@ -230,6 +336,13 @@ std::shared_ptr<const Executable> lower(
         dr.steps.emplace_back(s, u);
         for (auto& g : plan_groups(*st.plan, u)) dr.groups.push_back(std::move(g));
       }
+    } else if (st.coll == Executable::Step::Coll::AllReduce) {
+      auto& rt = Runtime::get();
+      for (int f = 0; f < st.mesh->size(); ++f) {
+        auto& dr = run_for(st.mesh->devices()[f].id);
+        dr.steps.emplace_back(s, f);
+        dr.groups.emplace_back(rt.group(st.coll_ids[f]), st.coll_rank[f]);
+      }
     } else {
       for (int f = 0; f < st.mesh->size(); ++f)
         run_for(st.mesh->devices()[f].id).steps.emplace_back(s, f);
@@ -261,11 +374,23 @@ std::shared_ptr<const Executable> lower(
     };
     for (int v : ex->inputs) dr.input_pos.push_back(pos_in(ex->values[v].layout));
     for (int v : ex->outputs) dr.output_pos.push_back(pos_in(ex->values[v].layout));
+    // An alias target's uses keep its source's buffer alive (the source owns it).
+    std::map<int, int> root;
+    for (const auto& st : ex->steps)
+      if (st.alias) {
+        auto it = root.find(st.ins[0]);
+        root[st.outs[0]] = it == root.end() ? st.ins[0] : it->second;
+      }
     std::map<int, int> last;
+    auto use = [&](int v, int k) {
+      last[v] = k;
+      auto it = root.find(v);
+      if (it != root.end()) last[it->second] = k;
+    };
     for (int k = 0; k < static_cast<int>(dr.steps.size()); ++k) {
       const auto& st = ex->steps[dr.steps[k].first];
-      for (int v : st.ins) last[v] = k;
-      for (int v : st.outs) last[v] = k;
+      for (int v : st.ins) use(v, k);
+      for (int v : st.outs) use(v, k);
     }
     dr.free_after.assign(dr.steps.size(), {});
     for (const auto& [v, k] : last)
@@ -354,7 +479,20 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
     for (size_t k = 0; k < dr.steps.size(); ++k) {
       const auto& [s, pos] = dr.steps[k];
       const Step& st = steps[s];
-      if (st.plan) {
+      if (st.alias) {
+        int in = st.ins[0], out = st.outs[0];
+        if (slots[out]) {
+          std::memcpy(slots[out], slots[in], values[out].local_bytes);
+        } else {
+          slots[out] = slots[in];  // owned stays with the source
+        }
+      } else if (st.coll == Step::Coll::AllReduce) {
+        int in = st.ins[0], out = st.outs[0];
+        seq.next().all_reduce(slots[in], ensure(out), numel(values[out].layout.shard_shape(values[out].shape)),
+                              values[out].dtype, st.reduce_op);
+      } else if (st.coll == Step::Coll::AxisIndex) {
+        *static_cast<int32_t*>(ensure(st.outs[0])) = st.coll_rank[pos];
+      } else if (st.plan) {
         const Plan& pl = *st.plan;
         const DevicePlan& dp = pl.dev[pos];
         int in = st.ins[0], out = st.outs[0];
@@ -443,6 +581,9 @@ std::string Executable::str() const {
       if (what.empty()) what.push_back("local copy");
       for (size_t i = 0; i < what.size(); ++i) os << (i ? ", " : "") << what[i];
       os << "]\n";
+    } else if (st.alias) {
+      os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = block " << name(st.ins[0])
+         << "  [shard_map boundary: same buffer]\n";
     } else {
       for (size_t j = 0; j < st.outs.size(); ++j)
         os << (j ? " " : "") << name(st.outs[j]) << ":" << local_type(st.outs[j]);

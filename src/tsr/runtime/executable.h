@@ -36,6 +36,16 @@ class Executable : public std::enable_shared_from_this<Executable> {
     std::vector<std::vector<Shape>> in_origins;
     std::optional<Mesh> mesh;
     std::shared_ptr<const Plan> plan;  // set for reshard steps
+    // A shard_map boundary: outs[0] is ins[0]'s buffer under another type (a block
+    // of a global array <-> the body's value); no data moves unless outs[0] already
+    // has a buffer (a program output), which then gets a copy.
+    bool alias = false;
+    // A collective of a shard_map body (mesh set): an all-reduce over the devices
+    // that differ only along the named axes, or each device's axis index.
+    enum class Coll : uint8_t { None, AllReduce, AxisIndex } coll = Coll::None;
+    ReduceOp reduce_op = ReduceOp::Sum;
+    std::vector<std::vector<int>> coll_ids;  // per flat position: the group's device ids
+    std::vector<int> coll_rank;              // per flat position: rank in its group
   };
   /** What one device does. */
   struct DeviceRun {

@@ -16,7 +16,8 @@ namespace tsr::detail {
 
 /** Traces fn at `in_types` in a fresh trace: the Program (captured arrays become
  *  const inputs), after cse and dce. */
-Program trace_program(const FlatFn& fn, const std::vector<ArrayType>& in_types);
+Program trace_program(const FlatFn& fn, const std::vector<ArrayType>& in_types,
+                      const std::function<ArrayType(const ArrayType&)>& capture_type = {});
 
 /** Binds every equation of p to `args` (one per in_var; const inputs come from
  *  p.consts): records into the current trace, or runs eagerly. */

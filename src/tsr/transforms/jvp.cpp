@@ -22,8 +22,10 @@ void RuleLog::note(const char* kind, const char* prim) {
   if (t_log) t_log->seen_.push_back(std::string(kind) + ":" + prim);
 }
 
-Program trace_program(const FlatFn& fn, const std::vector<ArrayType>& in_types) {
+Program trace_program(const FlatFn& fn, const std::vector<ArrayType>& in_types,
+                      const std::function<ArrayType(const ArrayType&)>& capture_type) {
   Trace trace;
+  if (capture_type) trace.set_capture_type(capture_type);
   std::vector<Array> ins;
   ins.reserve(in_types.size());
   for (const auto& t : in_types) ins.push_back(trace.new_input(t));

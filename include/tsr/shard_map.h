@@ -1,0 +1,110 @@
+#pragma once
+/** shard_map: the per-device view (manual-spmd.md). The body runs once per device on
+ *  that device's blocks; its values carry the manual axes they vary over (`vma`,
+ *  printed `f32[4]{V:x}`), and collectives (psum & co.) combine blocks across
+ *  devices. Works eagerly and under jit.
+ *
+ *    auto f = shard_map([](const Array& x) { return psum(sum(x), "x"); },
+ *                       {.in_specs = P("x"), .out_specs = P()});
+ *
+ *  Built so far (issue 12): full-manual shard_map over trees, vma typing with
+ *  implicit pvary, the out_specs replication check, psum/pmean/pmax/pmin, pvary,
+ *  axis_index, axis_size. See docs/design/0011-shard-map-plan.md for the rest. */
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "tsr/ad.h"
+#include "tsr/array.h"
+#include "tsr/tree.h"
+
+namespace tsr {
+
+/** shard_map's options (jax.shard_map's keyword arguments). */
+struct ShardMapOptions {
+  /** The mesh; default the context mesh. */
+  std::optional<Mesh> mesh = {};
+  /** Specs of the positional arguments, a tree prefix; nullopt: read from the
+   *  argument's sharding (every manual axis must be Explicit). */
+  tree::Prefix<std::optional<PartitionSpec>> in_specs = {};
+  /** Specs of the result, a tree prefix. An axis a spec does not mention is a checked
+   *  promise that the output does not vary over it. */
+  tree::Prefix<PartitionSpec> out_specs = PartitionSpec();
+  /** The manual axes; empty: every mesh axis. */
+  std::vector<std::string> axis_names = {};
+  /** Type the body's values with vma and check the out_specs promise. */
+  bool check_vma = true;
+};
+
+namespace detail {
+
+/** shard_map over flat leaves: checks the specs, traces f at block types (calling
+ *  `out_specs()` once f has returned, for the outputs' specs) and binds the
+ *  shard_map. `paths` name the argument leaves in errors. */
+std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& args,
+                                  const std::vector<std::optional<PartitionSpec>>& in_specs,
+                                  const std::vector<std::string>& paths,
+                                  const std::function<std::vector<PartitionSpec>()>& out_specs,
+                                  const ShardMapOptions& o, const std::string& fn_name);
+
+}  // namespace detail
+
+/** jax.shard_map: f applied to each device's blocks of its arguments (any trees). */
+template <class F>
+auto shard_map(F f, ShardMapOptions o) {
+  return [f = std::move(f), o = std::move(o)](const auto&... args) {
+    using Tup = std::tuple<std::decay_t<decltype(args)>...>;
+    using R = std::decay_t<decltype(f(args...))>;
+    Tup tup(args...);
+    auto [leaves, st] = tree::flatten(tup);
+    std::vector<std::optional<PartitionSpec>> in = tree::broadcast_prefix(
+        o.in_specs, st,
+        {.api = "shard_map", .what = "shard_map in_specs", .of = "the positional arguments",
+         .root = "args"});
+    detail::FlatCall<F, Tup> call{f, st, {}};
+    auto outs = [&] {
+      return tree::broadcast_prefix(o.out_specs, *call.out,
+                                    {.api = "shard_map", .what = "shard_map out_specs",
+                                     .of = "the function's result", .root = "result"});
+    };
+    std::vector<Array> r =
+        detail::shard_map_flat(call.fn(), leaves, in, st.paths("args"), outs, o, "f");
+    return tree::unflatten<R>(*call.out, r);
+  };
+}
+
+/** Mesh axes named by a collective: one name or several (row-major in this order):
+ *  `"x"`, `{"x", "y"}`. */
+struct AxisNames {
+  std::vector<std::string> names; /**< the axes, in order */
+  /** One axis. */
+  AxisNames(const char* a) : names{a} {}
+  /** One axis. */
+  AxisNames(std::string a) : names{std::move(a)} {}
+  /** Several axes. */
+  AxisNames(std::initializer_list<std::string> l) : names(l) {}
+  /** Several axes. */
+  AxisNames(std::vector<std::string> v) : names(std::move(v)) {}
+};
+
+/** jax.lax.psum: the sum over the named axes of every device's block (varying ->
+ *  invariant over them); an operand not varying over an axis is pvary'd first, so
+ *  it is multiplied by the axis size (JAX). */
+Array psum(const Array& x, const AxisNames& axes);
+/** jax.lax.pmean: psum divided by the number of devices in the group. */
+Array pmean(const Array& x, const AxisNames& axes);
+/** jax.lax.pmax: the elementwise maximum over the named axes. */
+Array pmax(const Array& x, const AxisNames& axes);
+/** jax.lax.pmin: the elementwise minimum over the named axes. */
+Array pmin(const Array& x, const AxisNames& axes);
+/** jax.lax.pcast(x, axes, to='varying') / pvary: an invariant value typed varying
+ *  over the axes (no data moves). */
+Array pvary(const Array& x, const AxisNames& axes);
+/** jax.lax.axis_index: this device's row-major index over the named axes, i32[]. */
+Array axis_index(const AxisNames& axes);
+/** jax.lax.axis_size: the product of the named manual axes' sizes. */
+int64_t axis_size(const AxisNames& axes);
+
+}  // namespace tsr

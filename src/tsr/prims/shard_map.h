@@ -1,0 +1,88 @@
+#pragma once
+// shard_map and the collectives of its body (manual-spmd.md). A shard_map equation
+// carries its body Program, traced at block types on the mesh with the manual axes
+// typed Manual; the lowering inlines the body so that each device runs it on its own
+// block (docs/design/0011-shard-map-plan.md). Collectives lower to comm steps over
+// the devices that differ only along the named axes.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tsr/comm/group.h"
+#include "tsr/core/primitive.h"
+
+namespace tsr::prim {
+
+/** shard_map(f) over a full-manual mesh: inputs laid out as `in_specs`, outputs as
+ *  `out_specs`, the body on each device's blocks. */
+class ShardMap : public detail::Primitive {
+ public:
+  /** The body, the concrete mesh, the manual axes, the specs and check_vma. */
+  ShardMap(std::shared_ptr<const detail::Program> body, Mesh mesh, std::vector<std::string> manual,
+           std::vector<PartitionSpec> in_specs, std::vector<PartitionSpec> out_specs,
+           bool check_vma, std::string fn)
+      : body_(std::move(body)),
+        mesh_(std::move(mesh)),
+        manual_(std::move(manual)),
+        in_specs_(std::move(in_specs)),
+        out_specs_(std::move(out_specs)),
+        check_vma_(check_vma),
+        fn_(std::move(fn)) {}
+  /** The body (block types; its inputs are the equation's, in order). */
+  const detail::Program& body() const { return *body_; }
+  /** The mesh. */
+  const Mesh& mesh() const { return mesh_; }
+  /** The manual axes. */
+  const std::vector<std::string>& manual() const { return manual_; }
+  /** Input specs, one per input. */
+  const std::vector<PartitionSpec>& in_specs() const { return in_specs_; }
+  /** Output specs, one per output. */
+  const std::vector<PartitionSpec>& out_specs() const { return out_specs_; }
+  const char* name() const override { return "shard_map"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override;
+  const detail::Program* subprogram() const override { return body_.get(); }
+  const Mesh* placement_mesh() const override { return &mesh_; }
+  bool equals(const Primitive& o) const override { return this == &o; }
+  bool custom_vma() const override { return true; }
+
+ private:
+  std::shared_ptr<const detail::Program> body_;
+  Mesh mesh_;
+  std::vector<std::string> manual_;
+  std::vector<PartitionSpec> in_specs_, out_specs_;
+  bool check_vma_;
+  std::string fn_;
+};
+
+/** A collective over the named manual axes of the enclosing shard_map. */
+class Collective : public detail::Primitive {
+ public:
+  /** What the collective does. */
+  enum class Kind : uint8_t {
+    Psum,      /**< all-reduce (sum/max/min): varying -> invariant over the axes */
+    Pvary,     /**< invariant -> varying: a type cast, no data moves */
+    AxisIndex, /**< the device's row-major index over the axes: i32[] varying */
+  };
+  /** Kind, axes (row-major in this order), reduction and whether vma is checked. */
+  Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op, bool check_vma)
+      : kind_(kind), axes_(std::move(axes)), op_(op), check_vma_(check_vma) {}
+  /** The kind. */
+  Kind kind() const { return kind_; }
+  /** The named axes. */
+  const std::vector<std::string>& axes() const { return axes_; }
+  /** The reduction (Psum). */
+  detail::ReduceOp op() const { return op_; }
+  const char* name() const override;
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override;
+  bool custom_vma() const override { return true; }
+
+ private:
+  Kind kind_;
+  std::vector<std::string> axes_;
+  detail::ReduceOp op_;
+  bool check_vma_;
+};
+
+}  // namespace tsr::prim

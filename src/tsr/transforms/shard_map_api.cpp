@@ -1,0 +1,330 @@
+// shard_map's entry: the checks of manual-spmd §2.2-2.3 (mesh, axis names, specs,
+// divisibility), the body traced at block types on the mesh with the manual axes
+// typed Manual (inputs vary over their spec's axes), the out_specs promise of §3.7
+// (with the implicit pvary of outputs), and the bind. Also the collectives' ops.
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "tsr/core/trace.h"
+#include "tsr/error.h"
+#include "tsr/ops.h"
+#include "tsr/prims/common.h"
+#include "tsr/prims/shard_map.h"
+#include "tsr/shard_map.h"
+#include "tsr/transforms/ad.h"
+
+namespace tsr {
+namespace detail {
+namespace {
+
+// check_vma of the shard_map whose body is being traced (the collectives' typing).
+thread_local bool t_check_vma = true;
+struct CheckVmaScope {
+  bool prev;
+  explicit CheckVmaScope(bool v) : prev(t_check_vma) { t_check_vma = v; }
+  ~CheckVmaScope() { t_check_vma = prev; }
+};
+
+std::string names_tuple(const std::vector<std::string>& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", '" : "'") + a[i] + "'";
+  return s + (a.size() == 1 ? ",)" : ")");
+}
+
+std::string axes_set(const std::set<std::string>& s) {
+  std::string r = "{";
+  bool first = true;
+  for (const auto& a : s) {
+    r += (first ? "" : ",") + a;
+    first = false;
+  }
+  return r + "}";
+}
+
+// Checks a spec (in or out) against the manual axes and the rank; returns it
+// normalized to the rank.
+PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::string>& manual,
+                         const std::string& which, const std::string& path, const ArrayType& t) {
+  if (!p.unreduced().empty() || !p.reduced().empty())
+    throw NotImplementedError("[shard_map] unreduced/reduced in shard_map " + which +
+                              " are not supported yet. Got " + p.repr() + " for " + path +
+                              "; expected a spec of mesh axes. Reduce the value first.");
+  std::set<std::string> seen;
+  for (const auto& e : p.entries())
+    for (const auto& a : e.axes()) {
+      if (!manual.count(a))
+        throw ValueError("[shard_map] shard_map " + which +
+                         " argument must refer to an axis marked as manual (" +
+                         names_tuple(std::vector<std::string>(manual.begin(), manual.end())) +
+                         "), but: " + p.repr() + " for " + path + " refers to '" + a +
+                         "'. Name only the manual axes (axis_names).");
+      if (!seen.insert(a).second)
+        throw ValueError("[shard_map] shard_map " + which + " " + p.repr() + " for " + path +
+                         " names mesh axis '" + a + "' twice. Got that; expected each axis once.");
+    }
+  if (p.size() > rank)
+    throw ValueError("[shard_map] shard_map applied to the function was given an " + which +
+                     " entry which is too long: " + p.repr() + " for " + path + " of type " +
+                     short_type(t) + " (rank " + std::to_string(rank) +
+                     "). Give at most one entry per dimension. For scalar values (rank 0), "
+                     "consider using an " + which + " entry of `P()`.");
+  return p.normalized(rank);
+}
+
+int64_t prod_of(const PartitionEntry& e, const AbstractMesh& m) {
+  int64_t p = 1;
+  for (const auto& a : e.axes()) p *= m.axis_size(a);
+  return p;
+}
+
+}  // namespace
+
+std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& args0,
+                                  const std::vector<std::optional<PartitionSpec>>& in_specs,
+                                  const std::vector<std::string>& paths,
+                                  const std::function<std::vector<PartitionSpec>()>& out_specs,
+                                  const ShardMapOptions& o, const std::string& fn_name) {
+  Mesh ctx = get_mesh();
+  if (o.mesh && o.mesh->empty())
+    throw ValueError("[shard_map] shard_map requires a non-empty mesh. Got an empty Mesh; "
+                     "expected a mesh with axes. Pass make_mesh(...).");
+  if (!o.mesh && ctx.empty())
+    throw ValueError("[shard_map] The context mesh cannot be empty. Use `MeshScope scope(mesh)` "
+                     "(or set_mesh) to enter into a mesh context, or pass .mesh.");
+  const Mesh mesh = o.mesh ? *o.mesh : ctx;
+  if (o.mesh && !ctx.empty() && !(ctx.abstract_mesh() == o.mesh->abstract_mesh()))
+    throw ValueError("[shard_map] The context mesh " + ctx.abstract_mesh().str() +
+                     " should match the mesh passed to shard_map " +
+                     o.mesh->abstract_mesh().str() + ". Enter the shard_map's mesh, or drop .mesh.");
+  const AbstractMesh& am = mesh.abstract_mesh();
+  std::vector<std::string> manual = o.axis_names.empty() ? am.axis_names() : o.axis_names;
+  for (const auto& a : manual)
+    if (am.axis_index(a) < 0)
+      throw ValueError("[shard_map] shard_map requires axis_names=" + names_tuple(manual) +
+                       " to be a subset of mesh.axis_names=" + names_tuple(am.axis_names()) +
+                       ". Name axes of the mesh.");
+  if (manual.size() != am.axis_names().size())
+    throw NotImplementedError(
+        "[shard_map] partial-manual shard_map (axis_names a strict subset of the mesh's axes) "
+        "is not implemented yet. Got axis_names=" + names_tuple(manual) + " on a mesh with " +
+        names_tuple(am.axis_names()) + "; expected every mesh axis. Leave axis_names empty.");
+  for (const auto& a : manual)
+    if (am.axis_type(a) == AxisType::Manual)
+      throw NotImplementedError("[shard_map] nested shard_map over axis '" + a +
+                                "' is not implemented yet. Got an axis that is already manual; "
+                                "expected Explicit axes.");
+  const std::set<std::string> mset(manual.begin(), manual.end());
+  std::vector<std::pair<std::string, AxisType>> u;
+  for (const auto& a : manual) u.emplace_back(a, AxisType::Manual);
+  const AbstractMesh inner = am.update_axis_types(u);
+
+  // Input specs: given, or read from the argument's type; the argument moved onto
+  // the mesh when it is not on it, checked against the spec when it is.
+  std::vector<Array> args = args0;
+  std::vector<PartitionSpec> specs;
+  std::vector<ArrayType> block;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArrayType& t = args[i].type();
+    bool on_mesh = !t.sharding.mesh().empty();
+    PartitionSpec p;
+    if (in_specs[i]) {
+      p = *in_specs[i];
+    } else if (on_mesh) {
+      std::vector<PartitionEntry> e = entries_of(t);
+      for (auto& x : e) {
+        Axes keep;
+        for (const auto& a : x.axes())
+          if (mset.count(a)) keep.push_back(a);
+        x = PartitionEntry(keep);
+      }
+      p = PartitionSpec(e);
+    }
+    p = check_spec(p, t.ndim(), mset, "in_specs", paths[i], t);
+    std::vector<PartitionEntry> pe = p.entries();
+    for (int d = 0; d < t.ndim(); ++d) {
+      int64_t k = prod_of(pe[d], am);
+      if (t.shape[d] % k != 0)
+        throw ValueError("[shard_map] shard_map applied to the function '" + fn_name +
+                         "' was given argument arrays with axis sizes that are not evenly "
+                         "divisible by the corresponding mesh axis sizes: " + paths[i] +
+                         " of type " + short_type(t) + " with in_specs " + p.repr() + ", but " +
+                         std::to_string(k) + " does not evenly divide " +
+                         std::to_string(t.shape[d]) + ". Pad the array or change in_specs.");
+    }
+    NamedSharding want(mesh, p);
+    if (!on_mesh) {
+      args[i] = args[i].impl()->var ? reshard(args[i], want) : device_put(args[i], want);
+    } else if (!(entries_of(t) == p.normalized(t.ndim()).entries())) {
+      throw ValueError("[shard_map] in_specs " + p.repr() + " for " + paths[i] +
+                       " differ from the argument's sharding " + t.sharding.spec().repr() +
+                       ". Got type " + short_type(t) +
+                       "; expected equal specs (in Explicit mode in_specs is an assertion). "
+                       "Reshard the argument, or leave its in_specs to be inferred.");
+    }
+    ArrayType b;
+    b.shape = t.shape;
+    for (int d = 0; d < t.ndim(); ++d) b.shape[d] /= prod_of(pe[d], am);
+    b.dtype = t.dtype;
+    b.weak = t.weak;
+    b.sharding = NamedSharding(inner, PartitionSpec());
+    if (o.check_vma)
+      for (const auto& e : pe)
+        for (const auto& a : e.axes()) b.vma.insert(a);
+    specs.push_back(p);
+    block.push_back(b);
+  }
+
+  // The body at block types; outputs typed against their specs (§3.7).
+  std::vector<PartitionSpec> out_p;
+  Program body;
+  {
+    AbstractMeshScope scope(inner);
+    CheckVmaScope vma_scope(o.check_vma);
+    body = trace_program(
+        [&](const std::vector<Array>& in) {
+          std::vector<Array> outs = f(in);
+          std::vector<PartitionSpec> want = out_specs();
+          out_p.clear();
+          for (size_t j = 0; j < outs.size(); ++j) {
+            std::string path = "output " + std::to_string(j);
+            Array& y = outs[j];
+            PartitionSpec p = check_spec(want[j], y.ndim(), mset, "out_specs", path, y.type());
+            std::set<std::string> named;
+            for (const auto& e : p.entries())
+              for (const auto& a : e.axes()) named.insert(a);
+            if (o.check_vma) {
+              std::vector<std::string> add;  // implicit pvary: an invariant output tiled
+              for (const auto& a : inner.axis_names())
+                if (named.count(a) && !y.type().vma.count(a)) add.push_back(a);
+              if (!add.empty()) y = pvary(y, add);
+              std::set<std::string> extra;
+              for (const auto& a : y.type().vma)
+                if (!named.count(a)) extra.insert(a);
+              if (!extra.empty()) {
+                std::ostringstream os;
+                os << "[shard_map] shard_map applied to the function '" << fn_name
+                   << "' was given out_specs which require replication which can't be "
+                      "statically inferred given the mesh:\n\nThe mesh given has shape (";
+                for (size_t a = 0; a < am.axis_sizes().size(); ++a)
+                  os << (a ? ", " : "") << am.axis_sizes()[a];
+                os << ") with corresponding axis names " << names_tuple(am.axis_names())
+                   << ".\n\n* out_specs is " << want[j].repr()
+                   << " which implies that the corresponding output value is only varying "
+                      "across mesh axes " << axes_set(named) << " and not " << axes_set(extra)
+                   << ", but it was inferred to be possibly varying over "
+                   << axes_set(y.type().vma)
+                   << "\n\nCheck if these output values are meant to be replicated over those "
+                      "mesh axes. If not, consider revising the corresponding out_specs "
+                      "entries. If so, consider disabling the check by passing the "
+                      "check_vma=false argument to `tsr::shard_map`.";
+                throw ValueError(os.str());
+              }
+            }
+            out_p.push_back(p);
+          }
+          return outs;
+        },
+        block,
+        // A closed-over array is an invariant block (as if passed with P()).
+        [&](const ArrayType& t) {
+          ArrayType b = t;
+          b.sharding = NamedSharding(inner, PartitionSpec());
+          b.vma.clear();
+          return b;
+        });
+  }
+  // Captured arrays become leading inputs laid out P() (closing over = passing with P()).
+  for (size_t c = 0; c < body.consts.size(); ++c) {
+    const Array& k = body.consts[c];
+    if (!k.type().sharding.mesh().empty() && !k.type().sharding.is_fully_replicated())
+      throw NotImplementedError(
+          "[shard_map] Closing over inputs to shard_map where the input is sharded on `Explicit` "
+          "axes is not implemented. Got a captured " + short_type(k.type()) +
+          "; expected it replicated. Pass it as an argument with its in_specs.");
+  }
+  std::vector<Array> call_args;
+  std::vector<PartitionSpec> call_specs;
+  for (const auto& k : body.consts) {
+    NamedSharding rep(mesh, PartitionSpec());
+    call_args.push_back(k.type().sharding.mesh().empty()
+                            ? (k.impl()->var ? reshard(k, rep) : device_put(k, rep))
+                            : k);
+    call_specs.push_back(PartitionSpec().normalized(k.ndim()));
+  }
+  Program lifted = lift_consts(body);
+  call_args.insert(call_args.end(), args.begin(), args.end());
+  call_specs.insert(call_specs.end(), specs.begin(), specs.end());
+  auto prim = std::make_shared<prim::ShardMap>(std::make_shared<const Program>(std::move(lifted)),
+                                               mesh, manual, call_specs, out_p, o.check_vma,
+                                               fn_name);
+  return detail::bind(prim, call_args);
+}
+
+}  // namespace detail
+
+namespace {
+// Raises the unbound-axis NameError unless every axis is a manual axis in context.
+void check_bound(const AxisNames& axes, const char* op) {
+  AbstractMesh ctx = get_abstract_mesh();
+  for (const auto& a : axes.names)
+    if (ctx.empty() || ctx.axis_index(a) < 0 || ctx.axis_type(a) != AxisType::Manual)
+      throw NameError(std::string("[") + op + "] Found an unbound axis name: " + a +
+                      ". To fix this, please call " + op + " under `tsr::shard_map`. Got axis '" +
+                      a + "'; expected a manual axis of the enclosing shard_map.");
+}
+
+Array reduce_over(const Array& x, const AxisNames& axes, detail::ReduceOp op, const char* name) {
+  check_bound(axes, name);
+  Array y = x;
+  if (detail::t_check_vma) {
+    // Auto-pvary (manual-spmd §4): the operand varies over every named axis first.
+    std::vector<std::string> add;
+    for (const auto& a : axes.names)
+      if (!y.type().vma.count(a)) add.push_back(a);
+    if (!add.empty()) y = pvary(y, add);
+  }
+  if (y.dtype() == bool_) y = astype(y, int32);
+  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Psum, axes.names,
+                                                          op, detail::t_check_vma),
+                       {y});
+}
+}  // namespace
+
+Array psum(const Array& x, const AxisNames& axes) {
+  return reduce_over(x, axes, detail::ReduceOp::Sum, "psum");
+}
+Array pmax(const Array& x, const AxisNames& axes) {
+  return reduce_over(x, axes, detail::ReduceOp::Max, "pmax");
+}
+Array pmin(const Array& x, const AxisNames& axes) {
+  return reduce_over(x, axes, detail::ReduceOp::Min, "pmin");
+}
+Array pmean(const Array& x, const AxisNames& axes) {
+  Array s = psum(x, axes);
+  double n = static_cast<double>(axis_size(axes));
+  return is_floating(s.dtype()) ? s / n : astype(s, float32) / n;
+}
+Array pvary(const Array& x, const AxisNames& axes) {
+  check_bound(axes, "pvary");
+  if (!detail::t_check_vma) return x;  // §3.8: a no-op without vma checking
+  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary,
+                                                          axes.names, detail::ReduceOp::Sum, true),
+                       {x});
+}
+Array axis_index(const AxisNames& axes) {
+  check_bound(axes, "axis_index");
+  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::AxisIndex,
+                                                          axes.names, detail::ReduceOp::Sum,
+                                                          detail::t_check_vma),
+                       {});
+}
+int64_t axis_size(const AxisNames& axes) {
+  check_bound(axes, "axis_size");
+  AbstractMesh ctx = get_abstract_mesh();
+  int64_t n = 1;
+  for (const auto& a : axes.names) n *= ctx.axis_size(a);
+  return n;
+}
+
+}  // namespace tsr
