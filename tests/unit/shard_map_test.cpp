@@ -187,3 +187,21 @@ TEST(ShardMap, CheckVmaFalseTrustsTheOutSpecs) {
 }
 
 }  // namespace
+
+namespace {
+
+// The README's example, as written there.
+TEST(ShardMapReadme, TotalOfBlocks) {
+  MeshScope scope(make_mesh({4}, {"x"}));
+  Array x = device_put(arange(0.0, 8.0), P("x"));
+  std::string block;
+  auto total = shard_map([&](const Array& b) {
+    block = typeof(b).str();
+    return psum(sum(b), "x");
+  }, {.in_specs = P("x"), .out_specs = P()});
+  EXPECT_FLOAT_EQ(total(x).item<float>(), 28.f);
+  EXPECT_EQ(block, "f32[2]{V:x}");
+  EXPECT_FLOAT_EQ(jit(total)(x).item<float>(), 28.f);
+}
+
+}  // namespace
