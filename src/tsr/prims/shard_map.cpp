@@ -23,21 +23,7 @@ const bool registered =
     declare_ad("pvary", AdKind::NonDifferentiable, "collective AD arrives with issue 12 item 4") &&
     declare_ad("axis_index", AdKind::NonDifferentiable, "integer result");
 
-std::string names(const std::vector<std::string>& a) {
-  std::string s = "(";
-  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", '" : "'") + a[i] + "'";
-  return s + (a.size() == 1 ? ",)" : ")");
-}
 
-std::string set_str(const std::set<std::string>& s) {
-  std::string r = "{";
-  bool first = true;
-  for (const auto& a : s) {
-    r += (first ? "" : ",") + a;
-    first = false;
-  }
-  return r + "}";
-}
 
 // The product of the sizes of a spec entry's axes.
 int64_t entry_prod(const PartitionEntry& e, const AbstractMesh& m) {
@@ -46,6 +32,22 @@ int64_t entry_prod(const PartitionEntry& e, const AbstractMesh& m) {
   return p;
 }
 }  // namespace
+
+std::string axis_names_tuple(const std::vector<std::string>& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", '" : "'") + a[i] + "'";
+  return s + (a.size() == 1 ? ",)" : ")");
+}
+
+std::string axis_set_str(const std::set<std::string>& axes) {
+  std::string r = "{";
+  bool first = true;
+  for (const auto& a : axes) {
+    r += (first ? "" : ",") + a;
+    first = false;
+  }
+  return r + "}";
+}
 
 std::vector<ArrayType> ShardMap::infer(const std::vector<ArrayType>& in) const {
   const AbstractMesh& am = mesh_.abstract_mesh();
@@ -76,7 +78,7 @@ std::string ShardMap::params() const {
   for (size_t i = 0; i < in_specs_.size(); ++i) s += (i ? ", " : "") + in_specs_[i].repr();
   s += ") out_specs=(";
   for (size_t i = 0; i < out_specs_.size(); ++i) s += (i ? ", " : "") + out_specs_[i].repr();
-  return s + ") manual_axes=" + names(manual_) + " check_vma=" + (check_vma_ ? "True" : "False");
+  return s + ") manual_axes=" + axis_names_tuple(manual_) + " check_vma=" + (check_vma_ ? "True" : "False");
 }
 
 const char* Collective::name() const {
@@ -101,7 +103,7 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
                       "'; expected a manual axis of the enclosing shard_map.");
   std::set<std::string> ax(axes_.begin(), axes_.end());
   if (ax.size() != axes_.size())
-    throw ValueError(pre + "the axis names " + names(axes_) +
+    throw ValueError(pre + "the axis names " + axis_names_tuple(axes_) +
                      " repeat an axis. Got that; expected each axis once.");
   if (kind_ == Kind::AxisIndex) {
     ArrayType t;
@@ -121,8 +123,8 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
         throw ValueError(pre +
                          "pvary is a invariant->variant collective. This means that the axis "
                          "names mentioned in `axes` passed to `pvary` must not be present in "
-                         "`typeof(inp).vma`. Got axes=" + names(axes_) + " and vma=" +
-                         set_str(t.vma) + "; expected axes the input does not vary over.");
+                         "`typeof(inp).vma`. Got axes=" + axis_names_tuple(axes_) + " and vma=" +
+                         axis_set_str(t.vma) + "; expected axes the input does not vary over.");
     t.vma.insert(ax.begin(), ax.end());
     return {t};
   }
@@ -131,15 +133,15 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
       throw ValueError(pre + name() +
                        " is a variant->invariant collective. This means that the axis names "
                        "mentioned in `axes` passed to `" + name() +
-                       "` must be present in `typeof(inp).vma`. Got axes=" + names(axes_) +
-                       " and vma=" + set_str(t.vma) +
+                       "` must be present in `typeof(inp).vma`. Got axes=" + axis_names_tuple(axes_) +
+                       " and vma=" + axis_set_str(t.vma) +
                        "; expected the input to vary over them (tsr::psum inserts pvary for you).");
   for (const auto& a : axes_) t.vma.erase(a);
   return {t};
 }
 
 std::string Collective::params() const {
-  return "axes=" + names(axes_);
+  return "axes=" + axis_names_tuple(axes_);
 }
 
 }  // namespace tsr::prim

@@ -5,6 +5,7 @@
 // block (docs/design/0011-shard-map-plan.md). Collectives lower to comm steps over
 // the devices that differ only along the named axes.
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,11 @@
 #include "tsr/core/primitive.h"
 
 namespace tsr::prim {
+
+/** Mesh axis names as a Python tuple: ('x',), ('x', 'y'). */
+std::string axis_names_tuple(const std::vector<std::string>& axes);
+/** A set of axis names as JAX prints it in messages: {x,y}. */
+std::string axis_set_str(const std::set<std::string>& axes);
 
 /** shard_map(f) over a full-manual mesh: inputs laid out as `in_specs`, outputs as
  *  `out_specs`, the body on each device's blocks. */

@@ -26,21 +26,6 @@ struct CheckVmaScope {
   ~CheckVmaScope() { t_check_vma = prev; }
 };
 
-std::string names_tuple(const std::vector<std::string>& a) {
-  std::string s = "(";
-  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", '" : "'") + a[i] + "'";
-  return s + (a.size() == 1 ? ",)" : ")");
-}
-
-std::string axes_set(const std::set<std::string>& s) {
-  std::string r = "{";
-  bool first = true;
-  for (const auto& a : s) {
-    r += (first ? "" : ",") + a;
-    first = false;
-  }
-  return r + "}";
-}
 
 // Checks a spec (in or out) against the manual axes and the rank; returns it
 // normalized to the rank.
@@ -56,7 +41,7 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
       if (!manual.count(a))
         throw ValueError("[shard_map] shard_map " + which +
                          " argument must refer to an axis marked as manual (" +
-                         names_tuple(std::vector<std::string>(manual.begin(), manual.end())) +
+                         prim::axis_names_tuple(std::vector<std::string>(manual.begin(), manual.end())) +
                          "), but: " + p.repr() + " for " + path + " refers to '" + a +
                          "'. Name only the manual axes (axis_names).");
       if (!seen.insert(a).second)
@@ -101,14 +86,14 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
   std::vector<std::string> manual = o.axis_names.empty() ? am.axis_names() : o.axis_names;
   for (const auto& a : manual)
     if (am.axis_index(a) < 0)
-      throw ValueError("[shard_map] shard_map requires axis_names=" + names_tuple(manual) +
-                       " to be a subset of mesh.axis_names=" + names_tuple(am.axis_names()) +
+      throw ValueError("[shard_map] shard_map requires axis_names=" + prim::axis_names_tuple(manual) +
+                       " to be a subset of mesh.axis_names=" + prim::axis_names_tuple(am.axis_names()) +
                        ". Name axes of the mesh.");
   if (manual.size() != am.axis_names().size())
     throw NotImplementedError(
         "[shard_map] partial-manual shard_map (axis_names a strict subset of the mesh's axes) "
-        "is not implemented yet. Got axis_names=" + names_tuple(manual) + " on a mesh with " +
-        names_tuple(am.axis_names()) + "; expected every mesh axis. Leave axis_names empty.");
+        "is not implemented yet. Got axis_names=" + prim::axis_names_tuple(manual) + " on a mesh with " +
+        prim::axis_names_tuple(am.axis_names()) + "; expected every mesh axis. Leave axis_names empty.");
   for (const auto& a : manual)
     if (am.axis_type(a) == AxisType::Manual)
       throw NotImplementedError("[shard_map] nested shard_map over axis '" + a +
@@ -208,12 +193,12 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
                       "statically inferred given the mesh:\n\nThe mesh given has shape (";
                 for (size_t a = 0; a < am.axis_sizes().size(); ++a)
                   os << (a ? ", " : "") << am.axis_sizes()[a];
-                os << ") with corresponding axis names " << names_tuple(am.axis_names())
+                os << ") with corresponding axis names " << prim::axis_names_tuple(am.axis_names())
                    << ".\n\n* out_specs is " << want[j].repr()
                    << " which implies that the corresponding output value is only varying "
-                      "across mesh axes " << axes_set(named) << " and not " << axes_set(extra)
+                      "across mesh axes " << prim::axis_set_str(named) << " and not " << prim::axis_set_str(extra)
                    << ", but it was inferred to be possibly varying over "
-                   << axes_set(y.type().vma)
+                   << prim::axis_set_str(y.type().vma)
                    << "\n\nCheck if these output values are meant to be replicated over those "
                       "mesh axes. If not, consider revising the corresponding out_specs "
                       "entries. If so, consider disabling the check by passing the "

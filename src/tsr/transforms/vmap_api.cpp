@@ -7,6 +7,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/shard_map.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/batch.h"
 #include "tsr/vmap.h"
@@ -15,11 +16,6 @@ namespace tsr::detail {
 
 namespace {
 
-std::string axes_tuple(const Axes& a) {
-  std::string s = "(";
-  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", '" : "'") + a[i] + "'";
-  return s + (a.size() == 1 ? ",)" : ")");
-}
 
 // JAX's message for mapped axes of different sizes: the most common size first.
 [[noreturn]] void raise_sizes(const std::vector<Array>& args, const std::vector<int>& dims,
@@ -56,7 +52,7 @@ PartitionEntry spmd_entry(const std::vector<std::string>& names, const AbstractM
       std::string have;
       for (const auto& a : mesh.axis_names()) have += (have.empty() ? "'" : ", '") + a + "'";
       throw ValueError("[vmap] spmd_axis_name names mesh axis '" + n +
-                       "', which is not in the mesh. Got spmd_axis_name=" + axes_tuple(names) +
+                       "', which is not in the mesh. Got spmd_axis_name=" + prim::axis_names_tuple(names) +
                        "; expected axes of the mesh (" + (have.empty() ? "none" : have) +
                        "). Set a mesh with that axis, or name one of its axes.");
     }
@@ -126,13 +122,13 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     if (!e.is_none() && !(e == s))
       throw ValueError(
           "[vmap] Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is "
-          "allowed. Got spmd_axis_name=" + axes_tuple(o.spmd_axis_name) +
-          " and arrays sharded on explicit_mesh_axis=" + axes_tuple(e.axes()) +
+          "allowed. Got spmd_axis_name=" + prim::axis_names_tuple(o.spmd_axis_name) +
+          " and arrays sharded on explicit_mesh_axis=" + prim::axis_names_tuple(e.axes()) +
           "; expected one of them. Drop spmd_axis_name, or reshard the arguments.");
     if (e.is_none()) {
       int64_t k = entry_size(s, m);
       if (*size % k != 0)
-        throw ValueError("[vmap] spmd_axis_name " + axes_tuple(o.spmd_axis_name) + " of size " +
+        throw ValueError("[vmap] spmd_axis_name " + prim::axis_names_tuple(o.spmd_axis_name) + " of size " +
                          std::to_string(k) + " does not divide the batch size " +
                          std::to_string(*size) + ". Got a batch of " + std::to_string(*size) +
                          "; expected a multiple of " + std::to_string(k) +
@@ -160,7 +156,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
         throw ValueError(
             "[vmap] Unmapped values passed to vmap cannot be sharded along the mesh axis you "
             "are vmapping over. Got type: " + short_type(args[i].type()) +
-            ", in_axes: None and vmapped mesh axis: " + axes_tuple(e.axes()) + " (argument " +
+            ", in_axes: None and vmapped mesh axis: " + prim::axis_names_tuple(e.axes()) + " (argument " +
             paths[i] + "); expected it unsharded over that axis. Reshard it, or batch it.");
   }
   // The body sees one example.
