@@ -53,7 +53,12 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
                      " entry which is too long: " + p.repr() + " for " + path + " of type " +
                      short_type(t) + " (rank " + std::to_string(rank) +
                      "). Give at most one entry per dimension. For scalar values (rank 0), "
-                     "consider using an " + which + " entry of `P()`.");
+                     "consider using an " + which + " entry of `P()`." +
+                     (which == "out_specs"
+                          ? " In particular, for rank 0 outputs which are not constant over the "
+                            "mesh, add at least one (singleton) axis to them so that they can be "
+                            "concatenated using out_specs."
+                          : ""));
   return p.normalized(rank);
 }
 
