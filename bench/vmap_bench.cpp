@@ -99,7 +99,12 @@ void BM_BatchGrad(benchmark::State& st) {
     });
   });
 }
-BENCHMARK(BM_BatchGrad)->ArgName("devices")->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BatchGrad)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(8)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

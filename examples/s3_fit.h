@@ -44,16 +44,14 @@ inline Model fit_one(Model m, const tsr::Array& x, const tsr::Array& y, int step
 /** Every individual at once: vmap of fit_one over the leading dimension of every leaf,
  *  jitted. The same function runs on any mesh; only the inputs' placement changes. */
 inline auto fit_all() {
-  return tsr::jit(tsr::vmap([](const Model& m, const tsr::Array& x, const tsr::Array& y) {
-    return fit_one(m, x, y);
-  }));
+  return tsr::jit(tsr::vmap(
+      [](const Model& m, const tsr::Array& x, const tsr::Array& y) { return fit_one(m, x, y); }));
 }
 
 /** Synthetic data: `people` individuals with `n` points of `d` features each, whose
  *  labels come from each individual's own true weights. Returns (x, y), unsharded:
  *  x f32[people, n, d], y f32[people, n]. */
-inline std::pair<tsr::Array, tsr::Array> data(int64_t people, int64_t n, int64_t d,
-                                              int64_t seed) {
+inline std::pair<tsr::Array, tsr::Array> data(int64_t people, int64_t n, int64_t d, int64_t seed) {
   using namespace tsr;
   Array k = random::key(seed);
   Array x = random::normal(random::fold_in(k, 0), {people, n, d});

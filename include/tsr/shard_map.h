@@ -59,15 +59,19 @@ auto shard_map(F f, ShardMapOptions o) {
     using R = std::decay_t<decltype(f(args...))>;
     Tup tup(args...);
     auto [leaves, st] = tree::flatten(tup);
-    std::vector<std::optional<PartitionSpec>> in = tree::broadcast_prefix(
-        o.in_specs, st,
-        {.api = "shard_map", .what = "shard_map in_specs", .of = "the positional arguments",
-         .root = "args"});
+    std::vector<std::optional<PartitionSpec>> in =
+        tree::broadcast_prefix(o.in_specs, st,
+                               {.api = "shard_map",
+                                .what = "shard_map in_specs",
+                                .of = "the positional arguments",
+                                .root = "args"});
     detail::FlatCall<F, Tup> call{f, st, {}};
     auto outs = [&] {
       return tree::broadcast_prefix(o.out_specs, *call.out,
-                                    {.api = "shard_map", .what = "shard_map out_specs",
-                                     .of = "the function's result", .root = "result"});
+                                    {.api = "shard_map",
+                                     .what = "shard_map out_specs",
+                                     .of = "the function's result",
+                                     .root = "result"});
     };
     std::vector<Array> r =
         detail::shard_map_flat(call.fn(), leaves, in, st.paths("args"), outs, o, "f");

@@ -48,11 +48,11 @@ namespace detail {
 
 /** The batched outputs of a flat vmap and the batch they belong to. */
 struct VmapFlat {
-  std::vector<Array> outs;   /**< the outputs */
-  std::vector<int> dims;     /**< each output's batch dimension, or -1 */
-  int64_t size = 0;          /**< the batch size */
-  PartitionEntry entry;      /**< the batch dimension's sharding entry */
-  AbstractMesh mesh;         /**< the mesh entry names axes of */
+  std::vector<Array> outs; /**< the outputs */
+  std::vector<int> dims;   /**< each output's batch dimension, or -1 */
+  int64_t size = 0;        /**< the batch size */
+  PartitionEntry entry;    /**< the batch dimension's sharding entry */
+  AbstractMesh mesh;       /**< the mesh entry names axes of */
 };
 
 /** vmap over flat leaves: checks the axes, sizes and shardings (spec §12.16), traces f
@@ -84,8 +84,7 @@ auto vmap(F f, VmapOptions o = {}) {
     std::vector<VmapAxis> out = tree::broadcast_prefix(
         o.out_axes, *call.out,
         {.api = "vmap", .what = "vmap out_axes", .of = "the function's result", .root = "result"});
-    return tree::unflatten<R>(*call.out,
-                              detail::vmap_outputs(r, out, call.out->paths("result")));
+    return tree::unflatten<R>(*call.out, detail::vmap_outputs(r, out, call.out->paths("result")));
   };
 }
 

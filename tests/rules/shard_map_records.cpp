@@ -37,29 +37,34 @@ Record rec(std::vector<std::string> prims, std::string name,
 std::vector<Record> shard_map_records() {
   std::vector<Record> r;
   // A block-local body: any layout, the same values as the function on one device.
-  r.push_back(rec({"shard_map"}, "shard_map_elementwise",
-                  [](const Array& b) { return tanh(b) * 2.0 + 1.0; }, false));
+  r.push_back(rec(
+      {"shard_map"}, "shard_map_elementwise", [](const Array& b) { return tanh(b) * 2.0 + 1.0; },
+      false));
   // psum over every axis of the block's sum, divided by the number of copies of each
   // block (the axes the block does not vary over): the sum of the whole array.
-  r.push_back(rec({"shard_map", "psum"}, "shard_map_psum_of_sums",
-                  [](const Array& b) {
-                    double copies = 1;
-                    for (const auto& a : get_mesh().axis_names())
-                      if (!typeof(b).vma.count(a)) copies *= static_cast<double>(axis_size(a));
-                    return psum(sum(b) / copies, all_axes());
-                  },
-                  true));
-  r.push_back(rec({"shard_map", "pmax"}, "shard_map_pmax_of_maxes",
-                  [](const Array& b) { return pmax(max(b), all_axes()); }, true));
-  r.push_back(rec({"shard_map", "pmin"}, "shard_map_pmin_of_mins",
-                  [](const Array& b) { return pmin(min(b), all_axes()); }, true));
+  r.push_back(rec(
+      {"shard_map", "psum"}, "shard_map_psum_of_sums",
+      [](const Array& b) {
+        double copies = 1;
+        for (const auto& a : get_mesh().axis_names())
+          if (!typeof(b).vma.count(a)) copies *= static_cast<double>(axis_size(a));
+        return psum(sum(b) / copies, all_axes());
+      },
+      true));
+  r.push_back(rec(
+      {"shard_map", "pmax"}, "shard_map_pmax_of_maxes",
+      [](const Array& b) { return pmax(max(b), all_axes()); }, true));
+  r.push_back(rec(
+      {"shard_map", "pmin"}, "shard_map_pmin_of_mins",
+      [](const Array& b) { return pmin(min(b), all_axes()); }, true));
   // A block plus the psum of 0 * each device's index (invariant, so the add pvaries
   // it back to the block's axes): the values do not depend on the layout.
-  r.push_back(rec({"shard_map", "axis_index", "psum", "pvary"}, "shard_map_axis_index",
-                  [](const Array& b) {
-                    return b + psum(astype(axis_index(all_axes()), float32) * 0.0, all_axes());
-                  },
-                  false));
+  r.push_back(rec(
+      {"shard_map", "axis_index", "psum", "pvary"}, "shard_map_axis_index",
+      [](const Array& b) {
+        return b + psum(astype(axis_index(all_axes()), float32) * 0.0, all_axes());
+      },
+      false));
   return r;
 }
 

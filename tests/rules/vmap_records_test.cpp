@@ -169,8 +169,8 @@ TEST_P(VmappedGrads, GradOfVmapAndVmapOfGrad) {
   for (size_t i = 0; i < rec.inputs.size(); ++i) {
     std::vector<Array> col;
     for (int b = 0; b < kB; ++b) {
-      ex[b].push_back(make_grad(rec.inputs[i], static_cast<int>(i) + 17 * b,
-                                Device{Platform::CPU, 0}));
+      ex[b].push_back(
+          make_grad(rec.inputs[i], static_cast<int>(i) + 17 * b, Device{Platform::CPU, 0}));
       col.push_back(ex[b].back());
     }
     batched.push_back(stack(col, 0));

@@ -33,8 +33,7 @@ Fitted fit_on(const std::vector<int>& sizes, const std::vector<std::string>& nam
 TEST(S3VmapThenShard, SameModelsOnEveryMesh) {
   Fitted one = fit_on({1}, {"data"});
   EXPECT_EQ(one.w_type, "f32[64@data,3]");
-  for (auto [sizes, names] :
-       std::vector<std::pair<std::vector<int>, std::vector<std::string>>>{
+  for (auto [sizes, names] : std::vector<std::pair<std::vector<int>, std::vector<std::string>>>{
            {{2}, {"data"}}, {{8}, {"data"}}, {{2, 4}, {"x", "y"}}}) {
     Fitted f = fit_on(sizes, names);
     EXPECT_EQ(one.w, f.w) << "mesh of " << names.size() << " axes, " << sizes[0] << " first";

@@ -51,7 +51,8 @@ TEST(ShardMap, PsumPmeanPmaxPminAgainstALoop) {
   Array host = iota_f({8, 2});
   Array x = device_put(host, P("x"));
   auto run = [&](auto op) {
-    return shard_map([op](const Array& b) { return op(b); }, {.in_specs = P("x"), .out_specs = P()})(x);
+    return shard_map([op](const Array& b) { return op(b); },
+                     {.in_specs = P("x"), .out_specs = P()})(x);
   };
   // Blocks are rows [2k, 2k+2): the loop over devices sums the four blocks.
   Array blocks = reshape(host, {4, 2, 2});
@@ -118,7 +119,7 @@ TEST(ShardMap, ImplicitPvaryAndClosures) {
   auto f = shard_map(
       [&](const Array& b, const Array& v) {
         wt = typeof(v).str();
-        Array y = b * v + w;  // v invariant, b varying: pvary inserted for v
+        Array y = b * v + w;                     // v invariant, b varying: pvary inserted for v
         return std::make_pair(y, psum(v, "x"));  // psum of an invariant: times the axis size
       },
       {.in_specs = {P("x"), P()}, .out_specs = {P("x"), P()}});
@@ -127,8 +128,8 @@ TEST(ShardMap, ImplicitPvaryAndClosures) {
   expect_eq(host * 2.0 + 3.0, y);
   EXPECT_FLOAT_EQ(s.to_vector<float>()[0], 8.f);
   // An invariant output with a spec that tiles it: pvary'd, so it is repeated.
-  Array t = shard_map([](const Array& v) { return v; }, {.in_specs = P(), .out_specs = P("x")})(
-      array<float>({1.f, 2.f}));
+  Array t = shard_map([](const Array& v) { return v; },
+                      {.in_specs = P(), .out_specs = P("x")})(array<float>({1.f, 2.f}));
   EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
 }
 
@@ -139,19 +140,22 @@ TEST(ShardMap, ErrorsWithJaxTexts) {
   auto id = [](const Array& b) { return b; };
   std::string e = error_of<ValueError>(
       [&] { (void)shard_map(id, {.in_specs = P("x", "y"), .out_specs = P("x")})(x); });
-  EXPECT_HAS(e, "was given out_specs which require replication which can't be statically "
-                "inferred given the mesh");
-  EXPECT_HAS(e, "out_specs is P('x',) which implies that the corresponding output value is only "
-                "varying across mesh axes {x} and not {y}, but it was inferred to be possibly "
-                "varying over {x,y}");
+  EXPECT_HAS(e,
+             "was given out_specs which require replication which can't be statically "
+             "inferred given the mesh");
+  EXPECT_HAS(e,
+             "out_specs is P('x',) which implies that the corresponding output value is only "
+             "varying across mesh axes {x} and not {y}, but it was inferred to be possibly "
+             "varying over {x,y}");
   e = error_of<NameError>([&] {
     (void)shard_map([](const Array& b) { return psum(b, "z"); },
                     {.in_specs = P("x", "y"), .out_specs = P()})(x);
   });
   EXPECT_HAS(e, "Found an unbound axis name: z");
   e = error_of<NameError>([&] { (void)psum(x, "x"); });
-  EXPECT_HAS(e, "[psum] Found an unbound axis name: x. To fix this, please call psum under "
-                "`tsr::shard_map`");
+  EXPECT_HAS(e,
+             "[psum] Found an unbound axis name: x. To fix this, please call psum under "
+             "`tsr::shard_map`");
   e = error_of<ValueError>(
       [&] { (void)shard_map(id, {.in_specs = P("x", "z"), .out_specs = P("x", "y")})(x); });
   EXPECT_HAS(e, "must refer to an axis marked as manual");
@@ -195,10 +199,12 @@ TEST(ShardMapReadme, TotalOfBlocks) {
   MeshScope scope(make_mesh({4}, {"x"}));
   Array x = device_put(arange(0.0, 8.0), P("x"));
   std::string block;
-  auto total = shard_map([&](const Array& b) {
-    block = typeof(b).str();
-    return psum(sum(b), "x");
-  }, {.in_specs = P("x"), .out_specs = P()});
+  auto total = shard_map(
+      [&](const Array& b) {
+        block = typeof(b).str();
+        return psum(sum(b), "x");
+      },
+      {.in_specs = P("x"), .out_specs = P()});
   EXPECT_FLOAT_EQ(total(x).item<float>(), 28.f);
   EXPECT_EQ(block, "f32[2]{V:x}");
   EXPECT_FLOAT_EQ(jit(total)(x).item<float>(), 28.f);

@@ -127,9 +127,7 @@ TEST(Vmap, PerExampleGradientsAndGradOfVmap) {
   for (int64_t i = 0; i < 5; ++i) rows.push_back(grad(loss)(w, index(xs, {i})));
   expect_near(stack(rows, 0), per, 1e-5);
   // grad(vmap): the gradient of the summed batch = the sum of the per-example ones.
-  auto total = [&](const Array& ww) {
-    return sum(vmap(loss, {.in_axes = {none, 0}})(ww, xs));
-  };
+  auto total = [&](const Array& ww) { return sum(vmap(loss, {.in_axes = {none, 0}})(ww, xs)); };
   expect_near(sum(per, 0), grad(total)(w), 1e-5);
   expect_near(sum(per, 0), jit(grad(total))(w), 1e-5);
 }
@@ -151,8 +149,8 @@ TEST(Vmap, UnbatchedOutputsAndAxisSize) {
   EXPECT_EQ(b.shape(), (Shape{4, 2}));
   auto [a2, b2] = vmap(f, {.out_axes = {0, none}})(xs);
   EXPECT_EQ(b2.shape(), (Shape{2}));
-  Array c = vmap([](const Array& y) { return y + 1.0; }, {.in_axes = none, .axis_size = 3})(
-      ones({2}));
+  Array c =
+      vmap([](const Array& y) { return y + 1.0; }, {.in_axes = none, .axis_size = 3})(ones({2}));
   EXPECT_EQ(c.shape(), (Shape{3, 2}));
 }
 
@@ -186,14 +184,12 @@ TEST(VmapSharding, SpmdAxisName) {
   Array got = vmap([](const Array& x) { return x * 3.0; }, {.spmd_axis_name = {"x"}})(xs);
   EXPECT_EQ(typeof(got).str(), "f32[8@x,3]");
   expect_near(iota_f({8, 3}) * 3.0, got);
-  std::string e = error_of<ValueError>([&] {
-    (void)vmap([](const Array& x) { return x; }, {.spmd_axis_name = {"z"}})(xs);
-  });
+  std::string e = error_of<ValueError>(
+      [&] { (void)vmap([](const Array& x) { return x; }, {.spmd_axis_name = {"z"}})(xs); });
   EXPECT_HAS(e, "[vmap] spmd_axis_name names mesh axis 'z', which is not in the mesh");
   Array xsh = device_put(iota_f({8, 4}), P("x"));
-  e = error_of<ValueError>([&] {
-    (void)vmap([](const Array& x) { return reshard(x, P("x")); })(xsh);
-  });
+  e = error_of<ValueError>(
+      [&] { (void)vmap([](const Array& x) { return reshard(x, P("x")); })(xsh); });
   EXPECT_HAS(e, "which the vmapped dimension is sharded over");
 }
 
@@ -204,24 +200,26 @@ TEST(VmapErrors, JaxTexts) {
   EXPECT_HAS(e, "vmap got inconsistent sizes for array axes to be mapped:");
   EXPECT_HAS(e, "axis 0 of argument args[1] of type f32[4,2]");
   e = error_of<ValueError>([&] { (void)vmap(add2, {.in_axes = {2, 0}})(a, a); });
-  EXPECT_HAS(e, "vmap was requested to map its argument along axis 2, which implies that its "
-                "rank should be at least 3, but is only 2");
+  EXPECT_HAS(e,
+             "vmap was requested to map its argument along axis 2, which implies that its "
+             "rank should be at least 3, but is only 2");
   e = error_of<ValueError>([&] { (void)vmap(add2, {.in_axes = none})(a, a); });
   EXPECT_HAS(e, "vmap must have at least one non-None value in in_axes");
-  e = error_of<ValueError>([&] {
-    (void)vmap([](const Array& x) { return x; }, {.out_axes = none})(a);
-  });
+  e = error_of<ValueError>(
+      [&] { (void)vmap([](const Array& x) { return x; }, {.out_axes = none})(a); });
   EXPECT_HAS(e, "vmap has mapped output but out_axes is None");
   Mesh mesh = make_mesh({2, 2}, {"x", "y"});
   MeshScope scope(mesh);
   Array sx = device_put(iota_f({4, 2}), P("x")), sy = device_put(iota_f({4, 2}), P("y"));
   e = error_of<ValueError>([&] { (void)vmap(add2)(sx, sy); });
-  EXPECT_HAS(e, "Mapped away dimension of inputs passed to vmap should be sharded the same. Got "
-                "inconsistent axis specs: 'x' vs 'y'");
+  EXPECT_HAS(e,
+             "Mapped away dimension of inputs passed to vmap should be sharded the same. Got "
+             "inconsistent axis specs: 'x' vs 'y'");
   Array ux = device_put(iota_f({2, 2}), P(nullptr, "x"));
   e = error_of<ValueError>([&] { (void)vmap(add2, {.in_axes = {0, none}})(sx, index(ux, {0})); });
-  EXPECT_HAS(e, "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
-                "vmapping over. Got type: f32[2@x], in_axes: None and vmapped mesh axis: ('x',)");
+  EXPECT_HAS(e,
+             "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
+             "vmapping over. Got type: f32[2@x], in_axes: None and vmapped mesh axis: ('x',)");
 }
 
 }  // namespace

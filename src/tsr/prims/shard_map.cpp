@@ -12,9 +12,8 @@ using namespace tsr::detail;
 
 namespace {
 const bool registered =
-    register_primitive("shard_map") && register_primitive("psum") &&
-    register_primitive("pmax") && register_primitive("pmin") && register_primitive("pvary") &&
-    register_primitive("axis_index") &&
+    register_primitive("shard_map") && register_primitive("psum") && register_primitive("pmax") &&
+    register_primitive("pmin") && register_primitive("pvary") && register_primitive("axis_index") &&
     declare_ad("shard_map", AdKind::NonDifferentiable,
                "AD through shard_map arrives with issue 12 item 4") &&
     declare_ad("psum", AdKind::NonDifferentiable, "collective AD arrives with issue 12 item 4") &&
@@ -22,8 +21,6 @@ const bool registered =
     declare_ad("pmin", AdKind::NonDifferentiable, "JAX has no derivative for pmin") &&
     declare_ad("pvary", AdKind::NonDifferentiable, "collective AD arrives with issue 12 item 4") &&
     declare_ad("axis_index", AdKind::NonDifferentiable, "integer result");
-
-
 
 // The product of the sizes of a spec entry's axes.
 int64_t entry_prod(const PartitionEntry& e, const AbstractMesh& m) {
@@ -78,7 +75,8 @@ std::string ShardMap::params() const {
   for (size_t i = 0; i < in_specs_.size(); ++i) s += (i ? ", " : "") + in_specs_[i].repr();
   s += ") out_specs=(";
   for (size_t i = 0; i < out_specs_.size(); ++i) s += (i ? ", " : "") + out_specs_[i].repr();
-  return s + ") manual_axes=" + axis_names_tuple(manual_) + " check_vma=" + (check_vma_ ? "True" : "False");
+  return s + ") manual_axes=" + axis_names_tuple(manual_) +
+         " check_vma=" + (check_vma_ ? "True" : "False");
 }
 
 const char* Collective::name() const {
@@ -123,8 +121,9 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
         throw ValueError(pre +
                          "pvary is a invariant->variant collective. This means that the axis "
                          "names mentioned in `axes` passed to `pvary` must not be present in "
-                         "`typeof(inp).vma`. Got axes=" + axis_names_tuple(axes_) + " and vma=" +
-                         axis_set_str(t.vma) + "; expected axes the input does not vary over.");
+                         "`typeof(inp).vma`. Got axes=" +
+                         axis_names_tuple(axes_) + " and vma=" + axis_set_str(t.vma) +
+                         "; expected axes the input does not vary over.");
     t.vma.insert(ax.begin(), ax.end());
     return {t};
   }
@@ -132,17 +131,15 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
     if (!t.vma.count(a))
       throw ValueError(pre + name() +
                        " is a variant->invariant collective. This means that the axis names "
-                       "mentioned in `axes` passed to `" + name() +
-                       "` must be present in `typeof(inp).vma`. Got axes=" + axis_names_tuple(axes_) +
-                       " and vma=" + axis_set_str(t.vma) +
+                       "mentioned in `axes` passed to `" +
+                       name() + "` must be present in `typeof(inp).vma`. Got axes=" +
+                       axis_names_tuple(axes_) + " and vma=" + axis_set_str(t.vma) +
                        "; expected the input to vary over them (tsr::psum inserts pvary for you).");
   for (const auto& a : axes_) t.vma.erase(a);
   return {t};
 }
 
-std::string Collective::params() const {
-  return "axes=" + axis_names_tuple(axes_);
-}
+std::string Collective::params() const { return "axes=" + axis_names_tuple(axes_); }
 
 }  // namespace tsr::prim
 
@@ -153,8 +150,10 @@ bool vma_differs(const std::vector<Array>& in) {
   for (const auto& x : in) {
     if (!x.valid()) continue;
     const auto& v = x.type().vma;
-    if (!first) first = &v;
-    else if (v != *first) return true;
+    if (!first)
+      first = &v;
+    else if (v != *first)
+      return true;
   }
   return false;
 }

@@ -195,9 +195,9 @@ Array checked_output(const Primitive& prim, Array out, int d, const ArrayType& p
   ArrayType want = batched_type(per_example, d);
   const ArrayType& got = out.type();
   if (got.shape != want.shape || got.dtype != want.dtype)
-    throw TypeError(std::string("[vmap] the batching rule of '") + prim.name() +
-                    "' returned " + got.str() + " with its batch dimension at " +
-                    std::to_string(d) + ". Got that; expected " + want.str() +
+    throw TypeError(std::string("[vmap] the batching rule of '") + prim.name() + "' returned " +
+                    got.str() + " with its batch dimension at " + std::to_string(d) +
+                    ". Got that; expected " + want.str() +
                     ". This is a bug in Tessera: please report it.");
   if (want.sharding.mesh().empty() || got.sharding == want.sharding) return out;
   return reshard(out, want.sharding);
@@ -208,8 +208,7 @@ Array checked_output(const Primitive& prim, Array out, int d, const ArrayType& p
 BatchResult batch_eval(const Program& p, const std::vector<Array>& args,
                        const std::vector<int>& dims) {
   std::unordered_map<const Var*, std::pair<Array, int>> env;
-  for (size_t i = 0; i < p.const_vars.size(); ++i)
-    env[p.const_vars[i].get()] = {p.consts[i], -1};
+  for (size_t i = 0; i < p.const_vars.size(); ++i) env[p.const_vars[i].get()] = {p.consts[i], -1};
   for (size_t i = 0; i < p.in_vars.size(); ++i) env[p.in_vars[i].get()] = {args.at(i), dims.at(i)};
   for (const Eqn& e : p.eqns) {
     std::vector<Array> ins;
@@ -249,8 +248,8 @@ BatchResult batch_eval(const Program& p, const std::vector<Array>& args,
   return out;
 }
 
-Program batch_program(const Program& p, const std::vector<int>& in_dims,
-                      std::vector<int>& out_dims, bool force_front) {
+Program batch_program(const Program& p, const std::vector<int>& in_dims, std::vector<int>& out_dims,
+                      bool force_front) {
   std::vector<ArrayType> in_t;
   for (size_t i = 0; i < p.in_vars.size(); ++i)
     in_t.push_back(in_dims.at(i) >= 0 ? batched_type(p.in_vars[i]->type, in_dims[i])

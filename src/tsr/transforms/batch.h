@@ -104,8 +104,8 @@ BatchResult batch_eval(const Program& p, const std::vector<Array>& args,
  *  its inputs are p's with the batch dimension at `in_dims` (-1: unbatched); fills
  *  `out_dims` with where each output carries it. When `force_front`, every output is
  *  batched at 0 (unbatched ones broadcast). */
-Program batch_program(const Program& p, const std::vector<int>& in_dims,
-                      std::vector<int>& out_dims, bool force_front = false);
+Program batch_program(const Program& p, const std::vector<int>& in_dims, std::vector<int>& out_dims,
+                      bool force_front = false);
 
 /** f (a function of one example) applied to a batch: traced at the per-example types
  *  of `args` (batch dimensions `dims`), batched under `axis`, every output with the

@@ -26,7 +26,6 @@ struct CheckVmaScope {
   ~CheckVmaScope() { t_check_vma = prev; }
 };
 
-
 // Checks a spec (in or out) against the manual axes and the rank; returns it
 // normalized to the rank.
 PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::string>& manual,
@@ -39,11 +38,12 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
   for (const auto& e : p.entries())
     for (const auto& a : e.axes()) {
       if (!manual.count(a))
-        throw ValueError("[shard_map] shard_map " + which +
-                         " argument must refer to an axis marked as manual (" +
-                         prim::axis_names_tuple(std::vector<std::string>(manual.begin(), manual.end())) +
-                         "), but: " + p.repr() + " for " + path + " refers to '" + a +
-                         "'. Name only the manual axes (axis_names).");
+        throw ValueError(
+            "[shard_map] shard_map " + which +
+            " argument must refer to an axis marked as manual (" +
+            prim::axis_names_tuple(std::vector<std::string>(manual.begin(), manual.end())) +
+            "), but: " + p.repr() + " for " + path + " refers to '" + a +
+            "'. Name only the manual axes (axis_names).");
       if (!seen.insert(a).second)
         throw ValueError("[shard_map] shard_map " + which + " " + p.repr() + " for " + path +
                          " names mesh axis '" + a + "' twice. Got that; expected each axis once.");
@@ -53,7 +53,8 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
                      " entry which is too long: " + p.repr() + " for " + path + " of type " +
                      short_type(t) + " (rank " + std::to_string(rank) +
                      "). Give at most one entry per dimension. For scalar values (rank 0), "
-                     "consider using an " + which + " entry of `P()`." +
+                     "consider using an " +
+                     which + " entry of `P()`." +
                      (which == "out_specs"
                           ? " In particular, for rank 0 outputs which are not constant over the "
                             "mesh, add at least one (singleton) axis to them so that they can be "
@@ -77,28 +78,33 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
                                   const ShardMapOptions& o, const std::string& fn_name) {
   Mesh ctx = get_mesh();
   if (o.mesh && o.mesh->empty())
-    throw ValueError("[shard_map] shard_map requires a non-empty mesh. Got an empty Mesh; "
-                     "expected a mesh with axes. Pass make_mesh(...).");
+    throw ValueError(
+        "[shard_map] shard_map requires a non-empty mesh. Got an empty Mesh; "
+        "expected a mesh with axes. Pass make_mesh(...).");
   if (!o.mesh && ctx.empty())
-    throw ValueError("[shard_map] The context mesh cannot be empty. Use `MeshScope scope(mesh)` "
-                     "(or set_mesh) to enter into a mesh context, or pass .mesh.");
+    throw ValueError(
+        "[shard_map] The context mesh cannot be empty. Use `MeshScope scope(mesh)` "
+        "(or set_mesh) to enter into a mesh context, or pass .mesh.");
   const Mesh mesh = o.mesh ? *o.mesh : ctx;
   if (o.mesh && !ctx.empty() && !(ctx.abstract_mesh() == o.mesh->abstract_mesh()))
     throw ValueError("[shard_map] The context mesh " + ctx.abstract_mesh().str() +
-                     " should match the mesh passed to shard_map " +
-                     o.mesh->abstract_mesh().str() + ". Enter the shard_map's mesh, or drop .mesh.");
+                     " should match the mesh passed to shard_map " + o.mesh->abstract_mesh().str() +
+                     ". Enter the shard_map's mesh, or drop .mesh.");
   const AbstractMesh& am = mesh.abstract_mesh();
   std::vector<std::string> manual = o.axis_names.empty() ? am.axis_names() : o.axis_names;
   for (const auto& a : manual)
     if (am.axis_index(a) < 0)
-      throw ValueError("[shard_map] shard_map requires axis_names=" + prim::axis_names_tuple(manual) +
-                       " to be a subset of mesh.axis_names=" + prim::axis_names_tuple(am.axis_names()) +
-                       ". Name axes of the mesh.");
+      throw ValueError(
+          "[shard_map] shard_map requires axis_names=" + prim::axis_names_tuple(manual) +
+          " to be a subset of mesh.axis_names=" + prim::axis_names_tuple(am.axis_names()) +
+          ". Name axes of the mesh.");
   if (manual.size() != am.axis_names().size())
     throw NotImplementedError(
         "[shard_map] partial-manual shard_map (axis_names a strict subset of the mesh's axes) "
-        "is not implemented yet. Got axis_names=" + prim::axis_names_tuple(manual) + " on a mesh with " +
-        prim::axis_names_tuple(am.axis_names()) + "; expected every mesh axis. Leave axis_names empty.");
+        "is not implemented yet. Got axis_names=" +
+        prim::axis_names_tuple(manual) + " on a mesh with " +
+        prim::axis_names_tuple(am.axis_names()) +
+        "; expected every mesh axis. Leave axis_names empty.");
   for (const auto& a : manual)
     if (am.axis_type(a) == AxisType::Manual)
       throw NotImplementedError("[shard_map] nested shard_map over axis '" + a +
@@ -137,9 +143,9 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
       if (t.shape[d] % k != 0)
         throw ValueError("[shard_map] shard_map applied to the function '" + fn_name +
                          "' was given argument arrays with axis sizes that are not evenly "
-                         "divisible by the corresponding mesh axis sizes: " + paths[i] +
-                         " of type " + short_type(t) + " with in_specs " + p.repr() + ", but " +
-                         std::to_string(k) + " does not evenly divide " +
+                         "divisible by the corresponding mesh axis sizes: " +
+                         paths[i] + " of type " + short_type(t) + " with in_specs " + p.repr() +
+                         ", but " + std::to_string(k) + " does not evenly divide " +
                          std::to_string(t.shape[d]) + ". Pad the array or change in_specs.");
     }
     NamedSharding want(mesh, p);
@@ -201,7 +207,8 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
                 os << ") with corresponding axis names " << prim::axis_names_tuple(am.axis_names())
                    << ".\n\n* out_specs is " << want[j].repr()
                    << " which implies that the corresponding output value is only varying "
-                      "across mesh axes " << prim::axis_set_str(named) << " and not " << prim::axis_set_str(extra)
+                      "across mesh axes "
+                   << prim::axis_set_str(named) << " and not " << prim::axis_set_str(extra)
                    << ", but it was inferred to be possibly varying over "
                    << prim::axis_set_str(y.type().vma)
                    << "\n\nCheck if these output values are meant to be replicated over those "
@@ -230,7 +237,8 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     if (!k.type().sharding.mesh().empty() && !k.type().sharding.is_fully_replicated())
       throw NotImplementedError(
           "[shard_map] Closing over inputs to shard_map where the input is sharded on `Explicit` "
-          "axes is not implemented. Got a captured " + short_type(k.type()) +
+          "axes is not implemented. Got a captured " +
+          short_type(k.type()) +
           "; expected it replicated. Pass it as an argument with its in_specs.");
   }
   std::vector<Array> call_args;
@@ -245,9 +253,9 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
   Program lifted = lift_consts(body);
   call_args.insert(call_args.end(), args.begin(), args.end());
   call_specs.insert(call_specs.end(), specs.begin(), specs.end());
-  auto prim = std::make_shared<prim::ShardMap>(std::make_shared<const Program>(std::move(lifted)),
-                                               mesh, manual, call_specs, out_p, o.check_vma,
-                                               fn_name);
+  auto prim =
+      std::make_shared<prim::ShardMap>(std::make_shared<const Program>(std::move(lifted)), mesh,
+                                       manual, call_specs, out_p, o.check_vma, fn_name);
   return detail::bind(prim, call_args);
 }
 
@@ -298,16 +306,16 @@ Array pmean(const Array& x, const AxisNames& axes) {
 Array pvary(const Array& x, const AxisNames& axes) {
   check_bound(axes, "pvary");
   if (!detail::t_check_vma) return x;  // §3.8: a no-op without vma checking
-  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary,
-                                                          axes.names, detail::ReduceOp::Sum, true),
+  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, axes.names,
+                                                          detail::ReduceOp::Sum, true),
                        {x});
 }
 Array axis_index(const AxisNames& axes) {
   check_bound(axes, "axis_index");
-  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::AxisIndex,
-                                                          axes.names, detail::ReduceOp::Sum,
-                                                          detail::t_check_vma),
-                       {});
+  return detail::bind1(
+      std::make_shared<prim::Collective>(prim::Collective::Kind::AxisIndex, axes.names,
+                                         detail::ReduceOp::Sum, detail::t_check_vma),
+      {});
 }
 int64_t axis_size(const AxisNames& axes) {
   check_bound(axes, "axis_size");

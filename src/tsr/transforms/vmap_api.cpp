@@ -16,7 +16,6 @@ namespace tsr::detail {
 
 namespace {
 
-
 // JAX's message for mapped axes of different sizes: the most common size first.
 [[noreturn]] void raise_sizes(const std::vector<Array>& args, const std::vector<int>& dims,
                               const std::vector<std::string>& paths,
@@ -51,10 +50,11 @@ PartitionEntry spmd_entry(const std::vector<std::string>& names, const AbstractM
     if (mesh.axis_index(n) < 0) {
       std::string have;
       for (const auto& a : mesh.axis_names()) have += (have.empty() ? "'" : ", '") + a + "'";
-      throw ValueError("[vmap] spmd_axis_name names mesh axis '" + n +
-                       "', which is not in the mesh. Got spmd_axis_name=" + prim::axis_names_tuple(names) +
-                       "; expected axes of the mesh (" + (have.empty() ? "none" : have) +
-                       "). Set a mesh with that axis, or name one of its axes.");
+      throw ValueError(
+          "[vmap] spmd_axis_name names mesh axis '" + n +
+          "', which is not in the mesh. Got spmd_axis_name=" + prim::axis_names_tuple(names) +
+          "; expected axes of the mesh (" + (have.empty() ? "none" : have) +
+          "). Set a mesh with that axis, or name one of its axes.");
     }
   return PartitionEntry(Axes(names));
 }
@@ -72,9 +72,9 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     if (d < 0 || d >= nd)
       throw ValueError("[vmap] vmap was requested to map its argument along axis " +
                        std::to_string(a) + ", which implies that its rank should be at least " +
-                       std::to_string(a < 0 ? -a : a + 1) + ", but is only " +
-                       std::to_string(nd) + " (its shape is " + shape_str(args[i].shape()) +
-                       "). Got argument " + paths[i] + " of type " + short_type(args[i].type()) +
+                       std::to_string(a < 0 ? -a : a + 1) + ", but is only " + std::to_string(nd) +
+                       " (its shape is " + shape_str(args[i].shape()) + "). Got argument " +
+                       paths[i] + " of type " + short_type(args[i].type()) +
                        "; expected an axis within its rank. Fix in_axes, or pass none for it.");
     dims[i] = d;
   }
@@ -107,9 +107,10 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     } else if (!(ei == *entry)) {
       throw ValueError(
           "[vmap] Mapped away dimension of inputs passed to vmap should be sharded the same. "
-          "Got inconsistent axis specs: " + entry->repr() + " vs " + ei.repr() + " (" +
-          paths[first] + " of type " + short_type(args[first].type()) + ", " + paths[i] +
-          " of type " + short_type(args[i].type()) +
+          "Got inconsistent axis specs: " +
+          entry->repr() + " vs " + ei.repr() + " (" + paths[first] + " of type " +
+          short_type(args[first].type()) + ", " + paths[i] + " of type " +
+          short_type(args[i].type()) +
           "); expected one layout of the batch dimension. Reshard them to one layout first.");
     }
     if (!ei.is_none()) mesh = args[i].type().sharding.mesh();
@@ -122,14 +123,15 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     if (!e.is_none() && !(e == s))
       throw ValueError(
           "[vmap] Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is "
-          "allowed. Got spmd_axis_name=" + prim::axis_names_tuple(o.spmd_axis_name) +
+          "allowed. Got spmd_axis_name=" +
+          prim::axis_names_tuple(o.spmd_axis_name) +
           " and arrays sharded on explicit_mesh_axis=" + prim::axis_names_tuple(e.axes()) +
           "; expected one of them. Drop spmd_axis_name, or reshard the arguments.");
     if (e.is_none()) {
       int64_t k = entry_size(s, m);
       if (*size % k != 0)
-        throw ValueError("[vmap] spmd_axis_name " + prim::axis_names_tuple(o.spmd_axis_name) + " of size " +
-                         std::to_string(k) + " does not divide the batch size " +
+        throw ValueError("[vmap] spmd_axis_name " + prim::axis_names_tuple(o.spmd_axis_name) +
+                         " of size " + std::to_string(k) + " does not divide the batch size " +
                          std::to_string(*size) + ". Got a batch of " + std::to_string(*size) +
                          "; expected a multiple of " + std::to_string(k) +
                          ". Pad the batch, or shard it over fewer devices.");
@@ -155,9 +157,10 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
       if (std::find(used.begin(), used.end(), a) != used.end())
         throw ValueError(
             "[vmap] Unmapped values passed to vmap cannot be sharded along the mesh axis you "
-            "are vmapping over. Got type: " + short_type(args[i].type()) +
-            ", in_axes: None and vmapped mesh axis: " + prim::axis_names_tuple(e.axes()) + " (argument " +
-            paths[i] + "); expected it unsharded over that axis. Reshard it, or batch it.");
+            "are vmapping over. Got type: " +
+            short_type(args[i].type()) + ", in_axes: None and vmapped mesh axis: " +
+            prim::axis_names_tuple(e.axes()) + " (argument " + paths[i] +
+            "); expected it unsharded over that axis. Reshard it, or batch it.");
   }
   // The body sees one example.
   std::vector<ArrayType> per(n);
