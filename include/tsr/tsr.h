@@ -11,6 +11,7 @@
 #include "tsr/random.h"
 #include "tsr/shape.h"
 #include "tsr/shard.h"
+#include "tsr/collectives.h"
 #include "tsr/shard_map.h"
 #include "tsr/sharding.h"
 #include "tsr/transforms.h"

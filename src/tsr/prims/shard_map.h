@@ -2,22 +2,16 @@
 // shard_map and the collectives of its body (manual-spmd.md). A shard_map equation
 // carries its body Program, traced at block types on the mesh with the manual axes
 // typed Manual; the lowering inlines the body so that each device runs it on its own
-// block (docs/design/0011-shard-map-plan.md). Collectives lower to comm steps over
-// the devices that differ only along the named axes.
+// block (docs/design/0011-shard-map-plan.md). Its collectives: prims/collectives.h.
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "tsr/comm/group.h"
 #include "tsr/core/primitive.h"
+#include "tsr/prims/collectives.h"
 
 namespace tsr::prim {
-
-/** Mesh axis names as a Python tuple: ('x',), ('x', 'y'). */
-std::string axis_names_tuple(const std::vector<std::string>& axes);
-/** A set of axis names as JAX prints it in messages: {x,y}. */
-std::string axis_set_str(const std::set<std::string>& axes);
 
 /** shard_map(f) over a full-manual mesh: inputs laid out as `in_specs`, outputs as
  *  `out_specs`, the body on each device's blocks. */
@@ -59,36 +53,6 @@ class ShardMap : public detail::Primitive {
   std::vector<PartitionSpec> in_specs_, out_specs_;
   bool check_vma_;
   std::string fn_;
-};
-
-/** A collective over the named manual axes of the enclosing shard_map. */
-class Collective : public detail::Primitive {
- public:
-  /** What the collective does. */
-  enum class Kind : uint8_t {
-    Psum,      /**< all-reduce (sum/max/min): varying -> invariant over the axes */
-    Pvary,     /**< invariant -> varying: a type cast, no data moves */
-    AxisIndex, /**< the device's row-major index over the axes: i32[] varying */
-  };
-  /** Kind, axes (row-major in this order), reduction and whether vma is checked. */
-  Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op, bool check_vma)
-      : kind_(kind), axes_(std::move(axes)), op_(op), check_vma_(check_vma) {}
-  /** The kind. */
-  Kind kind() const { return kind_; }
-  /** The named axes. */
-  const std::vector<std::string>& axes() const { return axes_; }
-  /** The reduction (Psum). */
-  detail::ReduceOp op() const { return op_; }
-  const char* name() const override;
-  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
-  std::string params() const override;
-  bool custom_vma() const override { return true; }
-
- private:
-  Kind kind_;
-  std::vector<std::string> axes_;
-  detail::ReduceOp op_;
-  bool check_vma_;
 };
 
 }  // namespace tsr::prim

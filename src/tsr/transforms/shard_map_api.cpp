@@ -1,7 +1,7 @@
 // shard_map's entry: the checks of manual-spmd §2.2-2.3 (mesh, axis names, specs,
 // divisibility), the body traced at block types on the mesh with the manual axes
 // typed Manual (inputs vary over their spec's axes), the out_specs promise of §3.7
-// (with the implicit pvary of outputs), and the bind. Also the collectives' ops.
+// (with the implicit pvary of outputs), and the bind.
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -10,6 +10,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/prims/shard_map.h"
 #include "tsr/shard_map.h"
 #include "tsr/transforms/ad.h"
@@ -17,14 +18,6 @@
 namespace tsr {
 namespace detail {
 namespace {
-
-// check_vma of the shard_map whose body is being traced (the collectives' typing).
-thread_local bool t_check_vma = true;
-struct CheckVmaScope {
-  bool prev;
-  explicit CheckVmaScope(bool v) : prev(t_check_vma) { t_check_vma = v; }
-  ~CheckVmaScope() { t_check_vma = prev; }
-};
 
 // Checks a spec (in or out) against the manual axes and the rank; returns it
 // normalized to the rank.
@@ -260,69 +253,5 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
 }
 
 }  // namespace detail
-
-namespace {
-// Raises the unbound-axis NameError unless every axis is a manual axis in context.
-void check_bound(const AxisNames& axes, const char* op) {
-  AbstractMesh ctx = get_abstract_mesh();
-  for (const auto& a : axes.names)
-    if (ctx.empty() || ctx.axis_index(a) < 0 || ctx.axis_type(a) != AxisType::Manual)
-      throw NameError(std::string("[") + op + "] Found an unbound axis name: " + a +
-                      ". To fix this, please call " + op + " under `tsr::shard_map`. Got axis '" +
-                      a + "'; expected a manual axis of the enclosing shard_map.");
-}
-
-Array reduce_over(const Array& x, const AxisNames& axes, detail::ReduceOp op, const char* name) {
-  check_bound(axes, name);
-  Array y = x;
-  if (detail::t_check_vma) {
-    // Auto-pvary (manual-spmd §4): the operand varies over every named axis first.
-    std::vector<std::string> add;
-    for (const auto& a : axes.names)
-      if (!y.type().vma.count(a)) add.push_back(a);
-    if (!add.empty()) y = pvary(y, add);
-  }
-  if (y.dtype() == bool_) y = astype(y, int32);
-  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Psum, axes.names,
-                                                          op, detail::t_check_vma),
-                       {y});
-}
-}  // namespace
-
-Array psum(const Array& x, const AxisNames& axes) {
-  return reduce_over(x, axes, detail::ReduceOp::Sum, "psum");
-}
-Array pmax(const Array& x, const AxisNames& axes) {
-  return reduce_over(x, axes, detail::ReduceOp::Max, "pmax");
-}
-Array pmin(const Array& x, const AxisNames& axes) {
-  return reduce_over(x, axes, detail::ReduceOp::Min, "pmin");
-}
-Array pmean(const Array& x, const AxisNames& axes) {
-  Array s = psum(x, axes);
-  double n = static_cast<double>(axis_size(axes));
-  return is_floating(s.dtype()) ? s / n : astype(s, float32) / n;
-}
-Array pvary(const Array& x, const AxisNames& axes) {
-  check_bound(axes, "pvary");
-  if (!detail::t_check_vma) return x;  // §3.8: a no-op without vma checking
-  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, axes.names,
-                                                          detail::ReduceOp::Sum, true),
-                       {x});
-}
-Array axis_index(const AxisNames& axes) {
-  check_bound(axes, "axis_index");
-  return detail::bind1(
-      std::make_shared<prim::Collective>(prim::Collective::Kind::AxisIndex, axes.names,
-                                         detail::ReduceOp::Sum, detail::t_check_vma),
-      {});
-}
-int64_t axis_size(const AxisNames& axes) {
-  check_bound(axes, "axis_size");
-  AbstractMesh ctx = get_abstract_mesh();
-  int64_t n = 1;
-  for (const auto& a : axes.names) n *= ctx.axis_size(a);
-  return n;
-}
 
 }  // namespace tsr

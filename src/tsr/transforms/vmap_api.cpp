@@ -7,7 +7,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
-#include "tsr/prims/shard_map.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/batch.h"
 #include "tsr/vmap.h"

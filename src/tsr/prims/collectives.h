@@ -1,0 +1,69 @@
+#pragma once
+// The collectives of a shard_map body (manual-spmd §4): primitives over named manual
+// axes whose rules type vma; they lower to comm steps over the devices that differ
+// only along the named axes (one Group call per device).
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tsr/comm/group.h"
+#include "tsr/core/primitive.h"
+
+namespace tsr::detail {
+
+/** check_vma of the shard_map whose body is being traced (true outside any). */
+bool current_check_vma();
+/** Sets current_check_vma() for a scope (tracing or re-tracing a body). */
+struct CheckVmaScope {
+  bool prev; /**< the value restored on exit */
+  /** Enters check_vma = v. */
+  explicit CheckVmaScope(bool v);
+  ~CheckVmaScope();
+  CheckVmaScope(const CheckVmaScope&) = delete;
+  CheckVmaScope& operator=(const CheckVmaScope&) = delete;
+};
+/** Raises the unbound-axis NameError of manual-spmd §4 unless every name is a
+ *  manual axis of the context mesh. */
+void check_axes_bound(const std::vector<std::string>& axes, const char* op);
+
+}  // namespace tsr::detail
+
+namespace tsr::prim {
+
+/** Mesh axis names as a Python tuple: ('x',), ('x', 'y'). */
+std::string axis_names_tuple(const std::vector<std::string>& axes);
+/** A set of axis names as JAX prints it in messages: {x,y}. */
+std::string axis_set_str(const std::set<std::string>& axes);
+
+/** A collective over the named manual axes of the enclosing shard_map. */
+class Collective : public detail::Primitive {
+ public:
+  /** What the collective does. */
+  enum class Kind : uint8_t {
+    Psum,      /**< all-reduce (sum/max/min): varying -> invariant over the axes */
+    Pvary,     /**< invariant -> varying: a type cast, no data moves */
+    AxisIndex, /**< the device's row-major index over the axes: i32[] varying */
+  };
+  /** Kind, axes (row-major in this order), reduction and whether vma is checked. */
+  Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op, bool check_vma)
+      : kind_(kind), axes_(std::move(axes)), op_(op), check_vma_(check_vma) {}
+  /** The kind. */
+  Kind kind() const { return kind_; }
+  /** The named axes. */
+  const std::vector<std::string>& axes() const { return axes_; }
+  /** The reduction (Psum). */
+  detail::ReduceOp op() const { return op_; }
+  const char* name() const override;
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  std::string params() const override;
+  bool custom_vma() const override { return true; }
+
+ private:
+  Kind kind_;
+  std::vector<std::string> axes_;
+  detail::ReduceOp op_;
+  bool check_vma_;
+};
+
+}  // namespace tsr::prim
