@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tsr/array.h"
@@ -42,5 +43,51 @@ Array pvary(const Array& x, const AxisNames& axes);
 Array axis_index(const AxisNames& axes);
 /** jax.lax.axis_size: the product of the named manual axes' sizes. */
 int64_t axis_size(const AxisNames& axes);
+
+/** all_gather's options (jax.lax.all_gather's keywords). */
+struct AllGatherOptions {
+  /** Where the gathered dimension goes (in the result's rank; negative counts from
+   *  the end). */
+  int axis = 0;
+  /** Concatenate the blocks along `axis` instead of stacking them in a new one. */
+  bool tiled = false;
+  /** to='invarying': type the result invariant over the axes (every device holds the
+   *  same data); its transpose is this device's slice instead of a psum_scatter. */
+  bool invariant = false;
+};
+/** jax.lax.all_gather: every device gets the blocks of its group, stacked (or
+ *  concatenated) in index order; the result stays varying unless `.invariant`. */
+Array all_gather(const Array& x, const AxisNames& axes, const AllGatherOptions& o = {});
+
+/** psum_scatter's options (jax.lax.psum_scatter's keywords). */
+struct PsumScatterOptions {
+  /** The dimension split among the group (negative counts from the end). */
+  int scatter_dimension = 0;
+  /** Keep the dimension, divided by the group size, instead of removing it (its size
+   *  must then equal the group size). */
+  bool tiled = false;
+};
+/** jax.lax.psum_scatter: the psum over the axes, of which the device with group index
+ *  k keeps part k along the scatter dimension. */
+Array psum_scatter(const Array& x, const AxisNames& axes, const PsumScatterOptions& o = {});
+
+/** jax.lax.ppermute: each (source, destination) pair of group indices sends the
+ *  source's block to the destination; a device no pair targets gets zeros. */
+Array ppermute(const Array& x, const AxisNames& axes, const std::vector<std::pair<int, int>>& perm);
+/** jax.lax.pshuffle: device i gets the block of device perm[i] (a permutation). */
+Array pshuffle(const Array& x, const AxisNames& axes, const std::vector<int>& perm);
+
+/** jax.lax.all_to_all: the block is split along `split_axis` in one chunk per device
+ *  of the group; chunk j goes to device j, which joins what it receives along
+ *  `concat_axis` in sender order. Untiled, the split dimension must equal the group
+ *  size and moves to `concat_axis` (indexed after its removal). */
+Array all_to_all(const Array& x, const AxisNames& axes, int split_axis, int concat_axis,
+                 bool tiled = false);
+/** jax.lax.pswapaxes: all_to_all(x, axes, axis, axis). */
+Array pswapaxes(const Array& x, const AxisNames& axes, int axis);
+
+/** jax.lax.pbroadcast: every device of the group gets the block of group index
+ *  `source`. The operand must already vary over the axes (no implicit pvary). */
+Array pbroadcast(const Array& x, const AxisNames& axes, int source);
 
 }  // namespace tsr

@@ -4,22 +4,26 @@
 
 #include "tsr/ops.h"
 #include "tsr/prims/collectives.h"
+#include "tsr/prims/collectives_layout.h"
+#include "tsr/prims/common.h"
 
 namespace tsr {
 
 namespace {
 void check_bound(const AxisNames& axes, const char* op) { detail::check_axes_bound(axes.names, op); }
 
+// Auto-pvary (manual-spmd §4): the operand varies over every named axis first.
+Array vary_over(const Array& x, const AxisNames& axes) {
+  if (!detail::current_check_vma()) return x;
+  std::vector<std::string> add;
+  for (const auto& a : axes.names)
+    if (!x.type().vma.count(a)) add.push_back(a);
+  return add.empty() ? x : pvary(x, add);
+}
+
 Array reduce_over(const Array& x, const AxisNames& axes, detail::ReduceOp op, const char* name) {
   check_bound(axes, name);
-  Array y = x;
-  if (detail::current_check_vma()) {
-    // Auto-pvary (manual-spmd §4): the operand varies over every named axis first.
-    std::vector<std::string> add;
-    for (const auto& a : axes.names)
-      if (!y.type().vma.count(a)) add.push_back(a);
-    if (!add.empty()) y = pvary(y, add);
-  }
+  Array y = vary_over(x, axes);
   if (y.dtype() == bool_) y = astype(y, int32);
   return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Psum, axes.names,
                                                           op, detail::current_check_vma()),
@@ -61,6 +65,79 @@ int64_t axis_size(const AxisNames& axes) {
   int64_t n = 1;
   for (const auto& a : axes.names) n *= ctx.axis_size(a);
   return n;
+}
+
+namespace {
+using LC = prim::LayoutCollective;
+Array move(const Array& x, LC::Params p, const char* op) {
+  check_bound(p.axes, op);
+  p.check_vma = detail::current_check_vma();
+  Array y = p.kind == LC::Kind::Pbroadcast ? x : vary_over(x, p.axes);
+  return detail::bind1(std::make_shared<LC>(std::move(p)), {y});
+}
+}  // namespace
+
+Array all_gather(const Array& x, const AxisNames& axes, const AllGatherOptions& o) {
+  LC::Params p{.kind = LC::Kind::AllGather, .axes = axes.names};
+  int out_rank = x.ndim() + (o.tiled ? 0 : 1);
+  p.dim = detail::norm_axis(o.axis, out_rank, "all_gather");
+  p.tiled = o.tiled;
+  p.invariant = o.invariant;
+  return move(x, std::move(p), "all_gather");
+}
+
+Array psum_scatter(const Array& x, const AxisNames& axes, const PsumScatterOptions& o) {
+  LC::Params p{.kind = LC::Kind::ReduceScatter, .axes = axes.names};
+  p.dim = detail::norm_axis(o.scatter_dimension, x.ndim(), "psum_scatter");
+  p.tiled = o.tiled;
+  return move(x.dtype() == bool_ ? astype(x, int32) : x, std::move(p), "psum_scatter");
+}
+
+Array ppermute(const Array& x, const AxisNames& axes, const std::vector<std::pair<int, int>>& perm) {
+  LC::Params p{.kind = LC::Kind::Ppermute, .axes = axes.names};
+  p.perm = perm;
+  return move(x, std::move(p), "ppermute");
+}
+
+Array pshuffle(const Array& x, const AxisNames& axes, const std::vector<int>& perm) {
+  std::vector<char> hit(perm.size(), 0);
+  bool ok = true;
+  for (int s : perm) {
+    ok = ok && s >= 0 && s < static_cast<int>(perm.size()) && !hit[static_cast<size_t>(s)];
+    if (ok) hit[static_cast<size_t>(s)] = 1;
+  }
+  if (!ok) {
+    std::string p = "[";
+    for (size_t i = 0; i < perm.size(); ++i) p += (i ? ", " : "") + std::to_string(perm[i]);
+    throw ValueError("[pshuffle] `perm` does not represent a permutation: " + p +
+                     "]. Got that; expected each index of 0.." +
+                     std::to_string(static_cast<int>(perm.size()) - 1) +
+                     " once. Use ppermute for partial permutations.");
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t i = 0; i < perm.size(); ++i) pairs.emplace_back(perm[i], static_cast<int>(i));
+  return ppermute(x, axes, pairs);
+}
+
+Array all_to_all(const Array& x, const AxisNames& axes, int split_axis, int concat_axis,
+                 bool tiled) {
+  LC::Params p{.kind = LC::Kind::AllToAll, .axes = axes.names};
+  p.dim = detail::norm_axis(split_axis, x.ndim(), "all_to_all");
+  // Untiled, concat_axis indexes the shape after the split dimension's removal (the
+  // rule checks its range); negative values count from the operand's rank, as JAX.
+  p.dim2 = concat_axis < 0 ? concat_axis + x.ndim() : concat_axis;
+  p.tiled = tiled;
+  return move(x, std::move(p), "all_to_all");
+}
+
+Array pswapaxes(const Array& x, const AxisNames& axes, int axis) {
+  return all_to_all(x, axes, axis, axis);
+}
+
+Array pbroadcast(const Array& x, const AxisNames& axes, int source) {
+  LC::Params p{.kind = LC::Kind::Pbroadcast, .axes = axes.names};
+  p.source = source;
+  return move(x, std::move(p), "pbroadcast");
 }
 
 }  // namespace tsr

@@ -10,6 +10,7 @@
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
 #include "tsr/error.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/prims/shard_map.h"
 
 namespace tsr::detail {
@@ -137,10 +138,14 @@ struct Lowerer {
     }
   }
 
-  // A collective of a shard_map body, on the body's mesh `m`.
-  void lower_collective(const Eqn& e, const prim::Collective& c, const Mesh& m) {
+  // A collective of a shard_map body, on the body's mesh `m`: one comm step whose
+  // group per device is the devices agreeing on every coordinate but the named axes.
+  void lower_collective(const Eqn& e, const Mesh& m) {
     using K = prim::Collective::Kind;
-    if (c.kind() == K::Pvary) {  // a type cast: the same buffer
+    using C = Executable::Step::Coll;
+    const auto* c = dynamic_cast<const prim::Collective*>(e.prim.get());
+    const auto* lc = dynamic_cast<const prim::LayoutCollective*>(e.prim.get());
+    if (c && c->kind() == K::Pvary) {  // a type cast: the same buffer
       val[e.outs[0].get()] = val.at(e.ins[0].get());
       return;
     }
@@ -148,11 +153,24 @@ struct Lowerer {
     Executable::Step st;
     st.prim = e.prim;
     st.mesh = m;
-    st.reduce_op = c.op();
-    st.coll = c.kind() == K::AxisIndex ? Executable::Step::Coll::AxisIndex
-                                       : Executable::Step::Coll::AllReduce;
-    if (!e.ins.empty())
-      st.ins.push_back(reshard(val.at(e.ins[0].get()), layout_on(m, PartitionSpec(), t.ndim())));
+    const std::vector<std::string>& axes = c ? c->axes() : lc->p().axes;
+    if (c) {
+      st.reduce_op = c->op();
+      st.coll = c->kind() == K::AxisIndex ? C::AxisIndex : C::AllReduce;
+    } else {
+      static const C kind_of[] = {C::AllGather, C::ReduceScatter, C::Permute, C::AllToAll,
+                                  C::Broadcast};
+      st.coll = kind_of[static_cast<int>(lc->p().kind)];
+      st.perm = lc->p().perm;
+      st.root = lc->p().source;
+      int64_t n = 1;
+      for (const auto& a : axes) n *= m.abstract_mesh().axis_size(a);
+      st.run = prim::collective_run(*lc, e.ins[0]->type.shape, n);
+    }
+    if (!e.ins.empty()) {
+      const ArrayType& it = e.ins[0]->type;
+      st.ins.push_back(reshard(val.at(e.ins[0].get()), layout_on(m, PartitionSpec(), it.ndim())));
+    }
     int out = add_value(t.shape, t.dtype, t.weak, layout_on(m, PartitionSpec(), t.ndim()));
     st.outs.push_back(out);
     // Coordinates along each mesh axis of each flat (row-major) position.
@@ -164,7 +182,7 @@ struct Lowerer {
       return (f / stride) % sizes[axis];
     };
     std::vector<int> named;
-    for (const auto& a : c.axes())
+    for (const auto& a : axes)
       named.push_back(static_cast<int>(std::find(mnames.begin(), mnames.end(), a) - mnames.begin()));
     auto index_in_group = [&](int f) {
       int r = 0;
@@ -173,7 +191,7 @@ struct Lowerer {
     };
     for (int f = 0; f < m.size(); ++f) {
       st.coll_rank.push_back(index_in_group(f));
-      if (st.coll != Executable::Step::Coll::AllReduce) continue;
+      if (st.coll == C::AxisIndex) continue;
       std::vector<std::pair<int, int>> members;  // (rank, device id)
       for (int g = 0; g < m.size(); ++g) {
         bool same = true;
@@ -196,8 +214,9 @@ struct Lowerer {
       lower_shard_map(e, *sm);
       return;
     }
-    if (const auto* c = dynamic_cast<const prim::Collective*>(e.prim.get())) {
-      lower_collective(e, *c, mesh_for(eqn_mesh(e)));
+    if (dynamic_cast<const prim::Collective*>(e.prim.get()) ||
+        dynamic_cast<const prim::LayoutCollective*>(e.prim.get())) {
+      lower_collective(e, mesh_for(eqn_mesh(e)));
       return;
     }
     if (const Program* sub = e.prim->subprogram()) {
@@ -336,7 +355,8 @@ std::shared_ptr<const Executable> lower(
         dr.steps.emplace_back(s, u);
         for (auto& g : plan_groups(*st.plan, u)) dr.groups.push_back(std::move(g));
       }
-    } else if (st.coll == Executable::Step::Coll::AllReduce) {
+    } else if (st.coll != Executable::Step::Coll::None &&
+               st.coll != Executable::Step::Coll::AxisIndex) {
       auto& rt = Runtime::get();
       for (int f = 0; f < st.mesh->size(); ++f) {
         auto& dr = run_for(st.mesh->devices()[f].id);
@@ -457,6 +477,56 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   return result;
 }
 
+namespace {
+// A block-moving collective on one device: the block permutation before the Group
+// call (into a temporary), the call, and the permutation after it.
+void run_layout_collective(const Executable::Step& st, const Group& g, const void* in, void* out,
+                           DType dt, CachingAllocator& alloc) {
+  using C = Executable::Step::Coll;
+  const prim::CollectiveRun& r = st.run;
+  const size_t item = itemsize(dt);
+  auto trivial = [](const int64_t abc[3]) { return abc[0] == 1 || abc[1] == 1; };
+  const size_t total = static_cast<size_t>(r.count) * static_cast<size_t>(g.size()) * item;
+  void* pre = nullptr;
+  void* post = nullptr;
+  if (!trivial(r.pre)) {
+    pre = alloc.allocate(std::max<size_t>(total, 1));
+    prim::swap_leading(in, pre, r.pre, item);
+    in = pre;
+  }
+  void* dst = out;
+  if (!trivial(r.post)) dst = post = alloc.allocate(std::max<size_t>(total, 1));
+  try {
+    switch (st.coll) {
+      case C::AllGather:
+        g.all_gather(in, dst, r.count, dt);
+        break;
+      case C::ReduceScatter:
+        g.reduce_scatter(in, dst, r.count, dt, ReduceOp::Sum);
+        break;
+      case C::AllToAll:
+        g.all_to_all(in, dst, r.count, dt);
+        break;
+      case C::Permute:
+        g.permute(in, dst, r.count, dt, st.perm);
+        break;
+      case C::Broadcast:
+        g.broadcast(in, dst, r.count, dt, st.root);
+        break;
+      default:
+        break;
+    }
+    if (post) prim::swap_leading(post, out, r.post, item);
+  } catch (...) {
+    if (pre) alloc.release(pre, std::max<size_t>(total, 1));
+    if (post) alloc.release(post, std::max<size_t>(total, 1));
+    throw;
+  }
+  if (pre) alloc.release(pre, std::max<size_t>(total, 1));
+  if (post) alloc.release(post, std::max<size_t>(total, 1));
+}
+}  // namespace
+
 void Executable::run_device(int di, std::vector<void*>& slots) const {
   const DeviceRun& dr = devs[di];
   auto& alloc = Runtime::get().allocator(dr.dev);
@@ -488,8 +558,12 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         }
       } else if (st.coll == Step::Coll::AllReduce) {
         int in = st.ins[0], out = st.outs[0];
-        seq.next().all_reduce(slots[in], ensure(out), numel(values[out].layout.shard_shape(values[out].shape)),
+        seq.next().all_reduce(slots[in], ensure(out),
+                              numel(values[out].layout.shard_shape(values[out].shape)),
                               values[out].dtype, st.reduce_op);
+      } else if (st.coll != Step::Coll::None && st.coll != Step::Coll::AxisIndex) {
+        run_layout_collective(st, seq.next(), slots[st.ins[0]], ensure(st.outs[0]),
+                              values[st.ins[0]].dtype, alloc);
       } else if (st.coll == Step::Coll::AxisIndex) {
         *static_cast<int32_t*>(ensure(st.outs[0])) = st.coll_rank[pos];
       } else if (st.plan) {

@@ -9,6 +9,7 @@
 
 #include "tsr/backends/kernel.h"
 #include "tsr/core/program.h"
+#include "tsr/prims/collectives_layout.h"
 #include "tsr/sharding/reshard_plan.h"
 
 namespace tsr::detail {
@@ -40,10 +41,22 @@ class Executable : public std::enable_shared_from_this<Executable> {
     // of a global array <-> the body's value); no data moves unless outs[0] already
     // has a buffer (a program output), which then gets a copy.
     bool alias = false;
-    // A collective of a shard_map body (mesh set): an all-reduce over the devices
-    // that differ only along the named axes, or each device's axis index.
-    enum class Coll : uint8_t { None, AllReduce, AxisIndex } coll = Coll::None;
+    // A collective of a shard_map body (mesh set) over the devices that differ only
+    // along the named axes, or each device's axis index.
+    enum class Coll : uint8_t {
+      None,
+      AllReduce,
+      AxisIndex,
+      AllGather,
+      ReduceScatter,
+      Permute,
+      AllToAll,
+      Broadcast
+    } coll = Coll::None;
     ReduceOp reduce_op = ReduceOp::Sum;
+    prim::CollectiveRun run;                 // block permutations and counts (layout kinds)
+    std::vector<std::pair<int, int>> perm;   // Permute: (src, dst) group ranks
+    int root = 0;                            // Broadcast: the source's group rank
     std::vector<std::vector<int>> coll_ids;  // per flat position: the group's device ids
     std::vector<int> coll_rank;              // per flat position: rank in its group
   };
