@@ -167,7 +167,7 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
       break;
   }
   t.shape = s;
-  t.sharding = NamedSharding(ctx, PartitionSpec());
+  t.sharding = type_sharding(NamedSharding(ctx, PartitionSpec()), s);
   if (!p_.check_vma) {
     t.vma.clear();
     return {t};

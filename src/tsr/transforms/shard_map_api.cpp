@@ -156,7 +156,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     for (int d = 0; d < t.ndim(); ++d) b.shape[d] /= prod_of(pe[d], am);
     b.dtype = t.dtype;
     b.weak = t.weak;
-    b.sharding = NamedSharding(inner, PartitionSpec());
+    b.sharding = type_sharding(NamedSharding(inner, PartitionSpec()), b.shape);
     if (o.check_vma)
       for (const auto& e : pe)
         for (const auto& a : e.axes()) b.vma.insert(a);
@@ -219,7 +219,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
         // A closed-over array is an invariant block (as if passed with P()).
         [&](const ArrayType& t) {
           ArrayType b = t;
-          b.sharding = NamedSharding(inner, PartitionSpec());
+          b.sharding = type_sharding(NamedSharding(inner, PartitionSpec()), b.shape);
           b.vma.clear();
           return b;
         });
