@@ -162,6 +162,21 @@ TEST(CollectivePrinting, ParametersAsJaxPrintsThem) {
     EXPECT_NE(j.find(want), std::string::npos) << want << "\n" << j;
 }
 
+TEST(CollectivePrinting, LocalTextShowsGroupsAndBytes) {
+  Mesh mesh = make_mesh({2, 4}, {"x", "y"});
+  MeshScope scope(mesh);
+  Array x = device_put(iota_f({8, 8}), P("x", "y"));
+  auto f = shard_map([](const Array& b) { return psum(all_gather(b, "y", {.tiled = true}), "x"); },
+                     {.in_specs = P("x", "y"), .out_specs = P(nullptr, "y")});
+  std::string local = jit(f).lower(x).local;
+  EXPECT_NE(local.find("all_gather in 2 groups of 4: {0,1,2,3} {4,5,6,7}, 32 B per device"),
+            std::string::npos)
+      << local;
+  EXPECT_NE(local.find("all_reduce in 4 groups of 2: {0,4} {1,5} {2,6} {3,7}, 128 B per device"),
+            std::string::npos)
+      << local;
+}
+
 // The dot-product identity for g inside the body, summed over every device.
 void expect_transpose_matches_jvp(const std::function<Array(const Array&)>& g,
                                   bool invariant_out = false) {

@@ -629,6 +629,35 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
   }
 }
 
+namespace {
+// A collective step as `.local` shows it: its groups (device ids, the first few) and
+// the bytes each device sends into the Group call.
+std::string collective_text(const Executable::Step& st, const std::vector<Executable::Value>& vals) {
+  using C = Executable::Step::Coll;
+  std::set<std::vector<int>> groups(st.coll_ids.begin(), st.coll_ids.end());
+  std::ostringstream os;
+  const auto& in = vals[static_cast<size_t>(st.ins[0])];
+  const auto& out = vals[static_cast<size_t>(st.outs[0])];
+  size_t bytes = st.coll == C::AllReduce ? out.local_bytes : in.local_bytes;
+  static const char* what[] = {"", "all_reduce", "", "all_gather", "reduce_scatter", "permute",
+                               "all_to_all", "broadcast"};
+  os << what[static_cast<int>(st.coll)] << " in " << groups.size() << " group"
+     << (groups.size() == 1 ? "" : "s") << " of " << st.coll_ids[0].size() << ": ";
+  int shown = 0;
+  for (const auto& g : groups) {
+    if (shown++ == 4) {
+      os << " ...";
+      break;
+    }
+    os << (shown > 1 ? " " : "") << "{";
+    for (size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << g[i];
+    os << "}";
+  }
+  os << ", " << bytes << " B per device";
+  return os.str();
+}
+}  // namespace
+
 std::string Executable::str() const {
   std::ostringstream os;
   auto name = [](int v) { return "%" + std::to_string(v); };
@@ -665,6 +694,10 @@ std::string Executable::str() const {
       std::string p = st.prim->params();
       if (!p.empty()) os << "[" << p << "]";
       for (int v : st.ins) os << " " << name(v);
+      if (!st.coll_ids.empty()) {
+        os << "   [" << collective_text(st, values) << "]\n";
+        continue;
+      }
       os << "   on " << st.mesh->size() << " device" << (st.mesh->size() == 1 ? "" : "s") << "\n";
     }
   }
