@@ -128,7 +128,7 @@ void BM_RingMatmul(benchmark::State& st) {
   auto f = jit(shard_map(ring_body, {.in_specs = P("x"), .out_specs = P("x")}));
   Array c = f(o.a, o.b);
   Array want = matmul(o.a, reshard(o.b, P()));
-  if (!allclose(c, want, 1e-3, 1e-2)) st.SkipWithError("the ring's product differs from matmul");
+  if (!allclose(c, want, 1e-3, 1e-2).item<bool>()) st.SkipWithError("the ring's product differs from matmul");
   for (auto _ : st) f(o.a, o.b).block_until_ready();
 }
 BENCHMARK(BM_RingMatmul)->Unit(benchmark::kMillisecond)->UseRealTime();
