@@ -93,6 +93,12 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /** True for primitives whose rule sets the outputs' vma itself (collectives,
    *  shard_map); the others follow the standard vma rule (manual-spmd §3.3). */
   virtual bool custom_vma() const { return false; }
+  /** True for a collective over the named axis `n`: vmap batches it even when no operand
+   *  is batched (psum of an unbatched value over the vmap's axis_name is x * size). */
+  virtual bool uses_axis_name(const std::string& n) const {
+    (void)n;
+    return false;
+  }
   /** True for primitives that may not be merged or dropped (none yet). */
   virtual bool effectful() const { return false; }
 };

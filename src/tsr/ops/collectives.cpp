@@ -15,9 +15,9 @@ void check_bound(const AxisNames& axes, const char* op) { detail::check_axes_bou
 // Auto-pvary (manual-spmd §4): the operand varies over every named axis first.
 Array vary_over(const Array& x, const AxisNames& axes) {
   if (!detail::current_check_vma()) return x;
-  std::vector<std::string> add;
+  std::vector<std::string> add;  // manual mesh axes only: a vmap's axis_name is untyped
   for (const auto& a : axes.names)
-    if (!x.type().vma.count(a)) add.push_back(a);
+    if (!x.type().vma.count(a) && !detail::vmap_axis_size(a)) add.push_back(a);
   return add.empty() ? x : pvary(x, add);
 }
 
@@ -48,7 +48,11 @@ Array pmean(const Array& x, const AxisNames& axes) {
 Array pvary(const Array& x, const AxisNames& axes) {
   check_bound(axes, "pvary");
   if (!detail::current_check_vma()) return x;  // §3.8: a no-op without vma checking
-  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, axes.names,
+  std::vector<std::string> mesh_axes;           // a vmap's axis_name is not typed
+  for (const auto& a : axes.names)
+    if (!detail::vmap_axis_size(a)) mesh_axes.push_back(a);
+  if (mesh_axes.empty()) return x;
+  return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, mesh_axes,
                                                           detail::ReduceOp::Sum, true),
                        {x});
 }
@@ -61,9 +65,8 @@ Array axis_index(const AxisNames& axes) {
 }
 int64_t axis_size(const AxisNames& axes) {
   check_bound(axes, "axis_size");
-  AbstractMesh ctx = get_abstract_mesh();
   int64_t n = 1;
-  for (const auto& a : axes.names) n *= ctx.axis_size(a);
+  for (const auto& a : axes.names) n *= detail::bound_axis_size(a);
   return n;
 }
 

@@ -1,9 +1,12 @@
 #include "tsr/prims/collectives.h"
 
+#include <algorithm>
 #include <set>
 
 #include "tsr/error.h"
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::detail {
 namespace {
@@ -14,10 +17,32 @@ bool current_check_vma() { return t_check_vma; }
 CheckVmaScope::CheckVmaScope(bool v) : prev(t_check_vma) { t_check_vma = v; }
 CheckVmaScope::~CheckVmaScope() { t_check_vma = prev; }
 
+namespace {
+thread_local std::vector<std::pair<std::string, int64_t>> t_vmap_names;
+}  // namespace
+
+VmapNameScope::VmapNameScope(std::string name, int64_t size) : pushed_(!name.empty()) {
+  if (pushed_) t_vmap_names.emplace_back(std::move(name), size);
+}
+VmapNameScope::~VmapNameScope() {
+  if (pushed_) t_vmap_names.pop_back();
+}
+
+int64_t vmap_axis_size(const std::string& name) {
+  for (auto it = t_vmap_names.rbegin(); it != t_vmap_names.rend(); ++it)
+    if (it->first == name) return it->second;
+  return 0;
+}
+
+int64_t bound_axis_size(const std::string& name) {
+  int64_t v = vmap_axis_size(name);
+  return v ? v : get_abstract_mesh().axis_size(name);
+}
+
 void check_axes_bound(const std::vector<std::string>& axes, const char* op) {
   AbstractMesh ctx = get_abstract_mesh();
   for (const auto& a : axes)
-    if (ctx.empty() || ctx.axis_index(a) < 0 || ctx.axis_type(a) != AxisType::Manual)
+    if (vmap_axis_size(a) == 0 && (ctx.empty() || ctx.axis_index(a) < 0 || ctx.axis_type(a) != AxisType::Manual))
       throw NameError(std::string("[") + op + "] Found an unbound axis name: " + a +
                       ". To fix this, please call " + op + " under `tsr::shard_map`. Got axis '" +
                       a + "'; expected a manual axis of the enclosing shard_map.");
@@ -71,10 +96,15 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
   const std::string pre = std::string("[") + name() + "] ";
   check_axes_bound(axes_, name());
   AbstractMesh ctx = get_abstract_mesh();
-  std::set<std::string> ax(axes_.begin(), axes_.end());
-  if (ax.size() != axes_.size())
+  std::set<std::string> all(axes_.begin(), axes_.end());
+  if (all.size() != axes_.size())
     throw ValueError(pre + "the axis names " + axis_names_tuple(axes_) +
                      " repeat an axis. Got that; expected each axis once.");
+  // Only manual mesh axes are typed; a vmap's axis_name is batched away (§6.2).
+  std::vector<std::string> named;
+  for (const auto& a : axes_)
+    if (!vmap_axis_size(a)) named.push_back(a);
+  std::set<std::string> ax(named.begin(), named.end());
   if (kind_ == Kind::AxisIndex) {
     ArrayType t;
     t.dtype = DType::Int32;
@@ -88,7 +118,7 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
     return {t};
   }
   if (kind_ == Kind::Pvary) {
-    for (const auto& a : axes_)
+    for (const auto& a : named)
       if (t.vma.count(a))
         throw ValueError(pre +
                          "pvary is a invariant->variant collective. This means that the axis "
@@ -99,7 +129,7 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
     t.vma.insert(ax.begin(), ax.end());
     return {t};
   }
-  for (const auto& a : axes_)
+  for (const auto& a : named)
     if (!t.vma.count(a))
       throw ValueError(pre + name() +
                        " is a variant->invariant collective. This means that the axis names "
@@ -107,11 +137,61 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
                        name() + "` must be present in `typeof(inp).vma`. Got axes=" +
                        axis_names_tuple(axes_) + " and vma=" + axis_set_str(t.vma) +
                        "; expected the input to vary over them (tsr::psum inserts pvary for you).");
-  for (const auto& a : axes_) t.vma.erase(a);
+  for (const auto& a : named) t.vma.erase(a);
   return {t};
 }
 
 std::string Collective::params() const { return "axes=" + axis_names_tuple(axes_); }
+
+bool Collective::uses_axis_name(const std::string& n) const {
+  return std::find(axes_.begin(), axes_.end(), n) != axes_.end();
+}
+
+// ---- batching rules (manual-spmd §6.2) ----------------------------------------------
+// Over the vmap's own axis_name the collective acts on the batch dimension: psum and
+// pmax/pmin reduce it (an unbatched operand is the same on every instance: x * size
+// and x), pvary is nothing, axis_index is an iota. Over other axes (mesh axes, an outer
+// vmap's name) it acts per element, so the batch dimension stays where it is.
+detail::Batched Collective::batch(const std::vector<Array>& args,
+                                  const std::vector<int>& dims) const {
+  const BatchAxis& b = batch_axis();
+  std::vector<std::string> rest;
+  for (const auto& a : axes_)
+    if (a != b.name) rest.push_back(a);
+  auto over_rest = [&](const Array& x) {
+    return rest.empty() ? x
+                        : bind1(std::make_shared<Collective>(kind_, rest, op_, check_vma_), {x});
+  };
+  if (rest.size() == axes_.size()) {  // not this vmap's axis
+    if (kind_ == Kind::AxisIndex) return {{bind1(shared_from_this(), {})}, {-1}};
+    return {{bind1(shared_from_this(), args)}, {dims[0]}};
+  }
+  switch (kind_) {
+    case Kind::AxisIndex: {
+      if (!rest.empty())
+        throw NotImplementedError(
+            "[axis_index] axis_index over a vmap axis name together with other axes " +
+            axis_names_tuple(axes_) +
+            " is not implemented. Got that tuple; expected the vmap's axis alone. Combine "
+            "axis_index of each name yourself (row-major).");
+      return {{iota({b.size}, int32)}, {0}};
+    }
+    case Kind::Pvary:
+      return {{over_rest(args[0])}, {dims[0]}};
+    case Kind::Psum: {
+      const Array& x = args[0];
+      if (dims[0] < 0)
+        return {{over_rest(op_ == ReduceOp::Sum ? (x * static_cast<double>(b.size)).astype(x.dtype())
+                                               : x)},
+              {-1}};
+      Array r = op_ == ReduceOp::Sum   ? sum(x, dims[0])
+                : op_ == ReduceOp::Max ? max(x, dims[0])
+                                       : min(x, dims[0]);
+      return {{over_rest(r.astype(x.dtype()))}, {-1}};
+    }
+  }
+  return {{args[0]}, {dims[0]}};
+}
 
 }  // namespace tsr::prim
 

@@ -23,8 +23,24 @@ struct CheckVmaScope {
   CheckVmaScope(const CheckVmaScope&) = delete;
   CheckVmaScope& operator=(const CheckVmaScope&) = delete;
 };
+/** Binds a vmap's axis_name (of the vmap's size) for the collectives of the function
+ *  being traced (manual-spmd §6.2). */
+struct VmapNameScope {
+  /** Binds `name` with `size`; an empty name binds nothing. */
+  VmapNameScope(std::string name, int64_t size);
+  ~VmapNameScope();
+  VmapNameScope(const VmapNameScope&) = delete;
+  VmapNameScope& operator=(const VmapNameScope&) = delete;
+
+ private:
+  bool pushed_;
+};
+/** The size of a vmap-bound axis name, innermost binding first; 0 when not bound. */
+int64_t vmap_axis_size(const std::string& name);
+/** The size of a bound axis: a vmap axis name, else a manual axis of the context mesh. */
+int64_t bound_axis_size(const std::string& name);
 /** Raises the unbound-axis NameError of manual-spmd §4 unless every name is a
- *  manual axis of the context mesh. */
+ *  vmap-bound axis name or a manual axis of the context mesh. */
 void check_axes_bound(const std::vector<std::string>& axes, const char* op);
 
 }  // namespace tsr::detail
@@ -58,6 +74,8 @@ class Collective : public detail::Primitive {
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
   bool custom_vma() const override { return true; }
+  bool uses_axis_name(const std::string& n) const override;
+  TSR_DEFINE_BATCH;
 
  private:
   Kind kind_;

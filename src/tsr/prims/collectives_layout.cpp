@@ -1,13 +1,16 @@
 #include "tsr/prims/collectives_layout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
 #include "tsr/collectives.h"
 #include "tsr/error.h"
+#include "tsr/indexing.h"
 #include "tsr/ops.h"
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -84,7 +87,7 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
     throw ValueError(pre + "the axis names " + axis_names_tuple(p_.axes) +
                      " repeat an axis. Got that; expected each axis once.");
   int64_t n = 1;
-  for (const auto& a : p_.axes) n *= ctx.axis_size(a);
+  for (const auto& a : p_.axes) n *= bound_axis_size(a);
   const std::string ns = std::to_string(n);
   ArrayType t = in.at(0);
   const int r = t.ndim();
@@ -173,7 +176,7 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
     return {t};
   }
   for (const auto& a : p_.axes)
-    if (!t.vma.count(a))
+    if (!t.vma.count(a) && !vmap_axis_size(a))  // a vmap's axis_name is not typed
       throw ValueError(
           pre + "Collective " + name() + " must be applied to a device-varying type, but got " +
           axis_set_str(t.vma) + " for collective acting over axis name " +
@@ -205,6 +208,10 @@ std::string LayoutCollective::params() const {
       return s + " source=" + std::to_string(p_.source);
   }
   return s;
+}
+
+bool LayoutCollective::uses_axis_name(const std::string& n) const {
+  return std::find(p_.axes.begin(), p_.axes.end(), n) != p_.axes.end();
 }
 
 // Every layout collective is linear: the tangent takes the same collective (§4).
@@ -253,17 +260,81 @@ std::vector<Array> LayoutCollective::transpose(const std::vector<Array>& cts,
   return {bind1(std::make_shared<LayoutCollective>(q), {ct})};
 }
 
-// The collective acts per element of the other dimensions: the batch dimension goes
-// first and the collective's dimensions shift by one.
+// Over other axes the collective acts per element of the other dimensions: the batch
+// dimension goes first and the collective's dimensions shift by one. Over the vmap's
+// own axis_name (§6.2) the instances are the batch: each collective becomes the
+// equivalent data movement along the batch dimension.
 detail::Batched LayoutCollective::batch(const std::vector<Array>& args,
                                         const std::vector<int>& dims) const {
-  if (p_.kind == K::Ppermute || p_.kind == K::Pbroadcast)
-    return {{bind1(shared_from_this(), args)}, {dims[0]}};
-  Array x = dims[0] == 0 ? args[0] : moveaxis(args[0], dims[0], 0);
-  Params q = p_;
-  q.dim += 1;
-  q.dim2 += 1;
-  return {{bind1(std::make_shared<LayoutCollective>(q), {x})}, {0}};
+  const BatchAxis& b = batch_axis();
+  if (b.name.empty() || !uses_axis_name(b.name)) {
+    if (p_.kind == K::Ppermute || p_.kind == K::Pbroadcast)
+      return {{bind1(shared_from_this(), args)}, {dims[0]}};
+    Array x = dims[0] == 0 ? args[0] : moveaxis(args[0], dims[0], 0);
+    Params q = p_;
+    q.dim += 1;
+    q.dim2 += 1;
+    return {{bind1(std::make_shared<LayoutCollective>(q), {x})}, {0}};
+  }
+  const char* op = op_name(p_.kind);
+  if (p_.axes.size() != 1)
+    throw NotImplementedError(std::string("[") + op + "] " + op +
+                              " over a vmap axis name together with other axes " +
+                              axis_names_tuple(p_.axes) +
+                              " is not implemented. Got that tuple; expected the vmap's axis "
+                              "alone. Apply one collective per axis.");
+  const int64_t n = b.size;
+  // The operand with the instances at dimension 0 (an unbatched one is the same on all).
+  Array x = batch_at_front(args[0], dims[0]);
+  switch (p_.kind) {
+    case K::AllGather: {  // every instance gets the stack: unbatched
+      Array y = moveaxis(x, 0, p_.tiled ? p_.dim : p_.dim);
+      if (p_.tiled) {
+        Shape s = x.shape();
+        s.erase(s.begin());
+        s[static_cast<size_t>(p_.dim)] *= n;
+        y = reshape(y, s);
+      }
+      return {{y}, {-1}};
+    }
+    case K::ReduceScatter: {  // the sum over instances, split along the scatter dim
+      Array s = sum(x, 0).astype(x.dtype());
+      if (!p_.tiled) return {{s}, {p_.dim}};
+      Shape sh = s.shape();
+      sh[static_cast<size_t>(p_.dim)] /= n;
+      sh.insert(sh.begin() + p_.dim, n);
+      return {{reshape(s, sh)}, {p_.dim}};
+    }
+    case K::Ppermute: {
+      if (static_cast<int64_t>(p_.perm.size()) != n)
+        throw NotImplementedError(
+            "[ppermute] ppermute over a vmap axis needs a full permutation. Got perm=" +
+            pairs_str(p_.perm) + " for an axis of size " + std::to_string(n) +
+            "; expected one pair per instance (JAX asserts the same). Complete the permutation "
+            "and mask the result.");
+      if (dims[0] < 0) return {{args[0]}, {-1}};
+      std::vector<int32_t> src(static_cast<size_t>(n));
+      for (const auto& [a, d] : p_.perm) src[static_cast<size_t>(d)] = a;
+      return {{take(x, array(src), 0)}, {0}};
+    }
+    case K::Pbroadcast: {
+      if (dims[0] < 0) return {{args[0]}, {-1}};
+      std::vector<int32_t> src(static_cast<size_t>(n), p_.source);
+      return {{take(x, array(src), 0)}, {0}};
+    }
+    case K::AllToAll: {
+      if (p_.tiled)
+        throw NotImplementedError(
+            "[all_to_all] tiled all_to_all over a vmap axis name is not implemented. Got "
+            "tiled=true; expected tiled=false. Reshape the split axis to (size, -1) and use "
+            "the untiled form.");
+      // Instance k gets, from each instance j, part k of j's split axis, stacked at
+      // concat_axis: x[j, ..., k@split, ...] -> y[k, ..., j@concat, ...].
+      Array z = moveaxis(x, p_.dim + 1, 0);  // [k, j, rest]
+      return {{moveaxis(z, 1, p_.dim2 + 1)}, {0}};
+    }
+  }
+  return {{args[0]}, {dims[0]}};
 }
 
 CollectiveRun collective_run(const LayoutCollective& c, const Shape& in, int64_t n) {

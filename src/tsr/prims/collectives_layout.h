@@ -43,6 +43,7 @@ class LayoutCollective : public detail::Primitive {
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
   bool custom_vma() const override { return true; }
+  bool uses_axis_name(const std::string& n) const override;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
   TSR_DEFINE_BATCH;

@@ -220,7 +220,9 @@ BatchResult batch_eval(const Program& p, const std::vector<Array>& args,
       ds.push_back(d);
       any = any || d >= 0;
     }
-    if (!any) {
+    // A collective over this vmap's axis_name acts on the batch even when unbatched.
+    bool named = !batch_axis().name.empty() && e.prim->uses_axis_name(batch_axis().name);
+    if (!any && !named) {
       std::vector<Array> outs = detail::bind(e.prim, ins);
       for (size_t j = 0; j < e.outs.size(); ++j) env[e.outs[j].get()] = {outs[j], -1};
       continue;

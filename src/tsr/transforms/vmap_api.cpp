@@ -166,6 +166,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
   std::vector<ArrayType> per(n);
   for (size_t i = 0; i < n; ++i)
     per[i] = dims[i] >= 0 ? unbatched_type(in[i].type(), dims[i]) : in[i].type();
+  VmapNameScope names(o.axis_name, *size);  // collectives over axis_name (§6.2)
   Program p = trace_program(f, per);
   BatchAxisScope scope({*size, e, mesh, o.axis_name});
   BatchResult r = batch_eval(p, in, dims);
