@@ -232,3 +232,20 @@ TEST(Pmap, ErrorsWithJaxTexts) {
 }
 
 }  // namespace
+
+namespace {
+
+// The README's example, as written there.
+TEST(PmapReadme, RowPlusColumnSums) {
+  Array data = reshape(arange(0.0, 20.0), {4, 5});
+  auto f = pmap(
+      [](const Array& row) {  // row: f32[5], slice k on device k
+        return row * 2.0 + psum(row, "data_parallel_axis");
+      },
+      {.axis_name = "data_parallel_axis"});
+  Array y = f(data);
+  EXPECT_EQ(typeof(y).str(), "f32[4@data_parallel_axis,5]");
+  expect_eq(data * 2.0 + broadcast_to(sum(data, 0), {4, 5}), y);
+}
+
+}  // namespace
