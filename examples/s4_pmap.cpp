@@ -55,7 +55,7 @@ int main() {
   auto [s, m] = reduce(data);
   show_shards("pmap(psum(x))", s);
   std::cout << "pmean, device 0's row:";
-  for (float v : m[0].to_vector<float>()) std::cout << " " << v;
+  for (float v : m.addressable_shards()[0].data->to_vector<float>()) std::cout << " " << v;
   std::cout << "\n";
   ok &= same(s, one_device_sum) && same(m, one_device_sum / 4.0);
 

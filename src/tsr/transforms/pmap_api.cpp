@@ -139,7 +139,8 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
                      " (one slice per device). Map fewer slices (reshape into an extra axis and "
                      "loop or vmap over it), or start Tessera with more devices.");
   devs.resize(static_cast<size_t>(*n));
-  Mesh mesh(devs, {static_cast<int>(*n)}, {name});
+  // Explicit, so the results' types say they are laid out over the devices.
+  Mesh mesh(devs, {static_cast<int>(*n)}, {name}, {AxisType::Explicit});
 
   // No nesting: inside a shard_map (or pmap) body the context mesh is manual (JAX's
   // shard_map check, which is what nested pmap raises since 0.8).
