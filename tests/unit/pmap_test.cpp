@@ -29,8 +29,7 @@ void expect_eq(const Array& want, const Array& got, const std::string& what = ""
 template <class F>
 Array loop(F f, const Array& x, int axis, int out) {
   std::vector<Array> ys;
-  for (int64_t k = 0; k < x.shape()[axis]; ++k)
-    ys.push_back(f(axis == 0 ? x[k] : x[{all, k}]));
+  for (int64_t k = 0; k < x.shape()[axis]; ++k) ys.push_back(f(axis == 0 ? x[k] : x[{all, k}]));
   return stack(ys, out);
 }
 
@@ -58,8 +57,8 @@ TEST(Pmap, RowKOnDeviceK) {
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(shards[k].device.id, k);
     EXPECT_EQ(shards[k].data->shape(), (Shape{1, 5})) << "shards keep a size-1 mapped dim";
-    expect_eq(reshape(sin(x[k]) * 2.0 + 1.0, {1, 5}), *shards[k].data, "shard " +
-                                                                           std::to_string(k));
+    expect_eq(reshape(sin(x[k]) * 2.0 + 1.0, {1, 5}), *shards[k].data,
+              "shard " + std::to_string(k));
   }
 }
 
@@ -106,9 +105,8 @@ TEST(Pmap, DevicesOptionAndOrder) {
   std::vector<Device> all = devices();
   std::vector<Device> order = {all[3], all[1], all[7], all[5], all[0]};
   Array x = iota_f({4, 2});
-  auto f = pmap(
-      [](const Array& r) { return r + astype(axis_index("i"), float32) * 100.0; },
-      {.axis_name = "i", .devices = order});
+  auto f = pmap([](const Array& r) { return r + astype(axis_index("i"), float32) * 100.0; },
+                {.axis_name = "i", .devices = order});
   Array y = f(x);
   EXPECT_EQ(shard_devices(y), (std::vector<int>{3, 1, 7, 5})) << "the first N, in the given order";
   Array idx = reshape(arange(0.0, 4.0) * 100.0, {4, 1}).astype(float32);

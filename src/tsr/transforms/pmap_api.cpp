@@ -38,8 +38,8 @@ std::string ids_str(const std::vector<Device>& ds) {
     std::string where = "axis " + std::to_string(dims[i]) + " of argument " + paths[i] +
                         " of type " + short_type(args[i].type());
     if (idx.size() > 1)
-      os << "\n  * most axes (" << idx.size() << " of them) had size " << size << ", e.g. "
-         << where << ";";
+      os << "\n  * most axes (" << idx.size() << " of them) had size " << size << ", e.g. " << where
+         << ";";
     else
       os << "\n  * one axis had size " << size << ": " << where << ";";
   }
@@ -148,8 +148,7 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
   for (const auto& t : ctx.axis_types())
     if (t == AxisType::Manual)
       throw ValueError("[pmap] The context mesh " + ctx.str() +
-                       " should match the mesh passed to shard_map " +
-                       mesh.abstract_mesh().str() +
+                       " should match the mesh passed to shard_map " + mesh.abstract_mesh().str() +
                        ". Got a pmap inside a pmap or shard_map body; expected pmap outside "
                        "any manual body (nested pmap is not supported). Use one shard_map over "
                        "a 2-D mesh, or nested shard_maps.");
@@ -177,12 +176,11 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
       if (a) {
         int rank = outs[j].ndim() + 1, to = *a < 0 ? *a + rank : *a;
         if (to < 0 || to >= rank)
-          throw ValueError("[pmap] out_axes " + std::to_string(*a) +
-                           " is out of range for result " + oa.paths[j] + " of type " +
-                           short_type(outs[j].type()) + ", whose mapped rank is " +
-                           std::to_string(rank) + ". Got that axis; expected one in [" +
-                           std::to_string(-rank) + ", " + std::to_string(rank) +
-                           "). Fix out_axes.");
+          throw ValueError(
+              "[pmap] out_axes " + std::to_string(*a) + " is out of range for result " +
+              oa.paths[j] + " of type " + short_type(outs[j].type()) + ", whose mapped rank is " +
+              std::to_string(rank) + ". Got that axis; expected one in [" + std::to_string(-rank) +
+              ", " + std::to_string(rank) + "). Fix out_axes.");
         a = to;
         outs[j] = expand_dims(outs[j], to);
       }
@@ -197,8 +195,8 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
   };
   // pmap's own mesh is the context for the call (a user's context mesh is not pmap's).
   MeshScope scope(mesh);
-  return shard_map_flat(body, args, in_specs, paths, out_specs,
-                        {.mesh = mesh, .check_vma = false}, "pmap");
+  return shard_map_flat(body, args, in_specs, paths, out_specs, {.mesh = mesh, .check_vma = false},
+                        "pmap");
 }
 
 }  // namespace tsr::detail
