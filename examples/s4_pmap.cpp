@@ -63,7 +63,14 @@ int main() {
   //    devices on `model`, which the weights' columns are split over.
   int model = device_count() / 4;
   Mesh mesh = make_mesh({4, model}, {"data", "model"});
-  std::cout << "mesh " << mesh << "\n";
+  std::cout << "mesh " << mesh << ", devices [";
+  for (int r = 0; r < 4; ++r) {  // row-major: [[d0, d1], [d2, d3], ...]
+    std::cout << (r ? ", [" : "[");
+    for (int c = 0; c < model; ++c)
+      std::cout << (c ? ", " : "") << mesh.devices()[r * model + c].id;
+    std::cout << "]";
+  }
+  std::cout << "]\n";
   Array w = reshape(arange(0.0, 5.0 * 2 * model), {5, 2 * model}).astype(float32) * 0.1;
   auto step = shard_map(
       [](const Array& x, const Array& wb) {  // x: f32[1,5]{V:data}, wb: f32[5,2]{V:model}
