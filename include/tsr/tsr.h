@@ -8,6 +8,7 @@
 #include "tsr/indexing.h"
 #include "tsr/mesh.h"
 #include "tsr/ops.h"
+#include "tsr/pmap.h"
 #include "tsr/random.h"
 #include "tsr/shape.h"
 #include "tsr/shard.h"
