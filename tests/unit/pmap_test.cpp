@@ -157,6 +157,8 @@ TEST(Pmap, UnderJitAndJitInside) {
   std::string text = jf.lower(y).program;
   EXPECT_NE(text.find("shard_map"), std::string::npos) << text;
   EXPECT_NE(text.find("psum"), std::string::npos) << text;
+  // pmap under jit on a host array: the body runs on pmap's devices, not the program's.
+  expect_eq(want, jf(x), "pmap inside jit, host argument");
   // jit inside pmap, on a host array.
   expect_eq(want, pmap(jit(body), {.axis_name = "i"})(x), "jit inside pmap");
   // Outputs of one pmap feed the next without moving (same mesh and layout).

@@ -118,7 +118,11 @@ struct Lowerer {
       for (const auto& a : sm.manual()) u.emplace_back(a, AxisType::Manual);
       inner_am = inner_am.update_axis_types(u);
     }
-    const Mesh inner = mesh_for(inner_am);
+    // The body runs on the shard_map's own devices (not whatever mesh of that shape the
+    // program met first: a jit of a pmap on host arrays has a one-device program mesh).
+    const Mesh inner(outer.devices(), inner_am.axis_sizes(), inner_am.axis_names(),
+                     inner_am.axis_types());
+    known.insert(known.begin(), inner);  // found first by the body's equations
     for (size_t i = 0; i < e.ins.size(); ++i) {
       const ArrayType& t = e.ins[i]->type;
       int v = reshard(val.at(e.ins[i].get()), layout_on(outer, sm.in_specs()[i], t.ndim()));
