@@ -58,6 +58,8 @@ class Collective : public detail::Primitive {
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
   bool custom_vma() const override { return true; }
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
 
  private:
   Kind kind_;

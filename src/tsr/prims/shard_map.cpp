@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -13,8 +17,7 @@ using namespace tsr::detail;
 namespace {
 const bool registered =
     register_primitive("shard_map") &&
-    declare_ad("shard_map", AdKind::NonDifferentiable,
-               "AD through shard_map arrives with issue 12 item 4");
+    declare_ad("shard_map", AdKind::Linear);
 
 // The product of the sizes of a spec entry's axes.
 int64_t entry_prod(const PartitionEntry& e, const AbstractMesh& m) {
@@ -55,6 +58,189 @@ std::string ShardMap::params() const {
   for (size_t i = 0; i < out_specs_.size(); ++i) s += (i ? ", " : "") + out_specs_[i].repr();
   return s + ") manual_axes=" + axis_names_tuple(manual_) +
          " check_vma=" + (check_vma_ ? "True" : "False");
+}
+
+AbstractMesh ShardMap::inner_mesh() const {
+  std::vector<std::pair<std::string, AxisType>> u;
+  for (const auto& a : manual_) u.emplace_back(a, AxisType::Manual);
+  return mesh_.abstract_mesh().update_axis_types(u);
+}
+
+Program ShardMap::trace_body(const FlatFn& fn, const std::vector<ArrayType>& in,
+                             std::vector<Array>& consts) const {
+  const AbstractMesh inner = inner_mesh();
+  AbstractMeshScope scope(inner);
+  CheckVmaScope vma_scope(check_vma_);
+  Program p = trace_program(fn, in, [&](const ArrayType& t) {
+    ArrayType b = t;  // a captured array is an invariant block, as in shard_map itself
+    b.sharding = NamedSharding(inner, PartitionSpec());
+    b.vma.clear();
+    return b;
+  });
+  consts = p.consts;
+  return lift_consts(p);
+}
+
+std::vector<Array> ShardMap::call(Program body, const std::vector<Array>& consts,
+                                  const std::vector<Array>& args,
+                                  std::vector<PartitionSpec> in_specs,
+                                  std::vector<PartitionSpec> out_specs) const {
+  std::vector<Array> all;
+  std::vector<PartitionSpec> specs;
+  for (const auto& k : consts) {
+    NamedSharding rep(mesh_, PartitionSpec());
+    all.push_back(k.type().sharding.mesh().empty()
+                      ? (k.impl()->var ? reshard(k, rep) : device_put(k, rep))
+                      : k);
+    specs.push_back(PartitionSpec().normalized(k.ndim()));
+  }
+  all.insert(all.end(), args.begin(), args.end());
+  specs.insert(specs.end(), in_specs.begin(), in_specs.end());
+  auto p = std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(body)), mesh_,
+                                      manual_, std::move(specs), std::move(out_specs), check_vma_,
+                                      fn_);
+  return detail::bind(p, all);
+}
+
+PrimPtr ShardMap::with_split_body(Program body, const std::vector<bool>& ins,
+                                  const std::vector<bool>& outs) const {
+  std::vector<PartitionSpec> is, os;
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i]) is.push_back(in_specs_[i]);
+  for (size_t j = 0; j < outs.size(); ++j)
+    if (outs[j]) os.push_back(out_specs_[j]);
+  return std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(body)), mesh_,
+                                    manual_, std::move(is), std::move(os), check_vma_, fn_);
+}
+
+// ---- autodiff rules (manual-spmd §5) ---------------------------------------------------
+
+// One shard_map over primals and the non-zero tangents (§5.2); its body is the body's
+// jvp, traced in the body's context so that zeros and collectives get their vma.
+std::vector<Array> ShardMap::jvp(const std::vector<Array>& primals,
+                                 const std::vector<Array>& tangents,
+                                 std::vector<Array>& outs) const {
+  const Program& b = *body_;
+  const size_t n = primals.size(), m = b.out_vars.size();
+  std::vector<bool> with_t;
+  std::vector<Array> args = primals;
+  std::vector<ArrayType> in_t = b.in_types();
+  std::vector<PartitionSpec> in_sp = in_specs_, out_sp = out_specs_;
+  for (size_t i = 0; i < n; ++i) {
+    with_t.push_back(tangents[i].valid());
+    if (!tangents[i].valid()) continue;
+    args.push_back(tangents[i]);
+    in_t.push_back(b.in_vars[i]->type);
+    in_sp.push_back(in_specs_[i]);
+  }
+  for (size_t j = 0; j < m; ++j)
+    if (has_tangent_space(b.out_vars[j]->type.dtype)) out_sp.push_back(out_specs_[j]);
+  std::vector<Array> consts;
+  Program jp = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> ps(a.begin(), a.begin() + static_cast<long>(n)), ts(n), os, tos;
+        for (size_t i = 0, k = n; i < n; ++i)
+          if (with_t[i]) ts[i] = a[k++];
+        jvp_eval(b, ps, ts, os, tos);
+        std::vector<Array> r = os;
+        for (size_t j = 0; j < m; ++j)
+          if (has_tangent_space(os[j].dtype()))
+            r.push_back(ad::instantiate(tos[j], os[j].type(), os[j]));
+        return r;
+      },
+      in_t, consts);
+  // Tangent outputs that read no tangent are zeros: symbolic ones outside, as for any
+  // other primitive (what follows need not differentiate them).
+  std::vector<bool> is_tangent(jp.in_vars.size(), false);
+  for (size_t i = consts.size() + n; i < is_tangent.size(); ++i) is_tangent[i] = true;
+  std::vector<bool> reads = unknown_outputs(jp, is_tangent);
+  std::vector<Array> r = call(std::move(jp), consts, args, in_sp, out_sp);
+  outs.assign(r.begin(), r.begin() + static_cast<long>(m));
+  std::vector<Array> touts(m);
+  for (size_t j = 0, k = m; j < m; ++j)
+    if (has_tangent_space(outs[j].dtype())) {
+      if (reads[k]) touts[j] = r[k];
+      ++k;
+    }
+  return touts;
+}
+
+// A new shard_map whose body is the body's backward pass (§5.4): inputs the known
+// inputs and the non-zero output cotangents, outputs the linear inputs' cotangents
+// laid out as those inputs. Without check_vma the types say nothing about replication,
+// so the rescaling is defensive: an output cotangent is divided by the number of
+// copies of its block, an input cotangent summed over the axes it was replicated on.
+std::vector<Array> ShardMap::transpose(const std::vector<Array>& cts,
+                                       const std::vector<LinearIn>& ins) const {
+  const Program& b = *body_;
+  const AbstractMesh& am = mesh_.abstract_mesh();
+  auto unnamed = [&](const PartitionSpec& p) {
+    std::set<std::string> named;
+    for (const auto& e : p.entries())
+      for (const auto& a : e.axes()) named.insert(a);
+    std::vector<std::string> r;  // in mesh order
+    for (const auto& a : am.axis_names())
+      if (!named.count(a) && std::find(manual_.begin(), manual_.end(), a) != manual_.end())
+        r.push_back(a);
+    return r;
+  };
+  std::vector<Array> args;
+  std::vector<ArrayType> in_t;
+  std::vector<PartitionSpec> in_sp, out_sp;
+  std::vector<bool> grads(ins.size(), false);  // linear float inputs: get a cotangent
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i].linear()) {
+      grads[i] = has_tangent_space(b.in_vars[i]->type.dtype);
+      if (grads[i]) out_sp.push_back(in_specs_[i]);
+      continue;
+    }
+    args.push_back(ins[i].value);
+    in_t.push_back(b.in_vars[i]->type);
+    in_sp.push_back(in_specs_[i]);
+  }
+  for (size_t j = 0; j < cts.size(); ++j) {
+    if (!cts[j].valid()) continue;
+    args.push_back(cts[j]);
+    in_t.push_back(ct_type(b.out_vars[j]->type));
+    in_sp.push_back(out_specs_[j]);
+  }
+  std::vector<Array> out(ins.size());
+  if (out_sp.empty()) return out;
+  std::vector<Array> consts;
+  Program tp = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> bargs(ins.size()), bcts(cts.size());
+        size_t k = 0;
+        for (size_t i = 0; i < ins.size(); ++i)
+          if (!ins[i].linear()) bargs[i] = a[k++];
+        for (size_t j = 0; j < cts.size(); ++j) {
+          if (!cts[j].valid()) continue;
+          bcts[j] = a[k++];
+          if (check_vma_) continue;
+          int64_t copies = 1;
+          for (const auto& ax : unnamed(out_specs_[j])) copies *= am.axis_size(ax);
+          if (copies > 1) bcts[j] = bcts[j] / static_cast<double>(copies);
+        }
+        std::vector<Array> got = backward_pass(b, bargs, bcts, "grad");
+        Array like = ad::first_valid(a);
+        std::vector<Array> r;
+        for (size_t i = 0; i < ins.size(); ++i) {
+          if (!grads[i]) continue;
+          Array g = ad::instantiate(got[i], ct_type(b.in_vars[i]->type), like);
+          std::vector<std::string> over = unnamed(in_specs_[i]);
+          if (!check_vma_ && !over.empty())
+            g = bind1(std::make_shared<Collective>(Collective::Kind::Psum, over, ReduceOp::Sum,
+                                                   false),
+                      {g});
+          r.push_back(g);
+        }
+        return r;
+      },
+      in_t, consts);
+  std::vector<Array> r = call(std::move(tp), consts, args, in_sp, out_sp);
+  for (size_t i = 0, k = 0; i < ins.size(); ++i)
+    if (grads[i]) out[i] = r[k++];
+  return out;
 }
 
 }  // namespace tsr::prim

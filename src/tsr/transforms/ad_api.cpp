@@ -2,6 +2,7 @@
 // linear_transpose, the custom rules and checkpoint, built from the passes. Every
 // function traces the user's function into a Program, transforms it, and evaluates
 // the result by binding, so it runs eagerly or records into an enclosing trace.
+#include <algorithm>
 #include <sstream>
 #include <unordered_set>
 
@@ -13,6 +14,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/ad_prims.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
@@ -127,6 +129,30 @@ std::shared_ptr<const Program> close_over(const Program& p, size_t num_res,
 
 std::string list_str(const std::vector<ArrayType>& ts) { return ad::types_str(ts); }
 
+// The manual axes in `a` but not in `b`, in mesh order, as a tuple: "('x',)"; "" if none.
+std::string axes_missing(const ArrayType& a, const ArrayType& b) {
+  std::vector<std::string> r;
+  for (const auto& x : a.vma)
+    if (!b.vma.count(x)) r.push_back(x);
+  AbstractMesh ctx = get_abstract_mesh();
+  if (!ctx.empty())
+    std::stable_sort(r.begin(), r.end(), [&](const std::string& x, const std::string& y) {
+      return ctx.axis_index(x) < ctx.axis_index(y);
+    });
+  return r.empty() ? "" : prim::axis_names_tuple(r);
+}
+
+// The fix for a value whose varying axes differ from the expected ones (manual-spmd
+// §5.6): Tessera, like JAX, never inserts a pvary at an AD boundary.
+std::string vma_fixes(const ArrayType& want, const ArrayType& got, const std::string& to_primal,
+                      const std::string& to_arg) {
+  std::string r;
+  std::string extra = axes_missing(got, want), lacking = axes_missing(want, got);
+  if (!extra.empty()) r += "\n  * applying `tsr::pvary(..., " + extra + ")` to " + to_primal + ";";
+  if (!lacking.empty()) r += "\n  * applying `tsr::pvary(..., " + lacking + ")` to " + to_arg + ";";
+  return r;
+}
+
 }  // namespace
 
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
@@ -209,14 +235,20 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
     const ArrayType &want = in_types_[i], &got = args[i].type();
     std::string why = ad::mismatch(want, got);
     if (!why.empty()) {
+      // A vma difference is fixed by a pvary where the value is made (§5.6-5.7); any
+      // other difference by resharding or converting the argument.
+      const bool vma = want.vma != got.vma;
       if (api_ == "linearize")
         throw ValueError(
             "[linearize] linearized function called on tangent values inconsistent with the "
             "original primal values:\nGot tangent aval " +
             got.str() + " for primal aval " + primal_types_[i].str() + " but expected " +
-            want.str() + why +
-            ". \nThis might be fixed by:\n  * resharding the tangent to the primal's sharding "
-            "(reshard(t, typeof(primal).sharding)) or converting its dtype;");
+            want.str() + why + ". \nThis might be fixed by:" +
+            (vma ? vma_fixes(want, got, "the primal value passed to `tsr::linearize`",
+                             "the tangent value passed to the callable `f_jvp` returned by "
+                             "`tsr::linearize`")
+                 : "\n  * resharding the tangent to the primal's sharding "
+                   "(reshard(t, typeof(primal).sharding)) or converting its dtype;"));
       if (api_ == "vjp")
         throw ValueError("[vjp] unexpected JAX type (e.g. shape/dtype) for argument to VJP "
                          "function: got " +
@@ -224,7 +256,11 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
                          " because the corresponding output of the differentiated function had "
                          "JAX type " +
                          primal_types_[i].str() + why +
-                         ". Pass a cotangent of the output's type (reshard or astype it).");
+                         (vma ? ". This might be fixed by:" +
+                                    vma_fixes(want, got, "the output of the differentiated "
+                                                         "function (inside it)",
+                                              "the cotangent passed to the VJP function")
+                              : ". Pass a cotangent of the output's type (reshard or astype it)."));
       throw TypeError("[linear_transpose] cotangent type does not match function output, "
                       "expected " +
                       list_str(in_types_) + " but got " +
@@ -233,7 +269,13 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
                         for (const auto& a : args) g.push_back(a.valid() ? a.type() : ArrayType{});
                         return g;
                       }()) +
-                      why + ". Pass one cotangent of each output's type.");
+                      why +
+                      (vma ? ". This might be fixed by:" +
+                                 vma_fixes(want, got,
+                                           "the primal values passed to `tsr::linear_transpose` "
+                                           "(or `tsr::linearize`)",
+                                           "the cotangent passed to the transposed function")
+                           : ". Pass one cotangent of each output's type."));
     }
     in.push_back(args[i]);
   }
