@@ -24,6 +24,13 @@ namespace tsr::detail {
 
 namespace {
 
+// x's type as the innermost trace sees it: an array a shard_map body closes over is an
+// invariant block there, so a function differentiated at it is traced at that type.
+ArrayType seen_type(const Array& x) {
+  Trace* t = current_trace();
+  return t ? t->type_of(x) : x.type();
+}
+
 std::vector<ArrayType> types_of(const std::vector<Array>& xs, const char* api) {
   std::vector<ArrayType> t;
   for (const auto& x : xs) {
@@ -31,7 +38,7 @@ std::vector<ArrayType> types_of(const std::vector<Array>& xs, const char* api) {
       throw ValueError(std::string("[") + api +
                        "] an argument leaf is an empty Array handle. Got a default-constructed "
                        "Array; expected an array made by an op.");
-    t.push_back(x.type());
+    t.push_back(seen_type(x));
   }
   return t;
 }
@@ -80,6 +87,14 @@ void eval_known(Lin& l, const std::vector<Array>& primals, const std::vector<boo
   std::vector<Array> v = eval_program(k, primals);
   l.outs.assign(v.begin(), v.begin() + static_cast<long>(l.num_out));
   l.res.assign(v.begin() + static_cast<long>(l.num_out), v.end());
+  // A residual that is an array from outside the current trace (a primal forwarded
+  // as is) is captured now, at the type this trace gives it: a later trace nested in
+  // this one (linear_transpose of the map) then sees what this one sees.
+  if (Trace* tr = current_trace())
+    for (auto& r : l.res) {
+      const ArrayImpl* impl = r.impl().get();
+      if (impl && !(impl->var && impl->trace_id == tr->id())) r = make_traced(tr->var_for(r), tr->id());
+    }
 }
 
 Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals,
@@ -182,10 +197,10 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
                        "shape " +
                        shape_str(pt[i].shape) + " and tangent shape as " +
                        shape_str(ti.shape()) + ". Give each tangent its primal's shape.");
-    std::string why = ad::mismatch(pt[i], ti.type());
+    std::string why = ad::mismatch(pt[i], seen_type(ti));
     if (!why.empty())
       throw ValueError("[jvp] a tangent's type must be its primal's type. Got tangent type " +
-                       ti.type().str() + " for primal type " + pt[i].str() + why +
+                       seen_type(ti).str() + " for primal type " + pt[i].str() + why +
                        ". Reshard the tangent: reshard(t, typeof(primal).sharding).");
     t[i] = ti;
   }
@@ -232,7 +247,7 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
       throw ValueError("[" + api_ + "] argument leaf " + std::to_string(i) +
                        " is an empty Array handle. Got a default-constructed Array; expected "
                        "an array made by an op.");
-    const ArrayType &want = in_types_[i], &got = args[i].type();
+    const ArrayType want = in_types_[i], got = seen_type(args[i]);
     std::string why = ad::mismatch(want, got);
     if (!why.empty()) {
       // A vma difference is fixed by a pvary where the value is made (§5.6-5.7); any
@@ -266,7 +281,7 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
                       list_str(in_types_) + " but got " +
                       list_str([&] {
                         std::vector<ArrayType> g;
-                        for (const auto& a : args) g.push_back(a.valid() ? a.type() : ArrayType{});
+                        for (const auto& a : args) g.push_back(a.valid() ? seen_type(a) : ArrayType{});
                         return g;
                       }()) +
                       why +
@@ -348,6 +363,11 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
   for (const auto& it : l.in_types) ct_out.push_back(ct_type(it));
   auto map = std::make_shared<const LinearMap>(prog, ct_in, primal_out, ct_out, used, "vjp");
   return {l.outs, map};
+}
+
+std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
+                                                       const std::vector<Array>& primals) {
+  return linear_transpose_flat(f, types_of(primals, "linear_transpose"));
 }
 
 std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
