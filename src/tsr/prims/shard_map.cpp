@@ -113,6 +113,69 @@ PrimPtr ShardMap::with_split_body(Program body, const std::vector<bool>& ins,
                                     manual_, std::move(is), std::move(os), check_vma_, fn_);
 }
 
+ShardMap::Split ShardMap::split_residuals(const std::vector<bool>& unknown_ins) const {
+  const Program& b = *body_;
+  Split sp;
+  sp.unknown_outs = unknown_outputs(b, unknown_ins);
+  PartialEval pe = partial_eval(b, unknown_ins, sp.unknown_outs);
+  sp.num_res = pe.num_res;
+  const AbstractMesh& am = mesh_.abstract_mesh();
+  // Residual r: block type t -> [1, *t.shape] in the body, spec P(axes) outside, so
+  // each device's residual is its own slice of the stacked global value.
+  size_t nk = pe.known.out_vars.size() - pe.num_res;
+  std::vector<ArrayType> res_t;
+  std::vector<PartitionSpec> res_specs;
+  for (size_t r = 0; r < pe.num_res; ++r) {
+    ArrayType t = pe.known.out_vars[nk + r]->type;
+    Axes axes;
+    for (const auto& a : am.axis_names())
+      if (std::find(manual_.begin(), manual_.end(), a) != manual_.end() &&
+          (!check_vma_ || t.vma.count(a)))
+        axes.push_back(a);
+    std::vector<PartitionEntry> e(static_cast<size_t>(t.ndim()) + 1);
+    e[0] = PartitionEntry(axes);
+    res_specs.push_back(PartitionSpec(e));
+    t.shape.insert(t.shape.begin(), 1);
+    res_t.push_back(t);
+  }
+  std::vector<ArrayType> known_in, unknown_in = res_t;
+  std::vector<PartitionSpec> k_in, k_out, u_in = res_specs, u_out;
+  for (size_t i = 0; i < unknown_ins.size(); ++i) {
+    (unknown_ins[i] ? unknown_in : known_in).push_back(b.in_vars[i]->type);
+    (unknown_ins[i] ? u_in : k_in).push_back(in_specs_[i]);
+  }
+  for (size_t j = 0; j < sp.unknown_outs.size(); ++j)
+    (sp.unknown_outs[j] ? u_out : k_out).push_back(out_specs_[j]);
+  k_out.insert(k_out.end(), res_specs.begin(), res_specs.end());
+  std::vector<Array> kc, uc;
+  Program kb = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> o = eval_program(pe.known, a);
+        for (size_t r = 0; r < pe.num_res; ++r) o[nk + r] = reshape(o[nk + r], res_t[r].shape);
+        return o;
+      },
+      known_in, kc);
+  Program ub = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> in = a;
+        for (size_t r = 0; r < pe.num_res; ++r) {
+          Shape s(res_t[r].shape.begin() + 1, res_t[r].shape.end());
+          in[r] = reshape(a[r], s);
+        }
+        return eval_program(pe.unknown, in);
+      },
+      unknown_in, uc);
+  if (!kc.empty() || !uc.empty())
+    throw TypeError(
+        "[partial_eval] a split shard_map body captured arrays. Got captured constants; "
+        "expected none (the body's are inputs). This is a bug in Tessera: please report it.");
+  sp.known = std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(kb)), mesh_,
+                                        manual_, k_in, k_out, check_vma_, fn_);
+  sp.unknown = std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(ub)), mesh_,
+                                          manual_, u_in, u_out, check_vma_, fn_);
+  return sp;
+}
+
 // ---- autodiff rules (manual-spmd §5) ---------------------------------------------------
 
 // One shard_map over primals and the non-zero tangents (§5.2); its body is the body's

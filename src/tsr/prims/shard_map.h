@@ -54,6 +54,17 @@ class ShardMap : public detail::Primitive {
    *  flagged ones (specs subset alike): partial eval's split (transforms/split.h). */
   detail::PrimPtr with_split_body(detail::Program body, const std::vector<bool>& ins,
                                   const std::vector<bool>& outs) const;
+  /** partial eval's split of a shard_map (manual-spmd §5.3). */
+  struct Split {
+    detail::PrimPtr known;          /**< known inputs -> known outputs ++ residuals */
+    detail::PrimPtr unknown;        /**< residuals ++ unknown inputs -> unknown outputs */
+    std::vector<bool> unknown_outs; /**< which outputs the unknown side computes */
+    size_t num_res = 0;             /**< residual count */
+  };
+  /** Splits this shard_map for inputs flagged unknown, saving residuals: each is a
+   *  body value stacked on a new leading dim laid out over the axes it varies over (all
+   *  manual axes without check_vma). */
+  Split split_residuals(const std::vector<bool>& unknown_ins) const;
   bool jvp_makes_outputs() const override { return true; }
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;

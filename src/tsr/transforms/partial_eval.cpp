@@ -1,7 +1,8 @@
 // partial_eval: splits a Program into the part computable from the known inputs
 // and the part that needs the unknown ones (linearize = jvp + partial_eval). Known
-// values the unknown part reads become residuals. A checkpoint or shard_map equation
-// saves only its inputs: the unknown part recomputes what it needs (remat).
+// values the unknown part reads become residuals. A checkpoint equation saves only its
+// inputs: the unknown part recomputes what it needs (remat); a shard_map is split in
+// two with the body's residuals passed between them.
 #include <algorithm>
 #include <set>
 #include <unordered_set>
@@ -100,6 +101,39 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
     if (!body || all) {
       unknown_eqns.push_back(e);
       for (const auto& v : e.outs) unknown.insert(v.get());
+      continue;
+    }
+    if (const auto* sm = dynamic_cast<const prim::ShardMap*>(e.prim.get())) {
+      // A known and an unknown shard_map with residuals saved between them (§5.3):
+      // the tangent side does not redo the body's primal work (or its collectives).
+      prim::ShardMap::Split sp = sm->split_residuals(flags);
+      Eqn ke, ue;
+      std::vector<ArrayType> kt;
+      for (size_t i = 0; i < e.ins.size(); ++i)
+        if (!flags[i]) {
+          ke.ins.push_back(e.ins[i]);
+          kt.push_back(e.ins[i]->type);
+        }
+      for (size_t j = 0; j < e.outs.size(); ++j) {
+        if (!sp.unknown_outs[j]) {
+          ke.outs.push_back(e.outs[j]);
+          continue;
+        }
+        ue.outs.push_back(e.outs[j]);
+        unknown.insert(e.outs[j].get());
+      }
+      std::vector<ArrayType> ot = sp.known->infer(kt);
+      for (size_t r = 0; r < sp.num_res; ++r) {
+        auto v = std::make_shared<Var>(Var{ot[ot.size() - sp.num_res + r]});
+        ke.outs.push_back(v);
+        ue.ins.push_back(v);
+      }
+      for (size_t i = 0; i < e.ins.size(); ++i)
+        if (flags[i]) ue.ins.push_back(e.ins[i]);
+      ke.prim = sp.known;
+      ue.prim = sp.unknown;
+      if (!ke.outs.empty()) known_eqns.push_back(std::move(ke));
+      unknown_eqns.push_back(std::move(ue));
       continue;
     }
     // Remat: the known side computes the known outputs from the known inputs; the
