@@ -37,7 +37,8 @@ class S2 : public ::testing::Test {
 TEST_F(S2, WithPvaryGivesFourOnEachDevice) {
   // f(p) = mean(p^2): out_t = 2 p t = 2, bwd(out_t) = 2 p out_t = 4 per device.
   EXPECT_EQ(sm(true)(device_put(ones({2}), P("x"))).to_vector<float>(), (std::vector<float>{4, 4}));
-  EXPECT_EQ(jit(sm(true))(device_put(ones({2}), P("x"))).to_vector<float>(), (std::vector<float>{4, 4}));
+  EXPECT_EQ(jit(sm(true))(device_put(ones({2}), P("x"))).to_vector<float>(),
+            (std::vector<float>{4, 4}));
   // Per-device tangents: 4 p^2 t.
   Array t = device_put(array<float>({1.f, 2.f}), P("x"));
   EXPECT_EQ(sm(true)(t).to_vector<float>(), (std::vector<float>{4, 8}));
@@ -69,7 +70,8 @@ TEST_F(S2, WithoutPvaryTheErrorNamesTheFix) {
 
 TEST_F(S2, CheckVmaFalseRunsWithoutPvary) {
   // No vma is tracked, so p and t have the same type and the program runs (§5.7).
-  EXPECT_EQ(sm(false, false)(device_put(ones({2}), P("x"))).to_vector<float>(), (std::vector<float>{4, 4}));
+  EXPECT_EQ(sm(false, false)(device_put(ones({2}), P("x"))).to_vector<float>(),
+            (std::vector<float>{4, 4}));
 }
 
 }  // namespace

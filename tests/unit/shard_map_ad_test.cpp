@@ -25,7 +25,8 @@ Array iota_d(const Shape& s) {
 void expect_near(const Array& want, const Array& got, const std::string& what) {
   ASSERT_EQ(want.shape(), got.shape()) << what;
   auto a = want.to_vector<double>(), b = got.to_vector<double>();
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * (1 + std::fabs(a[i]))) << what << " at " << i;
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-9 * (1 + std::fabs(a[i]))) << what << " at " << i;
 }
 
 struct MeshCase {
@@ -66,12 +67,14 @@ TEST(ShardMapAd, DerivativesMatchOneDevice) {
     for (const auto& mc : meshes()) {
       Mesh mesh = make_mesh(mc.sizes, mc.names);
       MeshScope scope(mesh);
-      std::string what = "mesh " + std::to_string(mesh.size()) + (check_vma ? "" : " check_vma=false");
+      std::string what =
+          "mesh " + std::to_string(mesh.size()) + (check_vma ? "" : " check_vma=false");
       std::vector<Array> in = {device_put(host[0], P(Axes(mc.names))), device_put(host[1], P())};
       detail::FlatFn f = sharded(mc.names, check_vma);
       auto outs = f(in);
       auto ref = oracle(host);
-      for (size_t j = 0; j < 2; ++j) expect_near(ref[j], outs[j], what + " value " + std::to_string(j));
+      for (size_t j = 0; j < 2; ++j)
+        expect_near(ref[j], outs[j], what + " value " + std::to_string(j));
       gradcheck::Derivatives got = gradcheck::derivatives(f, in, true, true);
       for (size_t j = 0; j < 2; ++j)
         expect_near(want.tangents[j], got.tangents[j], what + " jvp " + std::to_string(j));
@@ -120,13 +123,54 @@ TEST(ShardMapAd, LinearizeAndGradFromOutside) {
   expect_near(g, grad(jit(f))(x), "grad(jit)");
 }
 
+TEST(ShardMapAd, GradAndJitGradOnEveryMesh) {
+  Array host = iota_d({16, 2});
+  auto one = [](const Array& v) { return sum(tanh(v) * v) + sum(v) * sum(v); };
+  Array want = grad(one)(host);
+  for (const auto& mc : meshes()) {
+    Mesh mesh = make_mesh(mc.sizes, mc.names);
+    MeshScope scope(mesh);
+    AxisNames all(mc.names);
+    auto f = shard_map(
+        [all](const Array& b) {
+          Array s = psum(sum(b), all);
+          return psum(sum(tanh(b) * b), all) + s * s;
+        },
+        {.in_specs = P(Axes(mc.names)), .out_specs = P()});
+    Array x = device_put(host, P(Axes(mc.names)));
+    std::string what = "mesh " + std::to_string(mesh.size());
+    expect_near(want, grad(f)(x), what + " grad");
+    expect_near(want, jit(grad(f))(x), what + " jit(grad)");
+  }
+}
+
+// A body output that reads no input has a zero tangent of a varying type (the out
+// spec pvary's it): instantiated inside the jvp'd body with its vma, a symbolic zero
+// outside.
+TEST(ShardMapAd, ZeroTangentsOfVaryingOutputs) {
+  Mesh mesh = make_mesh({2, 2}, {"x", "y"});
+  MeshScope scope(mesh);
+  Array x = device_put(iota_d({4, 2}), P("x", "y"));
+  auto f = shard_map([](const Array& b) { return std::make_pair(b * 2.0, zeros_like(b) + 1.0); },
+                     {.in_specs = P("x", "y"), .out_specs = {P("x", "y"), P("x", "y")}});
+  auto [y, t] = jvp(f, x, device_put(ones({4, 2}, float64), P("x", "y")));
+  EXPECT_EQ(t.first.to_vector<double>(), std::vector<double>(8, 2.0));
+  EXPECT_EQ(t.second.to_vector<double>(), std::vector<double>(8, 0.0));
+  EXPECT_EQ(typeof(t.second).str(), typeof(y.second).str());
+  auto [y2, f_jvp] = linearize(f, x);
+  EXPECT_EQ(f_jvp(x).second.to_vector<double>(), std::vector<double>(8, 0.0));
+  auto g = grad([&](const Array& v) { return sum(f(v).first * f(v).second); })(x);
+  EXPECT_EQ(g.to_vector<double>(), std::vector<double>(8, 2.0));
+}
+
 // §5.4: a fan-out (invariant in, tiled out) transposes to psum; a psum (fan-in)
 // transposes to the free pvary.
 TEST(ShardMapAd, PsumAndPvaryTransposeIntoEachOther) {
   Mesh mesh = make_mesh({4}, {"x"});
   MeshScope scope(mesh);
   Array v = array<double>({1.0, 2.0});
-  auto fan_out = shard_map([](const Array& b) { return b; }, {.in_specs = P(), .out_specs = P("x")});
+  auto fan_out =
+      shard_map([](const Array& b) { return b; }, {.in_specs = P(), .out_specs = P("x")});
   auto t_out = linear_transpose(fan_out, v);
   std::string text = t_out.str();
   EXPECT_NE(text.find("psum"), std::string::npos) << text;
@@ -165,9 +209,7 @@ TEST(ShardMapAd, GradInsideTheBody) {
   MeshScope scope(mesh);
   Array d = device_put(array<double>({0.0, 1.0}), P("batch"));
   Array w = array<double>({1.0});
-  auto loss = [](const Array& w, const Array& d) {
-    return psum(sum((w * w + 1.0) * d), "batch");
-  };
+  auto loss = [](const Array& w, const Array& d) { return psum(sum((w * w + 1.0) * d), "batch"); };
   std::string wt;
   Array g = shard_map(
       [&](const Array& w, const Array& d) {
@@ -178,9 +220,9 @@ TEST(ShardMapAd, GradInsideTheBody) {
       {.in_specs = {P(), P("batch")}, .out_specs = P()})(w, d);
   EXPECT_EQ(wt, "f64[1]");
   EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{2.0}));  // 2 w sum(d)
-  Array legacy = shard_map([&](const Array& w, const Array& d) { return grad(loss)(w, d); },
-                           {.in_specs = {P(), P("batch")}, .out_specs = P("batch"),
-                            .check_vma = false})(w, d);
+  Array legacy =
+      shard_map([&](const Array& w, const Array& d) { return grad(loss)(w, d); },
+                {.in_specs = {P(), P("batch")}, .out_specs = P("batch"), .check_vma = false})(w, d);
   EXPECT_EQ(legacy.to_vector<double>(), (std::vector<double>{0.0, 4.0}));
   // The same under jit.
   auto jg = jit(shard_map([&](const Array& w, const Array& d) { return grad(loss)(w, d); },
@@ -241,10 +283,13 @@ TEST(ShardMapAd, PmaxAndPminHaveNoDerivative) {
   Array x = device_put(iota_d({4}), P("x"));
   for (const char* op : {"pmax", "pmin"}) {
     auto f = shard_map(
-        [op](const Array& b) { return std::string(op) == "pmax" ? pmax(sum(b), "x") : pmin(sum(b), "x"); },
+        [op](const Array& b) {
+          return std::string(op) == "pmax" ? pmax(sum(b), "x") : pmin(sum(b), "x");
+        },
         {.in_specs = P("x"), .out_specs = P()});
     std::string e = error_of<NotImplementedError>([&] { (void)grad(f)(x); });
-    EXPECT_HAS(e, std::string("[") + op + "] Differentiation rule for '" + op + "' not implemented");
+    EXPECT_HAS(e,
+               std::string("[") + op + "] Differentiation rule for '" + op + "' not implemented");
   }
 }
 

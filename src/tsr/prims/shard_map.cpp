@@ -15,9 +15,7 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered =
-    register_primitive("shard_map") &&
-    declare_ad("shard_map", AdKind::Linear);
+const bool registered = register_primitive("shard_map") && declare_ad("shard_map", AdKind::Linear);
 
 // The product of the sizes of a spec entry's axes.
 int64_t entry_prod(const PartitionEntry& e, const AbstractMesh& m) {
@@ -96,9 +94,9 @@ std::vector<Array> ShardMap::call(Program body, const std::vector<Array>& consts
   }
   all.insert(all.end(), args.begin(), args.end());
   specs.insert(specs.end(), in_specs.begin(), in_specs.end());
-  auto p = std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(body)), mesh_,
-                                      manual_, std::move(specs), std::move(out_specs), check_vma_,
-                                      fn_);
+  auto p =
+      std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(body)), mesh_, manual_,
+                                 std::move(specs), std::move(out_specs), check_vma_, fn_);
   return detail::bind(p, all);
 }
 
@@ -292,9 +290,9 @@ std::vector<Array> ShardMap::transpose(const std::vector<Array>& cts,
           Array g = ad::instantiate(got[i], ct_type(b.in_vars[i]->type), like);
           std::vector<std::string> over = unnamed(in_specs_[i]);
           if (!check_vma_ && !over.empty())
-            g = bind1(std::make_shared<Collective>(Collective::Kind::Psum, over, ReduceOp::Sum,
-                                                   false),
-                      {g});
+            g = bind1(
+                std::make_shared<Collective>(Collective::Kind::Psum, over, ReduceOp::Sum, false),
+                {g});
           r.push_back(g);
         }
         return r;

@@ -93,7 +93,8 @@ void eval_known(Lin& l, const std::vector<Array>& primals, const std::vector<boo
   if (Trace* tr = current_trace())
     for (auto& r : l.res) {
       const ArrayImpl* impl = r.impl().get();
-      if (impl && !(impl->var && impl->trace_id == tr->id())) r = make_traced(tr->var_for(r), tr->id());
+      if (impl && !(impl->var && impl->trace_id == tr->id()))
+        r = make_traced(tr->var_for(r), tr->id());
     }
 }
 
@@ -265,32 +266,34 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
                  : "\n  * resharding the tangent to the primal's sharding "
                    "(reshard(t, typeof(primal).sharding)) or converting its dtype;"));
       if (api_ == "vjp")
-        throw ValueError("[vjp] unexpected JAX type (e.g. shape/dtype) for argument to VJP "
-                         "function: got " +
-                         got.str() + ", but expected " + want.str() +
-                         " because the corresponding output of the differentiated function had "
-                         "JAX type " +
-                         primal_types_[i].str() + why +
-                         (vma ? ". This might be fixed by:" +
-                                    vma_fixes(want, got, "the output of the differentiated "
-                                                         "function (inside it)",
-                                              "the cotangent passed to the VJP function")
-                              : ". Pass a cotangent of the output's type (reshard or astype it)."));
-      throw TypeError("[linear_transpose] cotangent type does not match function output, "
-                      "expected " +
-                      list_str(in_types_) + " but got " +
-                      list_str([&] {
-                        std::vector<ArrayType> g;
-                        for (const auto& a : args) g.push_back(a.valid() ? seen_type(a) : ArrayType{});
-                        return g;
-                      }()) +
-                      why +
-                      (vma ? ". This might be fixed by:" +
-                                 vma_fixes(want, got,
-                                           "the primal values passed to `tsr::linear_transpose` "
-                                           "(or `tsr::linearize`)",
-                                           "the cotangent passed to the transposed function")
-                           : ". Pass one cotangent of each output's type."));
+        throw ValueError(
+            "[vjp] unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+            "function: got " +
+            got.str() + ", but expected " + want.str() +
+            " because the corresponding output of the differentiated function had "
+            "JAX type " +
+            primal_types_[i].str() + why +
+            (vma ? ". This might be fixed by:" +
+                       vma_fixes(want, got,
+                                 "the output of the differentiated "
+                                 "function (inside it)",
+                                 "the cotangent passed to the VJP function")
+                 : ". Pass a cotangent of the output's type (reshard or astype it)."));
+      throw TypeError(
+          "[linear_transpose] cotangent type does not match function output, "
+          "expected " +
+          list_str(in_types_) + " but got " + list_str([&] {
+            std::vector<ArrayType> g;
+            for (const auto& a : args) g.push_back(a.valid() ? seen_type(a) : ArrayType{});
+            return g;
+          }()) +
+          why +
+          (vma ? ". This might be fixed by:" +
+                     vma_fixes(want, got,
+                               "the primal values passed to `tsr::linear_transpose` "
+                               "(or `tsr::linearize`)",
+                               "the cotangent passed to the transposed function")
+               : ". Pass one cotangent of each output's type."));
     }
     in.push_back(args[i]);
   }

@@ -66,9 +66,9 @@ Array with_vma(const Array& x, const std::set<std::string>& vma, const char* rul
   if (have == vma) return x;
   for (const auto& a : have)
     if (!vma.count(a))
-      throw TypeError(std::string("[") + what + "] the rule of '" + rule + "' produced a " +
-                      what + " of type " + x.type().str() + " that varies over manual axis '" +
-                      a + "'. Got more varying axes than the value's; expected " +
+      throw TypeError(std::string("[") + what + "] the rule of '" + rule + "' produced a " + what +
+                      " of type " + x.type().str() + " that varies over manual axis '" + a +
+                      "'. Got more varying axes than the value's; expected " +
                       prim::axis_set_str(vma) +
                       ". This is a bug in Tessera's rule: please report it.");
   // A zero (or a value made by an invariant op) for a varying value: pvary it, as JAX
@@ -76,9 +76,9 @@ Array with_vma(const Array& x, const std::set<std::string>& vma, const char* rul
   std::vector<std::string> add;  // in mesh order
   for (const auto& a : get_abstract_mesh().axis_names())
     if (vma.count(a) && !have.count(a)) add.push_back(a);
-  return bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, add,
-                                                  ReduceOp::Sum, true),
-               {x});
+  return bind1(
+      std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, add, ReduceOp::Sum, true),
+      {x});
 }
 
 }  // namespace

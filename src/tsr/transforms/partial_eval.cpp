@@ -66,8 +66,8 @@ std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unk
     // As partial_eval splits: a checkpoint (shard_map) with every input unknown is
     // unknown whole.
     const Program* body = split_body(*e.prim);
-    std::vector<bool> out = body && !all ? unknown_outputs(*body, flags)
-                                         : std::vector<bool>(e.outs.size(), true);
+    std::vector<bool> out =
+        body && !all ? unknown_outputs(*body, flags) : std::vector<bool>(e.outs.size(), true);
     for (size_t j = 0; j < e.outs.size(); ++j)
       if (out[j]) unknown.insert(e.outs[j].get());
   }
@@ -159,13 +159,13 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
       std::vector<bool> known_ins(flags.size()), known_outs(out_unknown.size());
       for (size_t i = 0; i < flags.size(); ++i) known_ins[i] = !flags[i];
       for (size_t j = 0; j < out_unknown.size(); ++j) known_outs[j] = !out_unknown[j];
-      ke.prim = with_split_body(*e.prim, known_outputs_program(sub, flags, out_unknown),
-                                        known_ins, known_outs);
+      ke.prim = with_split_body(*e.prim, known_outputs_program(sub, flags, out_unknown), known_ins,
+                                known_outs);
       known_eqns.push_back(std::move(ke));
     }
     ue.ins = e.ins;
     ue.prim = with_split_body(*e.prim, restrict(sub, sub.in_vars, u_out),
-                                      std::vector<bool>(e.ins.size(), true), out_unknown);
+                              std::vector<bool>(e.ins.size(), true), out_unknown);
     unknown_eqns.push_back(std::move(ue));
   }
 

@@ -52,10 +52,10 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
             if (!flags[i]) ins.push_back(env.at(e.ins[i].get()));
           }
           for (bool l : out_lin) known_outs.push_back(!l);
-          std::vector<Array> outs = detail::bind(
-              with_split_body(*e.prim, known_outputs_program(*body, flags, out_lin), known_ins,
-                                      known_outs),
-              ins);
+          std::vector<Array> outs =
+              detail::bind(with_split_body(*e.prim, known_outputs_program(*body, flags, out_lin),
+                                           known_ins, known_outs),
+                           ins);
           for (size_t j = 0, k = 0; j < e.outs.size(); ++j)
             if (!out_lin[j]) env[e.outs[j].get()] = outs.at(k++);
         }
