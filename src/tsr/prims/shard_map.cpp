@@ -119,12 +119,22 @@ ShardMap::Split ShardMap::split_residuals(const std::vector<bool>& unknown_ins) 
   sp.num_res = pe.num_res;
   const AbstractMesh& am = mesh_.abstract_mesh();
   // Residual r: block type t -> [1, *t.shape] in the body, spec P(axes) outside, so
-  // each device's residual is its own slice of the stacked global value.
+  // each device's residual is its own slice of the stacked global value. A residual
+  // that is a known input of the body is that input, passed again with its spec.
   size_t nk = pe.known.out_vars.size() - pe.num_res;
   std::vector<ArrayType> res_t;
-  std::vector<PartitionSpec> res_specs;
+  std::vector<PartitionSpec> res_specs, stacked_specs;
+  sp.res_input.assign(pe.num_res, -1);
   for (size_t r = 0; r < pe.num_res; ++r) {
-    ArrayType t = pe.known.out_vars[nk + r]->type;
+    const Var* v = pe.known.out_vars[nk + r].get();
+    for (size_t i = 0; i < b.in_vars.size(); ++i)
+      if (!unknown_ins[i] && b.in_vars[i].get() == v) sp.res_input[r] = static_cast<int>(i);
+    if (sp.res_input[r] >= 0) {
+      res_t.push_back(v->type);
+      res_specs.push_back(in_specs_[static_cast<size_t>(sp.res_input[r])]);
+      continue;
+    }
+    ArrayType t = v->type;
     Axes axes;
     for (const auto& a : am.axis_names())
       if (std::find(manual_.begin(), manual_.end(), a) != manual_.end() &&
@@ -133,6 +143,7 @@ ShardMap::Split ShardMap::split_residuals(const std::vector<bool>& unknown_ins) 
     std::vector<PartitionEntry> e(static_cast<size_t>(t.ndim()) + 1);
     e[0] = PartitionEntry(axes);
     res_specs.push_back(PartitionSpec(e));
+    stacked_specs.push_back(res_specs.back());
     t.shape.insert(t.shape.begin(), 1);
     res_t.push_back(t);
   }
@@ -144,19 +155,22 @@ ShardMap::Split ShardMap::split_residuals(const std::vector<bool>& unknown_ins) 
   }
   for (size_t j = 0; j < sp.unknown_outs.size(); ++j)
     (sp.unknown_outs[j] ? u_out : k_out).push_back(out_specs_[j]);
-  k_out.insert(k_out.end(), res_specs.begin(), res_specs.end());
+  k_out.insert(k_out.end(), stacked_specs.begin(), stacked_specs.end());
   std::vector<Array> kc, uc;
   Program kb = trace_body(
       [&](const std::vector<Array>& a) {
         std::vector<Array> o = eval_program(pe.known, a);
-        for (size_t r = 0; r < pe.num_res; ++r) o[nk + r] = reshape(o[nk + r], res_t[r].shape);
-        return o;
+        std::vector<Array> r(o.begin(), o.begin() + static_cast<long>(nk));
+        for (size_t k = 0; k < pe.num_res; ++k)
+          if (sp.res_input[k] < 0) r.push_back(reshape(o[nk + k], res_t[k].shape));
+        return r;
       },
       known_in, kc);
   Program ub = trace_body(
       [&](const std::vector<Array>& a) {
         std::vector<Array> in = a;
         for (size_t r = 0; r < pe.num_res; ++r) {
+          if (sp.res_input[r] >= 0) continue;
           Shape s(res_t[r].shape.begin() + 1, res_t[r].shape.end());
           in[r] = reshape(a[r], s);
         }

@@ -60,10 +60,13 @@ class ShardMap : public detail::Primitive {
     detail::PrimPtr unknown;        /**< residuals ++ unknown inputs -> unknown outputs */
     std::vector<bool> unknown_outs; /**< which outputs the unknown side computes */
     size_t num_res = 0;             /**< residual count */
+    /** Per residual: the known input of the shard_map it is (passed as is), or -1 for
+     *  one the known side returns (after its known outputs, in order). */
+    std::vector<int> res_input;
   };
-  /** Splits this shard_map for inputs flagged unknown, saving residuals: each is a
-   *  body value stacked on a new leading dim laid out over the axes it varies over (all
-   *  manual axes without check_vma). */
+  /** Splits this shard_map for inputs flagged unknown, saving residuals: a body value
+   *  stacked on a new leading dim laid out over the axes it varies over (all manual axes
+   *  without check_vma), or a known input forwarded with its spec. */
   Split split_residuals(const std::vector<bool>& unknown_ins) const;
   bool jvp_makes_outputs() const override { return true; }
   TSR_DEFINE_JVP;

@@ -123,8 +123,12 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
         unknown.insert(e.outs[j].get());
       }
       std::vector<ArrayType> ot = sp.known->infer(kt);
-      for (size_t r = 0; r < sp.num_res; ++r) {
-        auto v = std::make_shared<Var>(Var{ot[ot.size() - sp.num_res + r]});
+      for (size_t r = 0, k = ke.outs.size(); r < sp.num_res; ++r) {
+        if (sp.res_input[r] >= 0) {
+          ue.ins.push_back(e.ins[static_cast<size_t>(sp.res_input[r])]);
+          continue;
+        }
+        auto v = std::make_shared<Var>(Var{ot.at(k++)});
         ke.outs.push_back(v);
         ue.ins.push_back(v);
       }
