@@ -233,6 +233,47 @@ TEST(ShardMapAd, GradInsideTheBody) {
   EXPECT_EQ(jg(w, d).to_vector<double>(), (std::vector<double>{2.0}));
 }
 
+// A per-device loss (varying, no psum): grad's seed is pvary'd to the loss's type and
+// each device gets the derivative of its own loss; likewise jvp and vjp inside.
+TEST(ShardMapAd, GradOfAVaryingLossInsideTheBody) {
+  Mesh mesh = make_mesh({2, 2}, {"x", "y"});
+  MeshScope scope(mesh);
+  Array host = iota_d({4, 4});
+  Array x = device_put(host, P("x", "y"));
+  std::string seen;
+  auto f = shard_map(
+      [&](const Array& b) {
+        Array g = grad([](const Array& v) { return sum(v * v * v); })(b);
+        seen = typeof(g).str();
+        auto [y, t] = jvp([](const Array& v) { return sin(v); }, b, g);
+        auto [z, f_vjp] = vjp([](const Array& v) { return v * 2.0; }, b);
+        return t + std::get<0>(f_vjp(y));
+      },
+      {.in_specs = P("x", "y"), .out_specs = P("x", "y")});
+  Array want = cos(host) * host * host * 3.0 + sin(host) * 2.0;
+  expect_near(want, f(x), "eager");
+  EXPECT_EQ(seen, "f64[2,2]{V:(x,y)}");
+  expect_near(want, jit(f)(x), "jit");
+}
+
+// The "cursed identity" (test_transpose_identity): shard_map(x -> x, P(), P())
+// transposes to a shard_map whose body has no equation, so transposing does not grow
+// the program.
+TEST(ShardMapAd, IdentityTransposesToAnEmptyBody) {
+  Mesh mesh = make_mesh({4}, {"x"});
+  MeshScope scope(mesh);
+  Array v = device_put(array<double>({1.0, 2.0}), P());
+  auto id = shard_map([](const Array& b) { return b; }, {.in_specs = P(), .out_specs = P()});
+  auto t = linear_transpose(id, v);
+  std::string text = t.str();
+  size_t body = text.find("program={");
+  ASSERT_NE(body, std::string::npos) << text;
+  size_t let = text.find("let", body), in = text.find(" in ", body);
+  ASSERT_NE(let, std::string::npos) << text;
+  EXPECT_EQ(text.substr(let, in - let).find(" = "), std::string::npos) << text;
+  EXPECT_EQ(std::get<0>(t(v)).to_vector<double>(), (std::vector<double>{1.0, 2.0}));
+}
+
 TEST(ShardMapAd, BoundaryErrorsCompareVaryingAxes) {
   Mesh mesh = make_mesh({2}, {"x"});
   MeshScope scope(mesh);
