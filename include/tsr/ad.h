@@ -372,10 +372,8 @@ auto linear_transpose(const F& f, const Args&... primals) {
   using R = std::decay_t<decltype(f(primals...))>;
   using Tup = std::tuple<Args...>;
   auto [pl, pst] = tree::flatten(Tup(primals...));
-  std::vector<ArrayType> types;
-  for (const auto& a : pl) types.push_back(a.type());
   detail::FlatCall<F, Tup> call{f, pst, {}};
-  auto m = detail::linear_transpose_flat(call.fn(), types);
+  auto m = detail::linear_transpose_flat(call.fn(), pl);
   return VjpFn<R, Args...>(m, pst, *call.out, "linear_transpose");
 }
 

@@ -66,6 +66,10 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
  *  `in_types`; TypeError naming the first non-linear primitive otherwise. */
 std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
                                                        const std::vector<ArrayType>& in_types);
+/** linear_transpose traced at the primals' types as the innermost trace sees them (an
+ *  array a shard_map body closes over is an invariant block there). */
+std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
+                                                       const std::vector<Array>& primals);
 
 /** The ones that seed a gradient: the cotangent type of a scalar output. */
 Array grad_seed(const Array& ans);

@@ -6,6 +6,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/transforms/ad_rules.h"
 #include "tsr/transforms/batch.h"
 
 namespace tsr::detail {
@@ -57,10 +58,12 @@ namespace {
 const bool registered =
     register_primitive("psum") && register_primitive("pmax") && register_primitive("pmin") &&
     register_primitive("pvary") && register_primitive("axis_index") &&
-    declare_ad("psum", AdKind::NonDifferentiable, "collective AD arrives with issue 12 item 4") &&
-    declare_ad("pmax", AdKind::NonDifferentiable, "JAX has no derivative for pmax") &&
-    declare_ad("pmin", AdKind::NonDifferentiable, "JAX has no derivative for pmin") &&
-    declare_ad("pvary", AdKind::NonDifferentiable, "collective AD arrives with issue 12 item 4") &&
+    declare_ad("psum", AdKind::Linear) &&
+    declare_ad("pmax", AdKind::NonDifferentiable,
+               "JAX has no derivative for pmax: its jvp raises NotImplementedError") &&
+    declare_ad("pmin", AdKind::NonDifferentiable,
+               "JAX has no derivative for pmin: its jvp raises NotImplementedError") &&
+    declare_ad("pvary", AdKind::Linear) &&
     declare_ad("axis_index", AdKind::NonDifferentiable, "integer result");
 }  // namespace
 
@@ -191,6 +194,29 @@ detail::Batched Collective::batch(const std::vector<Array>& args,
     }
   }
   return {{args[0]}, {dims[0]}};
+}
+
+// ---- autodiff rules (manual-spmd §5.1) -------------------------------------------------
+// psum and pvary are linear and transpose into each other, so the cotangent of an
+// invariant value that was pvary'd into a varying computation is the sum over instances.
+
+std::vector<Array> Collective::jvp(const std::vector<Array>& primals,
+                                   const std::vector<Array>& tangents, std::vector<Array>&) const {
+  if (kind_ == Kind::Psum && op_ != ReduceOp::Sum)
+    throw NotImplementedError(std::string("[") + name() + "] Differentiation rule for '" + name() +
+                              "' not implemented. Got a jvp (or grad) through " + name() +
+                              "; expected a differentiable collective. Wrap its operand in "
+                              "stop_gradient, or differentiate a smooth surrogate (psum).");
+  return ad::linear_jvp(*this, primals, tangents);
+}
+
+std::vector<Array> Collective::transpose(const std::vector<Array>& cts,
+                                         const std::vector<LinearIn>&) const {
+  // check_vma: psum (varying -> invariant) transposes to the free pvary and back;
+  // without it psum is the legacy self-transposing all-reduce (§3.8) and pvary is
+  // never bound.
+  Kind k = kind_ == Kind::Psum && check_vma_ ? Kind::Pvary : Kind::Psum;
+  return {bind1(std::make_shared<Collective>(k, axes_, ReduceOp::Sum, check_vma_), {cts.at(0)})};
 }
 
 }  // namespace tsr::prim

@@ -75,6 +75,8 @@ class Collective : public detail::Primitive {
   std::string params() const override;
   bool custom_vma() const override { return true; }
   bool uses_axis_name(const std::string& n) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
   TSR_DEFINE_BATCH;
 
  private:

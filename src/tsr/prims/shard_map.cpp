@@ -3,18 +3,19 @@
 #include <algorithm>
 #include <set>
 
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
+#include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/sharding/format.h"
+#include "tsr/transforms/ad.h"
+#include "tsr/transforms/ad_rules.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered =
-    register_primitive("shard_map") &&
-    declare_ad("shard_map", AdKind::NonDifferentiable,
-               "AD through shard_map arrives with issue 12 item 4");
+const bool registered = register_primitive("shard_map") && declare_ad("shard_map", AdKind::Linear);
 
 // The product of the sizes of a spec entry's axes.
 int64_t entry_prod(const PartitionEntry& e, const AbstractMesh& m) {
@@ -55,6 +56,266 @@ std::string ShardMap::params() const {
   for (size_t i = 0; i < out_specs_.size(); ++i) s += (i ? ", " : "") + out_specs_[i].repr();
   return s + ") manual_axes=" + axis_names_tuple(manual_) +
          " check_vma=" + (check_vma_ ? "True" : "False");
+}
+
+AbstractMesh ShardMap::inner_mesh() const {
+  std::vector<std::pair<std::string, AxisType>> u;
+  for (const auto& a : manual_) u.emplace_back(a, AxisType::Manual);
+  return mesh_.abstract_mesh().update_axis_types(u);
+}
+
+Program ShardMap::trace_body(const FlatFn& fn, const std::vector<ArrayType>& in,
+                             std::vector<Array>& consts) const {
+  const AbstractMesh inner = inner_mesh();
+  AbstractMeshScope scope(inner);
+  CheckVmaScope vma_scope(check_vma_);
+  Program p = trace_program(fn, in, [&](const ArrayType& t) {
+    ArrayType b = t;  // a captured array is an invariant block, as in shard_map itself
+    b.sharding = NamedSharding(inner, PartitionSpec());
+    b.vma.clear();
+    return b;
+  });
+  consts = p.consts;
+  return lift_consts(p);
+}
+
+std::vector<Array> ShardMap::call(Program body, const std::vector<Array>& consts,
+                                  const std::vector<Array>& args,
+                                  std::vector<PartitionSpec> in_specs,
+                                  std::vector<PartitionSpec> out_specs) const {
+  std::vector<Array> all;
+  std::vector<PartitionSpec> specs;
+  for (const auto& k : consts) {
+    NamedSharding rep(mesh_, PartitionSpec());
+    all.push_back(k.type().sharding.mesh().empty()
+                      ? (k.impl()->var ? reshard(k, rep) : device_put(k, rep))
+                      : k);
+    specs.push_back(PartitionSpec().normalized(k.ndim()));
+  }
+  all.insert(all.end(), args.begin(), args.end());
+  specs.insert(specs.end(), in_specs.begin(), in_specs.end());
+  auto p =
+      std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(body)), mesh_, manual_,
+                                 std::move(specs), std::move(out_specs), check_vma_, fn_);
+  return detail::bind(p, all);
+}
+
+PrimPtr ShardMap::with_split_body(Program body, const std::vector<bool>& ins,
+                                  const std::vector<bool>& outs) const {
+  std::vector<PartitionSpec> is, os;
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i]) is.push_back(in_specs_[i]);
+  for (size_t j = 0; j < outs.size(); ++j)
+    if (outs[j]) os.push_back(out_specs_[j]);
+  return std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(body)), mesh_,
+                                    manual_, std::move(is), std::move(os), check_vma_, fn_);
+}
+
+ShardMap::Split ShardMap::split_residuals(const std::vector<bool>& unknown_ins) const {
+  const Program& b = *body_;
+  Split sp;
+  sp.unknown_outs = unknown_outputs(b, unknown_ins);
+  PartialEval pe = partial_eval(b, unknown_ins, sp.unknown_outs);
+  sp.num_res = pe.num_res;
+  const AbstractMesh& am = mesh_.abstract_mesh();
+  // Residual r: block type t -> [1, *t.shape] in the body, spec P(axes) outside, so
+  // each device's residual is its own slice of the stacked global value. A residual
+  // that is a known input of the body is that input, passed again with its spec.
+  size_t nk = pe.known.out_vars.size() - pe.num_res;
+  std::vector<ArrayType> res_t;
+  std::vector<PartitionSpec> res_specs, stacked_specs;
+  sp.res_input.assign(pe.num_res, -1);
+  for (size_t r = 0; r < pe.num_res; ++r) {
+    const Var* v = pe.known.out_vars[nk + r].get();
+    for (size_t i = 0; i < b.in_vars.size(); ++i)
+      if (!unknown_ins[i] && b.in_vars[i].get() == v) sp.res_input[r] = static_cast<int>(i);
+    if (sp.res_input[r] >= 0) {
+      res_t.push_back(v->type);
+      res_specs.push_back(in_specs_[static_cast<size_t>(sp.res_input[r])]);
+      continue;
+    }
+    ArrayType t = v->type;
+    Axes axes;
+    for (const auto& a : am.axis_names())
+      if (std::find(manual_.begin(), manual_.end(), a) != manual_.end() &&
+          (!check_vma_ || t.vma.count(a)))
+        axes.push_back(a);
+    std::vector<PartitionEntry> e(static_cast<size_t>(t.ndim()) + 1);
+    e[0] = PartitionEntry(axes);
+    res_specs.push_back(PartitionSpec(e));
+    stacked_specs.push_back(res_specs.back());
+    t.shape.insert(t.shape.begin(), 1);
+    res_t.push_back(t);
+  }
+  std::vector<ArrayType> known_in, unknown_in = res_t;
+  std::vector<PartitionSpec> k_in, k_out, u_in = res_specs, u_out;
+  for (size_t i = 0; i < unknown_ins.size(); ++i) {
+    (unknown_ins[i] ? unknown_in : known_in).push_back(b.in_vars[i]->type);
+    (unknown_ins[i] ? u_in : k_in).push_back(in_specs_[i]);
+  }
+  for (size_t j = 0; j < sp.unknown_outs.size(); ++j)
+    (sp.unknown_outs[j] ? u_out : k_out).push_back(out_specs_[j]);
+  k_out.insert(k_out.end(), stacked_specs.begin(), stacked_specs.end());
+  std::vector<Array> kc, uc;
+  Program kb = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> o = eval_program(pe.known, a);
+        std::vector<Array> r(o.begin(), o.begin() + static_cast<long>(nk));
+        for (size_t k = 0; k < pe.num_res; ++k)
+          if (sp.res_input[k] < 0) r.push_back(reshape(o[nk + k], res_t[k].shape));
+        return r;
+      },
+      known_in, kc);
+  Program ub = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> in = a;
+        for (size_t r = 0; r < pe.num_res; ++r) {
+          if (sp.res_input[r] >= 0) continue;
+          Shape s(res_t[r].shape.begin() + 1, res_t[r].shape.end());
+          in[r] = reshape(a[r], s);
+        }
+        return eval_program(pe.unknown, in);
+      },
+      unknown_in, uc);
+  if (!kc.empty() || !uc.empty())
+    throw TypeError(
+        "[partial_eval] a split shard_map body captured arrays. Got captured constants; "
+        "expected none (the body's are inputs). This is a bug in Tessera: please report it.");
+  sp.known = std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(kb)), mesh_,
+                                        manual_, k_in, k_out, check_vma_, fn_);
+  sp.unknown = std::make_shared<ShardMap>(std::make_shared<const Program>(std::move(ub)), mesh_,
+                                          manual_, u_in, u_out, check_vma_, fn_);
+  return sp;
+}
+
+// ---- autodiff rules (manual-spmd §5) ---------------------------------------------------
+
+// One shard_map over primals and the non-zero tangents (§5.2); its body is the body's
+// jvp, traced in the body's context so that zeros and collectives get their vma.
+std::vector<Array> ShardMap::jvp(const std::vector<Array>& primals,
+                                 const std::vector<Array>& tangents,
+                                 std::vector<Array>& outs) const {
+  const Program& b = *body_;
+  const size_t n = primals.size(), m = b.out_vars.size();
+  std::vector<bool> with_t;
+  std::vector<Array> args = primals;
+  std::vector<ArrayType> in_t = b.in_types();
+  std::vector<PartitionSpec> in_sp = in_specs_, out_sp = out_specs_;
+  for (size_t i = 0; i < n; ++i) {
+    with_t.push_back(tangents[i].valid());
+    if (!tangents[i].valid()) continue;
+    args.push_back(tangents[i]);
+    in_t.push_back(b.in_vars[i]->type);
+    in_sp.push_back(in_specs_[i]);
+  }
+  for (size_t j = 0; j < m; ++j)
+    if (has_tangent_space(b.out_vars[j]->type.dtype)) out_sp.push_back(out_specs_[j]);
+  std::vector<Array> consts;
+  Program jp = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> ps(a.begin(), a.begin() + static_cast<long>(n)), ts(n), os, tos;
+        for (size_t i = 0, k = n; i < n; ++i)
+          if (with_t[i]) ts[i] = a[k++];
+        jvp_eval(b, ps, ts, os, tos);
+        std::vector<Array> r = os;
+        for (size_t j = 0; j < m; ++j)
+          if (has_tangent_space(os[j].dtype()))
+            r.push_back(ad::instantiate(tos[j], os[j].type(), os[j]));
+        return r;
+      },
+      in_t, consts);
+  // Tangent outputs that read no tangent are zeros: symbolic ones outside, as for any
+  // other primitive (what follows need not differentiate them).
+  std::vector<bool> is_tangent(jp.in_vars.size(), false);
+  for (size_t i = consts.size() + n; i < is_tangent.size(); ++i) is_tangent[i] = true;
+  std::vector<bool> reads = unknown_outputs(jp, is_tangent);
+  std::vector<Array> r = call(std::move(jp), consts, args, in_sp, out_sp);
+  outs.assign(r.begin(), r.begin() + static_cast<long>(m));
+  std::vector<Array> touts(m);
+  for (size_t j = 0, k = m; j < m; ++j)
+    if (has_tangent_space(outs[j].dtype())) {
+      if (reads[k]) touts[j] = r[k];
+      ++k;
+    }
+  return touts;
+}
+
+// A new shard_map whose body is the body's backward pass (§5.4): inputs the known
+// inputs and the non-zero output cotangents, outputs the linear inputs' cotangents
+// laid out as those inputs. Without check_vma the types say nothing about replication,
+// so the rescaling is defensive: an output cotangent is divided by the number of
+// copies of its block, an input cotangent summed over the axes it was replicated on.
+std::vector<Array> ShardMap::transpose(const std::vector<Array>& cts,
+                                       const std::vector<LinearIn>& ins) const {
+  const Program& b = *body_;
+  const AbstractMesh& am = mesh_.abstract_mesh();
+  auto unnamed = [&](const PartitionSpec& p) {
+    std::set<std::string> named;
+    for (const auto& e : p.entries())
+      for (const auto& a : e.axes()) named.insert(a);
+    std::vector<std::string> r;  // in mesh order
+    for (const auto& a : am.axis_names())
+      if (!named.count(a) && std::find(manual_.begin(), manual_.end(), a) != manual_.end())
+        r.push_back(a);
+    return r;
+  };
+  std::vector<Array> args;
+  std::vector<ArrayType> in_t;
+  std::vector<PartitionSpec> in_sp, out_sp;
+  std::vector<bool> grads(ins.size(), false);  // linear float inputs: get a cotangent
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (ins[i].linear()) {
+      grads[i] = has_tangent_space(b.in_vars[i]->type.dtype);
+      if (grads[i]) out_sp.push_back(in_specs_[i]);
+      continue;
+    }
+    args.push_back(ins[i].value);
+    in_t.push_back(b.in_vars[i]->type);
+    in_sp.push_back(in_specs_[i]);
+  }
+  for (size_t j = 0; j < cts.size(); ++j) {
+    if (!cts[j].valid()) continue;
+    args.push_back(cts[j]);
+    in_t.push_back(ct_type(b.out_vars[j]->type));
+    in_sp.push_back(out_specs_[j]);
+  }
+  std::vector<Array> out(ins.size());
+  if (out_sp.empty()) return out;
+  std::vector<Array> consts;
+  Program tp = trace_body(
+      [&](const std::vector<Array>& a) {
+        std::vector<Array> bargs(ins.size()), bcts(cts.size());
+        size_t k = 0;
+        for (size_t i = 0; i < ins.size(); ++i)
+          if (!ins[i].linear()) bargs[i] = a[k++];
+        for (size_t j = 0; j < cts.size(); ++j) {
+          if (!cts[j].valid()) continue;
+          bcts[j] = a[k++];
+          if (check_vma_) continue;
+          int64_t copies = 1;
+          for (const auto& ax : unnamed(out_specs_[j])) copies *= am.axis_size(ax);
+          if (copies > 1) bcts[j] = bcts[j] / static_cast<double>(copies);
+        }
+        std::vector<Array> got = backward_pass(b, bargs, bcts, "grad");
+        Array like = ad::first_valid(a);
+        std::vector<Array> r;
+        for (size_t i = 0; i < ins.size(); ++i) {
+          if (!grads[i]) continue;
+          Array g = ad::instantiate(got[i], ct_type(b.in_vars[i]->type), like);
+          std::vector<std::string> over = unnamed(in_specs_[i]);
+          if (!check_vma_ && !over.empty())
+            g = bind1(
+                std::make_shared<Collective>(Collective::Kind::Psum, over, ReduceOp::Sum, false),
+                {g});
+          r.push_back(g);
+        }
+        return r;
+      },
+      in_t, consts);
+  std::vector<Array> r = call(std::move(tp), consts, args, in_sp, out_sp);
+  for (size_t i = 0, k = 0; i < ins.size(); ++i)
+    if (grads[i]) out[i] = r[k++];
+  return out;
 }
 
 }  // namespace tsr::prim

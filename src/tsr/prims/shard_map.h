@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tsr/ad_core.h"
 #include "tsr/core/primitive.h"
 #include "tsr/prims/collectives.h"
 
@@ -45,8 +46,42 @@ class ShardMap : public detail::Primitive {
   const Mesh* placement_mesh() const override { return &mesh_; }
   bool equals(const Primitive& o) const override { return this == &o; }
   bool custom_vma() const override { return true; }
+  /** check_vma. */
+  bool check_vma() const { return check_vma_; }
+  /** The body's context: the mesh with the manual axes typed Manual. */
+  AbstractMesh inner_mesh() const;
+  /** The same shard_map over `body`, whose inputs are the flagged ones and outputs the
+   *  flagged ones (specs subset alike): partial eval's split (transforms/split.h). */
+  detail::PrimPtr with_split_body(detail::Program body, const std::vector<bool>& ins,
+                                  const std::vector<bool>& outs) const;
+  /** partial eval's split of a shard_map (manual-spmd §5.3). */
+  struct Split {
+    detail::PrimPtr known;          /**< known inputs -> known outputs ++ residuals */
+    detail::PrimPtr unknown;        /**< residuals ++ unknown inputs -> unknown outputs */
+    std::vector<bool> unknown_outs; /**< which outputs the unknown side computes */
+    size_t num_res = 0;             /**< residual count */
+    /** Per residual: the known input of the shard_map it is (passed as is), or -1 for
+     *  one the known side returns (after its known outputs, in order). */
+    std::vector<int> res_input;
+  };
+  /** Splits this shard_map for inputs flagged unknown, saving residuals: a body value
+   *  stacked on a new leading dim laid out over the axes it varies over (all manual axes
+   *  without check_vma), or a known input forwarded with its spec. */
+  Split split_residuals(const std::vector<bool>& unknown_ins) const;
+  bool jvp_makes_outputs() const override { return true; }
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_TRANSPOSE;
 
  private:
+  // A body traced by fn at block types in the body's context; arrays it captures are
+  // returned in `consts` (they become leading P() inputs).
+  detail::Program trace_body(const detail::FlatFn& fn, const std::vector<ArrayType>& in,
+                             std::vector<Array>& consts) const;
+  // Binds a shard_map like this one over `body` (from trace_body) to consts ++ args.
+  std::vector<Array> call(detail::Program body, const std::vector<Array>& consts,
+                          const std::vector<Array>& args, std::vector<PartitionSpec> in_specs,
+                          std::vector<PartitionSpec> out_specs) const;
+
   std::shared_ptr<const detail::Program> body_;
   Mesh mesh_;
   std::vector<std::string> manual_;

@@ -2,6 +2,7 @@
 // linear_transpose, the custom rules and checkpoint, built from the passes. Every
 // function traces the user's function into a Program, transforms it, and evaluates
 // the result by binding, so it runs eagerly or records into an enclosing trace.
+#include <algorithm>
 #include <sstream>
 #include <unordered_set>
 
@@ -13,6 +14,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/ad_prims.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
@@ -22,6 +24,13 @@ namespace tsr::detail {
 
 namespace {
 
+// x's type as the innermost trace sees it: an array a shard_map body closes over is an
+// invariant block there, so a function differentiated at it is traced at that type.
+ArrayType seen_type(const Array& x) {
+  Trace* t = current_trace();
+  return t ? t->type_of(x) : x.type();
+}
+
 std::vector<ArrayType> types_of(const std::vector<Array>& xs, const char* api) {
   std::vector<ArrayType> t;
   for (const auto& x : xs) {
@@ -29,7 +38,7 @@ std::vector<ArrayType> types_of(const std::vector<Array>& xs, const char* api) {
       throw ValueError(std::string("[") + api +
                        "] an argument leaf is an empty Array handle. Got a default-constructed "
                        "Array; expected an array made by an op.");
-    t.push_back(x.type());
+    t.push_back(seen_type(x));
   }
   return t;
 }
@@ -78,6 +87,15 @@ void eval_known(Lin& l, const std::vector<Array>& primals, const std::vector<boo
   std::vector<Array> v = eval_program(k, primals);
   l.outs.assign(v.begin(), v.begin() + static_cast<long>(l.num_out));
   l.res.assign(v.begin() + static_cast<long>(l.num_out), v.end());
+  // A residual that is an array from outside the current trace (a primal forwarded
+  // as is) is captured now, at the type this trace gives it: a later trace nested in
+  // this one (linear_transpose of the map) then sees what this one sees.
+  if (Trace* tr = current_trace())
+    for (auto& r : l.res) {
+      const ArrayImpl* impl = r.impl().get();
+      if (impl && !(impl->var && impl->trace_id == tr->id()))
+        r = make_traced(tr->var_for(r), tr->id());
+    }
 }
 
 Lin linearize_program(const FlatFn& f, const std::vector<Array>& primals,
@@ -127,6 +145,30 @@ std::shared_ptr<const Program> close_over(const Program& p, size_t num_res,
 
 std::string list_str(const std::vector<ArrayType>& ts) { return ad::types_str(ts); }
 
+// The manual axes in `a` but not in `b`, in mesh order, as a tuple: "('x',)"; "" if none.
+std::string axes_missing(const ArrayType& a, const ArrayType& b) {
+  std::vector<std::string> r;
+  for (const auto& x : a.vma)
+    if (!b.vma.count(x)) r.push_back(x);
+  AbstractMesh ctx = get_abstract_mesh();
+  if (!ctx.empty())
+    std::stable_sort(r.begin(), r.end(), [&](const std::string& x, const std::string& y) {
+      return ctx.axis_index(x) < ctx.axis_index(y);
+    });
+  return r.empty() ? "" : prim::axis_names_tuple(r);
+}
+
+// The fix for a value whose varying axes differ from the expected ones (manual-spmd
+// §5.6): Tessera, like JAX, never inserts a pvary at an AD boundary.
+std::string vma_fixes(const ArrayType& want, const ArrayType& got, const std::string& to_primal,
+                      const std::string& to_arg) {
+  std::string r;
+  std::string extra = axes_missing(got, want), lacking = axes_missing(want, got);
+  if (!extra.empty()) r += "\n  * applying `tsr::pvary(..., " + extra + ")` to " + to_primal + ";";
+  if (!lacking.empty()) r += "\n  * applying `tsr::pvary(..., " + lacking + ")` to " + to_arg + ";";
+  return r;
+}
+
 }  // namespace
 
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
@@ -156,10 +198,10 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
                        "shape " +
                        shape_str(pt[i].shape) + " and tangent shape as " +
                        shape_str(ti.shape()) + ". Give each tangent its primal's shape.");
-    std::string why = ad::mismatch(pt[i], ti.type());
+    std::string why = ad::mismatch(pt[i], seen_type(ti));
     if (!why.empty())
       throw ValueError("[jvp] a tangent's type must be its primal's type. Got tangent type " +
-                       ti.type().str() + " for primal type " + pt[i].str() + why +
+                       seen_type(ti).str() + " for primal type " + pt[i].str() + why +
                        ". Reshard the tangent: reshard(t, typeof(primal).sharding).");
     t[i] = ti;
   }
@@ -206,34 +248,52 @@ std::vector<Array> LinearMap::operator()(const std::vector<Array>& args) const {
       throw ValueError("[" + api_ + "] argument leaf " + std::to_string(i) +
                        " is an empty Array handle. Got a default-constructed Array; expected "
                        "an array made by an op.");
-    const ArrayType &want = in_types_[i], &got = args[i].type();
+    const ArrayType want = in_types_[i], got = seen_type(args[i]);
     std::string why = ad::mismatch(want, got);
     if (!why.empty()) {
+      // A vma difference is fixed by a pvary where the value is made (§5.6-5.7); any
+      // other difference by resharding or converting the argument.
+      const bool vma = want.vma != got.vma;
       if (api_ == "linearize")
         throw ValueError(
             "[linearize] linearized function called on tangent values inconsistent with the "
             "original primal values:\nGot tangent aval " +
             got.str() + " for primal aval " + primal_types_[i].str() + " but expected " +
-            want.str() + why +
-            ". \nThis might be fixed by:\n  * resharding the tangent to the primal's sharding "
-            "(reshard(t, typeof(primal).sharding)) or converting its dtype;");
+            want.str() + why + ". \nThis might be fixed by:" +
+            (vma ? vma_fixes(want, got, "the primal value passed to `tsr::linearize`",
+                             "the tangent value passed to the callable `f_jvp` returned by "
+                             "`tsr::linearize`")
+                 : "\n  * resharding the tangent to the primal's sharding "
+                   "(reshard(t, typeof(primal).sharding)) or converting its dtype;"));
       if (api_ == "vjp")
-        throw ValueError("[vjp] unexpected JAX type (e.g. shape/dtype) for argument to VJP "
-                         "function: got " +
-                         got.str() + ", but expected " + want.str() +
-                         " because the corresponding output of the differentiated function had "
-                         "JAX type " +
-                         primal_types_[i].str() + why +
-                         ". Pass a cotangent of the output's type (reshard or astype it).");
-      throw TypeError("[linear_transpose] cotangent type does not match function output, "
-                      "expected " +
-                      list_str(in_types_) + " but got " +
-                      list_str([&] {
-                        std::vector<ArrayType> g;
-                        for (const auto& a : args) g.push_back(a.valid() ? a.type() : ArrayType{});
-                        return g;
-                      }()) +
-                      why + ". Pass one cotangent of each output's type.");
+        throw ValueError(
+            "[vjp] unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+            "function: got " +
+            got.str() + ", but expected " + want.str() +
+            " because the corresponding output of the differentiated function had "
+            "JAX type " +
+            primal_types_[i].str() + why +
+            (vma ? ". This might be fixed by:" +
+                       vma_fixes(want, got,
+                                 "the output of the differentiated "
+                                 "function (inside it)",
+                                 "the cotangent passed to the VJP function")
+                 : ". Pass a cotangent of the output's type (reshard or astype it)."));
+      throw TypeError(
+          "[linear_transpose] cotangent type does not match function output, "
+          "expected " +
+          list_str(in_types_) + " but got " + list_str([&] {
+            std::vector<ArrayType> g;
+            for (const auto& a : args) g.push_back(a.valid() ? seen_type(a) : ArrayType{});
+            return g;
+          }()) +
+          why +
+          (vma ? ". This might be fixed by:" +
+                     vma_fixes(want, got,
+                               "the primal values passed to `tsr::linear_transpose` "
+                               "(or `tsr::linearize`)",
+                               "the cotangent passed to the transposed function")
+               : ". Pass one cotangent of each output's type."));
     }
     in.push_back(args[i]);
   }
@@ -306,6 +366,11 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
   for (const auto& it : l.in_types) ct_out.push_back(ct_type(it));
   auto map = std::make_shared<const LinearMap>(prog, ct_in, primal_out, ct_out, used, "vjp");
   return {l.outs, map};
+}
+
+std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
+                                                       const std::vector<Array>& primals) {
+  return linear_transpose_flat(f, types_of(primals, "linear_transpose"));
 }
 
 std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,

@@ -5,6 +5,7 @@
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/creation.h"
 #include "tsr/prims/elementwise.h"
@@ -55,6 +56,29 @@ bool same_sharding(const ArrayType& a, const ArrayType& b) {
 
 Array bin(prim::BinaryOp op, const Array& a, const Array& b) {
   return bind1(std::make_shared<prim::Binary>(op), {a, b});
+}
+
+// x typed as varying over exactly `vma`: a pvary of the axes it lacks; more axes than
+// `vma` is a bug in the rule of `rule`.
+Array with_vma(const Array& x, const std::set<std::string>& vma, const char* rule,
+               const char* what) {
+  const std::set<std::string>& have = x.type().vma;
+  if (have == vma) return x;
+  for (const auto& a : have)
+    if (!vma.count(a))
+      throw TypeError(std::string("[") + what + "] the rule of '" + rule + "' produced a " + what +
+                      " of type " + x.type().str() + " that varies over manual axis '" + a +
+                      "'. Got more varying axes than the value's; expected " +
+                      prim::axis_set_str(vma) +
+                      ". This is a bug in Tessera's rule: please report it.");
+  // A zero (or a value made by an invariant op) for a varying value: pvary it, as JAX
+  // gives zeros of a varying type (manual-spmd §5.1: tangent type = primal type).
+  std::vector<std::string> add;  // in mesh order
+  for (const auto& a : get_abstract_mesh().axis_names())
+    if (vma.count(a) && !have.count(a)) add.push_back(a);
+  return bind1(
+      std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, add, ReduceOp::Sum, true),
+      {x});
 }
 
 }  // namespace
@@ -139,8 +163,9 @@ Array coerce(const Array& x, const ArrayType& want, const char* prim, const char
                                               std::nullopt),
               {y});
   }
-  return y;
+  return with_vma(y, want.vma, prim, what);
 }
+
 
 Array sum_to(const Array& ct, const std::vector<int>& axes, const ArrayType& want) {
   Array r = ct;

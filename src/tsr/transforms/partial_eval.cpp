@@ -1,7 +1,8 @@
 // partial_eval: splits a Program into the part computable from the known inputs
 // and the part that needs the unknown ones (linearize = jvp + partial_eval). Known
-// values the unknown part reads become residuals. A checkpointed equation saves
-// only its inputs: the unknown part recomputes what it needs (remat).
+// values the unknown part reads become residuals. A checkpoint equation saves only its
+// inputs: the unknown part recomputes what it needs (remat); a shard_map is split in
+// two with the body's residuals passed between them.
 #include <algorithm>
 #include <set>
 #include <unordered_set>
@@ -9,7 +10,9 @@
 #include "tsr/core/primitive.h"
 #include "tsr/error.h"
 #include "tsr/prims/ad_prims.h"
+#include "tsr/prims/shard_map.h"
 #include "tsr/transforms/ad.h"
+#include "tsr/transforms/split.h"
 
 namespace tsr::detail {
 
@@ -32,6 +35,25 @@ std::vector<bool> unknown_flags(const Eqn& e, const std::unordered_set<const Var
 
 }  // namespace
 
+// A free function over the two primitives rather than a virtual on Primitive: the
+// set is closed (remat and shard_map) and the base class stays unchanged.
+const Program* split_body(const Primitive& p) {
+  if (const auto* ck = dynamic_cast<const prim::Checkpoint*>(&p)) return &ck->program();
+  if (const auto* sm = dynamic_cast<const prim::ShardMap*>(&p)) return &sm->body();
+  return nullptr;
+}
+
+PrimPtr with_split_body(const Primitive& p, Program body, const std::vector<bool>& ins,
+                        const std::vector<bool>& outs) {
+  if (const auto* ck = dynamic_cast<const prim::Checkpoint*>(&p))
+    return ck->with_program(std::move(body));
+  if (const auto* sm = dynamic_cast<const prim::ShardMap*>(&p))
+    return sm->with_split_body(std::move(body), ins, outs);
+  throw TypeError(std::string("[partial_eval] primitive '") + p.name() +
+                  "' has no body to split. Got a first-order primitive; expected checkpoint or "
+                  "shard_map. This is a bug in Tessera: please report it.");
+}
+
 std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unknown_ins) {
   std::unordered_set<const Var*> unknown;
   for (size_t i = 0; i < p.in_vars.size(); ++i)
@@ -41,10 +63,11 @@ std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unk
     bool any = std::find(flags.begin(), flags.end(), true) != flags.end();
     bool all = std::find(flags.begin(), flags.end(), false) == flags.end();
     if (!any) continue;
-    // As partial_eval splits: a checkpoint with every input unknown is unknown whole.
-    const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get());
-    std::vector<bool> out = ck && !all ? unknown_outputs(ck->program(), flags)
-                                       : std::vector<bool>(e.outs.size(), true);
+    // As partial_eval splits: a checkpoint (shard_map) with every input unknown is
+    // unknown whole.
+    const Program* body = split_body(*e.prim);
+    std::vector<bool> out =
+        body && !all ? unknown_outputs(*body, flags) : std::vector<bool>(e.outs.size(), true);
     for (size_t j = 0; j < e.outs.size(); ++j)
       if (out[j]) unknown.insert(e.outs[j].get());
   }
@@ -74,15 +97,52 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
       known_eqns.push_back(e);
       continue;
     }
-    const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get());
-    if (!ck || all) {
+    const Program* body = split_body(*e.prim);
+    if (!body || all) {
       unknown_eqns.push_back(e);
       for (const auto& v : e.outs) unknown.insert(v.get());
       continue;
     }
+    if (const auto* sm = dynamic_cast<const prim::ShardMap*>(e.prim.get())) {
+      // A known and an unknown shard_map with residuals saved between them (§5.3):
+      // the tangent side does not redo the body's primal work (or its collectives).
+      prim::ShardMap::Split sp = sm->split_residuals(flags);
+      Eqn ke, ue;
+      std::vector<ArrayType> kt;
+      for (size_t i = 0; i < e.ins.size(); ++i)
+        if (!flags[i]) {
+          ke.ins.push_back(e.ins[i]);
+          kt.push_back(e.ins[i]->type);
+        }
+      for (size_t j = 0; j < e.outs.size(); ++j) {
+        if (!sp.unknown_outs[j]) {
+          ke.outs.push_back(e.outs[j]);
+          continue;
+        }
+        ue.outs.push_back(e.outs[j]);
+        unknown.insert(e.outs[j].get());
+      }
+      std::vector<ArrayType> ot = sp.known->infer(kt);
+      for (size_t r = 0, k = ke.outs.size(); r < sp.num_res; ++r) {
+        if (sp.res_input[r] >= 0) {
+          ue.ins.push_back(e.ins[static_cast<size_t>(sp.res_input[r])]);
+          continue;
+        }
+        auto v = std::make_shared<Var>(Var{ot.at(k++)});
+        ke.outs.push_back(v);
+        ue.ins.push_back(v);
+      }
+      for (size_t i = 0; i < e.ins.size(); ++i)
+        if (flags[i]) ue.ins.push_back(e.ins[i]);
+      ke.prim = sp.known;
+      ue.prim = sp.unknown;
+      if (!ke.outs.empty()) known_eqns.push_back(std::move(ke));
+      unknown_eqns.push_back(std::move(ue));
+      continue;
+    }
     // Remat: the known side computes the known outputs from the known inputs; the
     // unknown side takes every input (the known ones as residuals) and recomputes.
-    const Program& sub = ck->program();
+    const Program& sub = *body;
     std::vector<bool> out_unknown = unknown_outputs(sub, flags);
     std::vector<VarPtr> u_out;
     Eqn ke, ue;
@@ -100,11 +160,16 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
     if (!ke.outs.empty()) {
       // The known outputs from the known inputs: a split of the sub-program itself (a
       // nested checkpoint may read unknown inputs for its other outputs).
-      ke.prim = ck->with_program(known_outputs_program(sub, flags, out_unknown));
+      std::vector<bool> known_ins(flags.size()), known_outs(out_unknown.size());
+      for (size_t i = 0; i < flags.size(); ++i) known_ins[i] = !flags[i];
+      for (size_t j = 0; j < out_unknown.size(); ++j) known_outs[j] = !out_unknown[j];
+      ke.prim = with_split_body(*e.prim, known_outputs_program(sub, flags, out_unknown), known_ins,
+                                known_outs);
       known_eqns.push_back(std::move(ke));
     }
     ue.ins = e.ins;
-    ue.prim = ck->with_program(restrict(sub, sub.in_vars, u_out));
+    ue.prim = with_split_body(*e.prim, restrict(sub, sub.in_vars, u_out),
+                              std::vector<bool>(e.ins.size(), true), out_unknown);
     unknown_eqns.push_back(std::move(ue));
   }
 

@@ -10,9 +10,9 @@
 #include "tsr/core/primitive.h"
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
-#include "tsr/prims/ad_prims.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/split.h"
 
 namespace tsr::detail {
 
@@ -39,17 +39,23 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
     if (any) {
       lin.push_back(&e);
       std::vector<bool> out_lin(e.outs.size(), true);
-      // A checkpoint (e.g. the jvp of one, nested in another) may have outputs that do
-      // not read the linear inputs: they are evaluated forward, by a checkpoint of the
-      // part computing them, and only the others are transposed.
-      if (const auto* ck = dynamic_cast<const prim::Checkpoint*>(e.prim.get())) {
-        out_lin = unknown_outputs(ck->program(), flags);
+      // A checkpoint or shard_map (e.g. the jvp of one) may have outputs that do not
+      // read the linear inputs: they are evaluated forward, by the same primitive over
+      // the part computing them, and only the others are transposed.
+      if (const Program* body = split_body(*e.prim)) {
+        out_lin = unknown_outputs(*body, flags);
         if (std::find(out_lin.begin(), out_lin.end(), false) != out_lin.end()) {
           std::vector<Array> ins;
-          for (size_t i = 0; i < e.ins.size(); ++i)
+          std::vector<bool> known_ins, known_outs;
+          for (size_t i = 0; i < e.ins.size(); ++i) {
+            known_ins.push_back(!flags[i]);
             if (!flags[i]) ins.push_back(env.at(e.ins[i].get()));
-          std::vector<Array> outs = detail::bind(
-              ck->with_program(known_outputs_program(ck->program(), flags, out_lin)), ins);
+          }
+          for (bool l : out_lin) known_outs.push_back(!l);
+          std::vector<Array> outs =
+              detail::bind(with_split_body(*e.prim, known_outputs_program(*body, flags, out_lin),
+                                           known_ins, known_outs),
+                           ins);
           for (size_t j = 0, k = 0; j < e.outs.size(); ++j)
             if (!out_lin[j]) env[e.outs[j].get()] = outs.at(k++);
         }
