@@ -28,7 +28,7 @@ AxisNames varying(const Array& b) {
 Record rec(std::vector<std::string> prims, std::string name,
            std::function<Array(const Array&)> body, bool replicated_out = false) {
   prims.insert(prims.begin(), "shard_map");
-  Record r{std::move(prims),
+  return Record{std::move(prims),
            std::move(name),
            {{{16, 8}}},
            one([body, replicated_out](const std::vector<Array>& a) {
@@ -37,9 +37,6 @@ Record rec(std::vector<std::string> prims, std::string name,
            }),
            specs(),
            1e-5};
-  r.grad = Record::Grad::Skip;
-  r.grad_why = "AD through shard_map arrives with issue 12 item 4";
-  return r;
 }
 
 // The block as a vector: its size (128 / n) is a multiple of every group size n <= 8.
