@@ -57,11 +57,9 @@ struct Variant {
 };
 constexpr int kUnbatched = 1000;
 
-bool excused(const Record& rec);
-
 TEST_P(Vmapped, EqualsALoopOverExamples) {
   const Record& rec = GetParam();
-  if (rec.refuses || rec.inputs.empty() || excused(rec)) return;
+  if (rec.refuses || rec.inputs.empty()) return;
   auto fn = rec.oracle ? rec.oracle : rec.fn;
   std::vector<std::vector<Array>> ex;
   for (int b = 0; b < kBatch; ++b) ex.push_back(example(rec, b));
@@ -128,9 +126,11 @@ TEST_P(Vmapped, EqualsALoopOverExamples) {
         try {
           got = jitted ? jit(vf)(in) : vf(in);
         } catch (const Error& err) {
-          // A body that shards over every mesh axis names the vmapped one: refused (spec).
-          if (std::string(err.what()).find("which the vmapped dimension is sharded over") !=
-              std::string::npos)
+          // A body that shards over every mesh axis names the vmapped one: refused (spec
+          // §12.16), as is a shard_map body reducing over it (manual-spmd §6.3).
+          std::string msg = err.what();
+          if (msg.find("which the vmapped dimension is sharded over") != std::string::npos ||
+              msg.find("vmapped away explicit mesh axis") != std::string::npos)
             break;
           ADD_FAILURE() << what << (jitted ? " under jit" : "") << ": " << err.what();
           return;
@@ -156,7 +156,6 @@ class VmappedGrads : public ::testing::TestWithParam<Record> {};
 
 TEST_P(VmappedGrads, GradOfVmapAndVmapOfGrad) {
   const Record& rec = GetParam();
-  if (excused(rec)) return;
   if (rec.refuses || rec.inputs.empty() || rec.grad == Record::Grad::Skip) return;
   for (const auto& in : rec.inputs)
     if (in.dtype == float16 || in.dtype == bfloat16) return;  // Grads covers their tolerances
@@ -220,31 +219,12 @@ const std::map<std::string, std::string>& unbatched() {
   static const std::map<std::string, std::string> m = {
       {"iota", "no operands: never batched"},
       {"full", "no operands: never batched"},
+      {"axis_index",
+       "no operands: batched only over a vmap axis_name (tests/unit/vmap_collectives_test.cpp)"},
       {"custom_lin", "only inside a linearized custom_vjp program, which cannot run forward"},
       {"shard_map", "vmap of shard_map arrives with issue 12 item 5"},
-      {"psum", "collectives under vmap arrive with issue 12 item 5"},
-      {"pmax", "collectives under vmap arrive with issue 12 item 5"},
-      {"pmin", "collectives under vmap arrive with issue 12 item 5"},
-      {"pvary", "collectives under vmap arrive with issue 12 item 5"},
-      {"axis_index", "collectives under vmap arrive with issue 12 item 5"},
-      {"all_gather", "collectives under vmap arrive with issue 12 item 5"},
-      {"all_gather_invariant", "collectives under vmap arrive with issue 12 item 5"},
-      {"reduce_scatter", "collectives under vmap arrive with issue 12 item 5"},
-      {"ppermute", "collectives under vmap arrive with issue 12 item 5"},
-      {"all_to_all", "collectives under vmap arrive with issue 12 item 5"},
-      {"pbroadcast", "collectives under vmap arrive with issue 12 item 5"},
   };
   return m;
-}
-
-// A record of a primitive whose batching rule is still to come (issue 12) is not
-// run under vmap.
-bool excused(const Record& rec) {
-  for (const auto& p : rec.prims) {
-    auto it = unbatched().find(p);
-    if (it != unbatched().end() && it->second.find("issue 12") != std::string::npos) return true;
-  }
-  return false;
 }
 
 TEST(BatchCoverage, EveryPrimitiveHasABatchingRule) {
@@ -254,7 +234,7 @@ TEST(BatchCoverage, EveryPrimitiveHasABatchingRule) {
     Mesh one = make_mesh({1, 1}, {"x", "y"});
     MeshScope scope(one);
     for (const auto& rec : all_records()) {
-      if (rec.refuses || rec.inputs.empty() || excused(rec)) continue;
+      if (rec.refuses || rec.inputs.empty()) continue;
       std::vector<std::vector<Array>> ex = {example(rec, 0), example(rec, 1)};
       std::vector<Array> in;
       for (size_t i = 0; i < rec.inputs.size(); ++i) in.push_back(stack({ex[0][i], ex[1][i]}, 0));

@@ -106,3 +106,14 @@ TEST(Runtime, ManyDevicesOnFewCoresDoNotSpin) {
   EXPECT_LT(secs, 30.0);  // a hang guard, not a timing assertion
   EXPECT_EQ(x.to_vector<float>()[63], 63.f);
 }
+
+// The eager cache tells placements apart by their devices: ones_like of a scalar on one
+// device, then of a scalar on 4 devices (same spec P()), must land on 4 devices.
+TEST(Runtime, EagerCacheKeysCreationByDevices) {
+  Array host = ones_like(scalar(2.f));
+  Mesh m = make_mesh({4}, {"x"}, {AxisType::Auto});
+  Array on4 = ones_like(device_put(scalar(2.f), NamedSharding(m, P())));
+  EXPECT_EQ(1u, host.sharding().concrete_mesh()->devices().size());
+  ASSERT_TRUE(on4.sharding().concrete_mesh());
+  EXPECT_EQ(4u, on4.sharding().concrete_mesh()->devices().size());
+}

@@ -25,12 +25,12 @@ Lowering Primitive::partition(const std::vector<ArrayType>& in,
   return l;
 }
 
-
 std::vector<Array> Primitive::jvp(const std::vector<Array>&, const std::vector<Array>&,
                                   std::vector<Array>&) const {
   throw NotImplementedError(std::string("[jvp] primitive '") + name() +
                             "' has no differentiation rule. Got a jvp (or grad) through '" +
-                            name() + "'; expected a differentiable primitive. Wrap its inputs in "
+                            name() +
+                            "'; expected a differentiable primitive. Wrap its inputs in "
                             "stop_gradient if its derivative is not needed.");
 }
 std::vector<Array> Primitive::transpose(const std::vector<Array>&,
@@ -47,7 +47,12 @@ Batched Primitive::batch(const std::vector<Array>&, const std::vector<int>&) con
 }
 
 bool Primitive::equals(const Primitive& o) const {
-  return this == &o || (std::string_view(name()) == o.name() && params() == o.params());
+  if (this == &o) return true;
+  if (std::string_view(name()) != o.name() || params() != o.params()) return false;
+  // params() print a placement's spec, not its devices: a ones on 4 devices is not the
+  // ones on one device (the eager cache would hand back the wrong placement).
+  const Mesh *a = placement_mesh(), *b = o.placement_mesh();
+  return (!a && !b) || (a && b && *a == *b);
 }
 
 size_t Primitive::hash() const {

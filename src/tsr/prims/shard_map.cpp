@@ -10,6 +10,7 @@
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
+#include "tsr/transforms/batch.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -316,6 +317,95 @@ std::vector<Array> ShardMap::transpose(const std::vector<Array>& cts,
   for (size_t i = 0, k = 0; i < ins.size(); ++i)
     if (grads[i]) out[i] = r[k++];
   return out;
+}
+
+// ---- batching rule (manual-spmd §6.3) ---------------------------------------------------
+
+namespace {
+// True when an equation of p (or of a sub-program) is a collective over axis n.
+bool program_uses(const Program& p, const std::string& n) {
+  for (const auto& e : p.eqns) {
+    if (e.prim->uses_axis_name(n)) return true;
+    if (const Program* s = e.prim->subprogram(); s && program_uses(*s, n)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool ShardMap::uses_axis_name(const std::string& n) const { return program_uses(*body_, n); }
+
+// vmap of shard_map: one shard_map whose body is the body batched. The batch dimension
+// enters the specs unsplit (None), or split over the mesh axes the batch is laid out on
+// (spmd_axis_name, or arguments sharded along it); then each device's body batches its
+// share of the examples, and those axes may not appear in the specs or be reduced over.
+detail::Batched ShardMap::batch(const std::vector<Array>& args,
+                                const std::vector<int>& dims) const {
+  const BatchAxis& ba = batch_axis();
+  const AbstractMesh& am = mesh_.abstract_mesh();
+  const Axes bax = ba.entry.is_none() ? ba.spmd_axes : ba.entry.axes();
+  const std::string what =
+      ba.spmd_axes.empty() ? "vmapped away explicit mesh axis" : "vmap spmd_axis_name";
+  int64_t k = 1;
+  for (const auto& a : bax) {
+    if (std::find(manual_.begin(), manual_.end(), a) == manual_.end())
+      throw ValueError("[shard_map] " + what + " '" + a +
+                       "' is not a manual axis of this shard_map. Got the batch laid out over " +
+                       axis_names_tuple(bax) + " and manual axes " + axis_names_tuple(manual_) +
+                       "; expected manual axes of the shard_map's mesh " + am.str() +
+                       ". Lay the batch out on that mesh, or drop spmd_axis_name.");
+    k *= am.axis_size(a);
+  }
+  auto check = [&](const std::vector<PartitionSpec>& specs, const char* which) {
+    for (const auto& sp : specs)
+      for (const auto& a : sp.partition_axes())
+        if (std::find(bax.begin(), bax.end(), a) != bax.end())
+          throw ValueError("[shard_map] " + what + " cannot appear in shard_map " + which +
+                           ". Got " + which + " entry " + sp.repr() + " naming '" + a +
+                           "', which the vmap lays the batch out over; expected specs "
+                           "without it. Use another mesh axis for the batch, or drop "
+                           "spmd_axis_name.");
+  };
+  check(in_specs_, "in_specs");
+  check(out_specs_, "out_specs");
+  for (const auto& a : bax)
+    if (program_uses(*body_, a))
+      throw ValueError("[shard_map] the body has a collective over '" + a + "', the " + what +
+                       ". Got a collective over the axis the batch is split over; expected "
+                       "collectives over other axes (each device holds different examples "
+                       "along it). Use another mesh axis for the batch.");
+  if (k > 1 && !ba.name.empty() && program_uses(*body_, ba.name))
+    throw NotImplementedError(
+        "[shard_map] a collective over the vmap axis_name '" + ba.name +
+        "' inside a shard_map whose batch is split over " + axis_names_tuple(bax) +
+        " is not implemented. Got both; expected one. Drop spmd_axis_name, or reduce over "
+        "the batch outside the shard_map.");
+  // Specs with the batch entry inserted where the batch is.
+  auto with_batch = [&](const PartitionSpec& sp, int ndim, int d) {
+    std::vector<PartitionEntry> e = sp.normalized(ndim).entries();
+    e.insert(e.begin() + d, PartitionEntry(bax));
+    return PartitionSpec(e);
+  };
+  const Program& b = *body_;
+  std::vector<PartitionSpec> in_sp = in_specs_, out_sp;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (dims[i] >= 0) in_sp[i] = with_batch(in_specs_[i], b.in_vars[i]->type.ndim(), dims[i]);
+  for (size_t j = 0; j < out_specs_.size(); ++j)
+    out_sp.push_back(with_batch(out_specs_[j], b.out_vars[j]->type.ndim(), 0));
+  // Each device batches ba.size / k examples, unsplit inside its block.
+  BatchAxisScope inner({ba.size / k, PartitionEntry(), AbstractMesh(), ba.name, {}});
+  std::vector<ArrayType> in_t;
+  for (size_t i = 0; i < args.size(); ++i)
+    in_t.push_back(dims[i] >= 0 ? batched_type(b.in_vars[i]->type, dims[i]) : b.in_vars[i]->type);
+  std::vector<Array> consts;
+  Program bp = trace_body(
+      [&](const std::vector<Array>& a) {
+        BatchResult r = batch_eval(b, a, dims);
+        for (size_t j = 0; j < r.outs.size(); ++j) r.outs[j] = batch_at_front(r.outs[j], r.dims[j]);
+        return r.outs;
+      },
+      in_t, consts);
+  std::vector<Array> outs = call(std::move(bp), consts, args, std::move(in_sp), std::move(out_sp));
+  return {outs, std::vector<int>(outs.size(), 0)};
 }
 
 }  // namespace tsr::prim

@@ -69,8 +69,10 @@ class ShardMap : public detail::Primitive {
    *  without check_vma), or a known input forwarded with its spec. */
   Split split_residuals(const std::vector<bool>& unknown_ins) const;
   bool jvp_makes_outputs() const override { return true; }
+  bool uses_axis_name(const std::string& n) const override;
   TSR_DEFINE_JVP;
   TSR_DEFINE_TRANSPOSE;
+  TSR_DEFINE_BATCH;
 
  private:
   // A body traced by fn at block types in the body's context; arrays it captures are

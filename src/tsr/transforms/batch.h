@@ -22,6 +22,7 @@ struct BatchAxis {
   PartitionEntry entry; /**< the batch dimension's sharding entry */
   AbstractMesh mesh;    /**< the mesh `entry` names axes of (empty when unsharded) */
   std::string name;     /**< axis_name (collectives over the vmapped axis); "" when none */
+  Axes spmd_axes;       /**< spmd_axis_name (Auto axes stay out of `entry`: types lack them) */
 };
 
 /** The innermost vmap being batched (ValueError outside of one: a rule called bare). */

@@ -9,8 +9,8 @@
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
-#include "tsr/prims/common.h"
 #include "tsr/prims/collectives.h"
+#include "tsr/prims/common.h"
 #include "tsr/prims/shard_map.h"
 #include "tsr/shard_map.h"
 #include "tsr/transforms/ad.h"
@@ -18,6 +18,19 @@
 namespace tsr {
 namespace detail {
 namespace {
+
+// The spec's Explicit axes only: what an argument's type must show (Auto axes never
+// appear in types; the lowering lays the argument out along them as the spec says).
+PartitionSpec explicit_part(const PartitionSpec& p, const AbstractMesh& am) {
+  std::vector<PartitionEntry> e = p.entries();
+  for (auto& x : e) {
+    Axes keep;
+    for (const auto& a : x.axes())
+      if (am.axis_type(a) == AxisType::Explicit) keep.push_back(a);
+    if (keep.size() != x.axes().size()) x = PartitionEntry(keep);
+  }
+  return PartitionSpec(e);
+}
 
 // Checks a spec (in or out) against the manual axes and the rank; returns it
 // normalized to the rank.
@@ -144,7 +157,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     NamedSharding want(mesh, p);
     if (!on_mesh) {
       args[i] = args[i].impl()->var ? reshard(args[i], want) : device_put(args[i], want);
-    } else if (!(entries_of(t) == p.normalized(t.ndim()).entries())) {
+    } else if (!(entries_of(t) == explicit_part(p, am).normalized(t.ndim()).entries())) {
       throw ValueError("[shard_map] in_specs " + p.repr() + " for " + paths[i] +
                        " differ from the argument's sharding " + t.sharding.spec().repr() +
                        ". Got type " + short_type(t) +

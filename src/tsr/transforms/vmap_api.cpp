@@ -6,8 +6,8 @@
 
 #include "tsr/error.h"
 #include "tsr/ops.h"
-#include "tsr/prims/common.h"
 #include "tsr/prims/collectives.h"
+#include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/batch.h"
 #include "tsr/vmap.h"
@@ -118,7 +118,11 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
   PartitionEntry e = entry.value_or(PartitionEntry());
   std::vector<Array> in = args;
   if (!o.spmd_axis_name.empty()) {
-    AbstractMesh m = mesh.empty() ? get_abstract_mesh() : mesh;
+    // The mesh the batch is split over: the arguments' (replicated ones included), else
+    // the context's.
+    AbstractMesh m = mesh;
+    for (size_t i = 0; i < n && m.empty(); ++i) m = args[i].type().sharding.mesh();
+    if (m.empty()) m = get_abstract_mesh();
     PartitionEntry s = spmd_entry(o.spmd_axis_name, m);
     if (!e.is_none() && !(e == s))
       throw ValueError(
@@ -127,6 +131,8 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
           prim::axis_names_tuple(o.spmd_axis_name) +
           " and arrays sharded on explicit_mesh_axis=" + prim::axis_names_tuple(e.axes()) +
           "; expected one of them. Drop spmd_axis_name, or reshard the arguments.");
+    bool all_auto = true;
+    for (const auto& a : o.spmd_axis_name) all_auto = all_auto && m.axis_type(a) == AxisType::Auto;
     if (e.is_none()) {
       int64_t k = entry_size(s, m);
       if (*size % k != 0)
@@ -135,17 +141,21 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
                          std::to_string(*size) + ". Got a batch of " + std::to_string(*size) +
                          "; expected a multiple of " + std::to_string(k) +
                          ". Pad the batch, or shard it over fewer devices.");
-      e = s;
-      mesh = m;
-      // The batched arguments move onto those axes along the batch dimension.
-      for (size_t i = 0; i < n; ++i) {
-        if (dims[i] < 0) continue;
-        ArrayType t = args[i].type();
-        std::vector<PartitionEntry> es = entries_of(t);
-        es.resize(static_cast<size_t>(t.ndim()));
-        es[dims[i]] = e;
-        AbstractMesh am = t.sharding.mesh().empty() ? m : t.sharding.mesh();
-        in[i] = reshard(args[i], NamedSharding(am, with_sets_of(es, t.sharding.spec())));
+      // On Auto axes the layout is the compiler's (and shard_map's in_specs): types and
+      // arguments stay as they are. On Explicit ones the batched arguments move onto
+      // those axes along the batch dimension.
+      if (!all_auto) {
+        e = s;
+        mesh = m;
+        for (size_t i = 0; i < n; ++i) {
+          if (dims[i] < 0) continue;
+          ArrayType t = args[i].type();
+          std::vector<PartitionEntry> es = entries_of(t);
+          es.resize(static_cast<size_t>(t.ndim()));
+          es[dims[i]] = e;
+          AbstractMesh am = t.sharding.mesh().empty() ? m : t.sharding.mesh();
+          in[i] = reshard(args[i], NamedSharding(am, with_sets_of(es, t.sharding.spec())));
+        }
       }
     }
   }
@@ -168,7 +178,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     per[i] = dims[i] >= 0 ? unbatched_type(in[i].type(), dims[i]) : in[i].type();
   VmapNameScope names(o.axis_name, *size);  // collectives over axis_name (§6.2)
   Program p = trace_program(f, per);
-  BatchAxisScope scope({*size, e, mesh, o.axis_name});
+  BatchAxisScope scope({*size, e, mesh, o.axis_name, o.spmd_axis_name});
   BatchResult r = batch_eval(p, in, dims);
   return {r.outs, r.dims, *size, e, mesh};
 }
