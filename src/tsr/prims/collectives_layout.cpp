@@ -20,7 +20,8 @@ const bool registered =
     register_primitive("all_gather") && register_primitive("all_gather_invariant") &&
     register_primitive("reduce_scatter") && register_primitive("ppermute") &&
     register_primitive("all_to_all") && register_primitive("pbroadcast") &&
-    declare_ad("all_gather", AdKind::Linear) && declare_ad("all_gather_invariant", AdKind::Linear) &&
+    declare_ad("all_gather", AdKind::Linear) &&
+    declare_ad("all_gather_invariant", AdKind::Linear) &&
     declare_ad("reduce_scatter", AdKind::Linear) && declare_ad("ppermute", AdKind::Linear) &&
     declare_ad("all_to_all", AdKind::Linear) && declare_ad("pbroadcast", AdKind::Linear);
 
@@ -52,8 +53,8 @@ int64_t prod(const Shape& s, size_t from, size_t to) {
 std::string pairs_str(const std::vector<std::pair<int, int>>& perm) {
   std::string s = "(";
   for (size_t i = 0; i < perm.size(); ++i)
-    s += (i ? ", (" : "(") + std::to_string(perm[i].first) + ", " +
-         std::to_string(perm[i].second) + ")";
+    s += (i ? ", (" : "(") + std::to_string(perm[i].first) + ", " + std::to_string(perm[i].second) +
+         ")";
   return s + (perm.size() == 1 ? ",)" : ")");
 }
 
@@ -61,8 +62,8 @@ void check_dim(int d, int lo, int hi, const char* op, const char* what, const Ar
   if (d < lo || d > hi)
     throw ValueError(std::string("[") + op + "] " + what + "=" + std::to_string(d) +
                      " is out of range for an operand of type " + short_type(t) + ". Got " + what +
-                     "=" + std::to_string(d) + "; expected " + std::to_string(lo) +
-                     " <= " + what + " <= " + std::to_string(hi) + ". Pass a dimension of the block.");
+                     "=" + std::to_string(d) + "; expected " + std::to_string(lo) + " <= " + what +
+                     " <= " + std::to_string(hi) + ". Pass a dimension of the block.");
 }
 }  // namespace
 
@@ -132,7 +133,8 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
                            axis_names_tuple(p_.axes) + ". Index the group row-major.");
         if (!src.insert(a).second || !dst.insert(b).second)
           throw ValueError(pre + "ppermute sources and destinations must be unique, got " +
-                           pairs_str(p_.perm) + ". Got a repeated index; expected each source "
+                           pairs_str(p_.perm) +
+                           ". Got a repeated index; expected each source "
                            "and each destination at most once.");
       }
       break;
@@ -170,7 +172,10 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
       break;
   }
   t.shape = s;
-  t.sharding = type_sharding(NamedSharding(ctx, PartitionSpec()), s);
+  // ppermute / pbroadcast move whole blocks elementwise: they keep the block's sharding
+  // along non-manual axes (partial manual); the others gather it first (replicated).
+  if (p_.kind != K::Ppermute && p_.kind != K::Pbroadcast)
+    t.sharding = type_sharding(NamedSharding(ctx, PartitionSpec()), s);
   if (!p_.check_vma) {
     t.vma.clear();
     return {t};

@@ -44,10 +44,25 @@ std::vector<ArrayType> ShardMap::infer(const std::vector<ArrayType>& in) const {
     t.shape = shape;
     t.dtype = b.dtype;
     t.weak = b.weak;
-    t.sharding = type_sharding(NamedSharding(am, PartitionSpec(e)), shape);
+    t.sharding = type_sharding(NamedSharding(am, outer_spec(s, b)), shape);
+    // Nested: what the enclosing body sees varies over its manual axes the block does.
+    for (const auto& a : b.vma)
+      if (am.axis_type(a) == AxisType::Manual) t.vma.insert(a);
     out.push_back(t);
   }
   return out;
+}
+
+PartitionSpec ShardMap::outer_spec(const PartitionSpec& spec, const ArrayType& block) {
+  std::vector<PartitionEntry> e = spec.normalized(block.ndim()).entries();
+  std::vector<PartitionEntry> own = block.sharding.spec().normalized(block.ndim()).entries();
+  for (size_t d = 0; d < e.size(); ++d) {
+    if (own[d].is_none()) continue;
+    Axes a = e[d].axes();
+    a.insert(a.end(), own[d].axes().begin(), own[d].axes().end());
+    e[d] = PartitionEntry(a);
+  }
+  return PartitionSpec(e);
 }
 
 std::string ShardMap::params() const {

@@ -48,6 +48,10 @@ class ShardMap : public detail::Primitive {
   bool custom_vma() const override { return true; }
   /** check_vma. */
   bool check_vma() const { return check_vma_; }
+  /** The layout outside of a value whose block (type `block`, on the inner mesh) has
+   *  manual spec `spec`: per dimension the manual axes, then the block's own (partial
+   *  manual keeps the other axes' sharding inside the body, manual-spmd §2.4). */
+  static PartitionSpec outer_spec(const PartitionSpec& spec, const ArrayType& block);
   /** The body's context: the mesh with the manual axes typed Manual. */
   AbstractMesh inner_mesh() const;
   /** The same shard_map over `body`, whose inputs are the flagged ones and outputs the

@@ -125,18 +125,23 @@ struct Lowerer {
     known.insert(known.begin(), inner);  // found first by the body's equations
     for (size_t i = 0; i < e.ins.size(); ++i) {
       const ArrayType& t = e.ins[i]->type;
-      int v = reshard(val.at(e.ins[i].get()), layout_on(outer, sm.in_specs()[i], t.ndim()));
       const ArrayType& bt = body.in_vars[i]->type;
-      int w = add_value(bt.shape, bt.dtype, bt.weak, layout_on(inner, PartitionSpec(), bt.ndim()));
+      int v = reshard(val.at(e.ins[i].get()),
+                      layout_on(outer, prim::ShardMap::outer_spec(sm.in_specs()[i], bt), t.ndim()));
+      int w =
+          add_value(bt.shape, bt.dtype, bt.weak, layout_on(inner, bt.sharding.spec(), bt.ndim()));
       alias(v, w, inner);
       val[body.in_vars[i].get()] = w;
     }
     lower_program(body);
     for (size_t j = 0; j < e.outs.size(); ++j) {
       const ArrayType& bt = body.out_vars[j]->type;
-      int w = reshard(val.at(body.out_vars[j].get()), layout_on(inner, PartitionSpec(), bt.ndim()));
+      int w =
+          reshard(val.at(body.out_vars[j].get()), layout_on(inner, bt.sharding.spec(), bt.ndim()));
       const ArrayType& t = e.outs[j]->type;
-      int o = add_value(t.shape, t.dtype, t.weak, layout_on(outer, sm.out_specs()[j], t.ndim()));
+      int o =
+          add_value(t.shape, t.dtype, t.weak,
+                    layout_on(outer, prim::ShardMap::outer_spec(sm.out_specs()[j], bt), t.ndim()));
       alias(w, o, outer);
       val[e.outs[j].get()] = reshard(o, layout_on(outer, t.sharding.spec(), t.ndim()));
     }
@@ -158,6 +163,16 @@ struct Lowerer {
     st.prim = e.prim;
     st.mesh = m;
     const std::vector<std::string>& axes = c ? c->axes() : lc->p().axes;
+    // Elementwise collectives keep the value's layout along the non-manual axes (partial
+    // manual): group members share those coordinates, so their local blocks line up.
+    // The others work on whole blocks.
+    const bool keep = ((c && c->kind() != K::AxisIndex) ||
+                       (lc && (lc->p().kind == prim::LayoutCollective::Kind::Ppermute ||
+                               lc->p().kind == prim::LayoutCollective::Kind::Pbroadcast))) &&
+                      !e.ins.empty() && e.ins[0]->type.sharding.spec().unreduced().empty() &&
+                      t.sharding.spec().unreduced().empty();
+    const PartitionSpec in_spec = keep ? e.ins[0]->type.sharding.spec() : PartitionSpec();
+    const PartitionSpec out_spec = keep ? t.sharding.spec() : PartitionSpec();
     if (c) {
       st.reduce_op = c->op();
       st.coll = c->kind() == K::AxisIndex ? C::AxisIndex : C::AllReduce;
@@ -169,13 +184,14 @@ struct Lowerer {
       st.root = lc->p().source;
       int64_t n = 1;
       for (const auto& a : axes) n *= m.abstract_mesh().axis_size(a);
-      st.run = prim::collective_run(*lc, e.ins[0]->type.shape, n);
+      st.run =
+          prim::collective_run(*lc, NamedSharding(m, in_spec).shard_shape(e.ins[0]->type.shape), n);
     }
     if (!e.ins.empty()) {
       const ArrayType& it = e.ins[0]->type;
-      st.ins.push_back(reshard(val.at(e.ins[0].get()), layout_on(m, PartitionSpec(), it.ndim())));
+      st.ins.push_back(reshard(val.at(e.ins[0].get()), layout_on(m, in_spec, it.ndim())));
     }
-    int out = add_value(t.shape, t.dtype, t.weak, layout_on(m, PartitionSpec(), t.ndim()));
+    int out = add_value(t.shape, t.dtype, t.weak, layout_on(m, out_spec, t.ndim()));
     st.outs.push_back(out);
     // Coordinates along each mesh axis of each flat (row-major) position.
     const auto& sizes = m.axis_sizes();
@@ -187,7 +203,8 @@ struct Lowerer {
     };
     std::vector<int> named;
     for (const auto& a : axes)
-      named.push_back(static_cast<int>(std::find(mnames.begin(), mnames.end(), a) - mnames.begin()));
+      named.push_back(
+          static_cast<int>(std::find(mnames.begin(), mnames.end(), a) - mnames.begin()));
     auto index_in_group = [&](int f) {
       int r = 0;
       for (int a : named) r = r * sizes[a] + coord(f, a);
@@ -636,15 +653,16 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
 namespace {
 // A collective step as `.local` shows it: its groups (device ids, the first few) and
 // the bytes each device sends into the Group call.
-std::string collective_text(const Executable::Step& st, const std::vector<Executable::Value>& vals) {
+std::string collective_text(const Executable::Step& st,
+                            const std::vector<Executable::Value>& vals) {
   using C = Executable::Step::Coll;
   std::set<std::vector<int>> groups(st.coll_ids.begin(), st.coll_ids.end());
   std::ostringstream os;
   const auto& in = vals[static_cast<size_t>(st.ins[0])];
   const auto& out = vals[static_cast<size_t>(st.outs[0])];
   size_t bytes = st.coll == C::AllReduce ? out.local_bytes : in.local_bytes;
-  static const char* what[] = {"", "all_reduce", "", "all_gather", "reduce_scatter", "permute",
-                               "all_to_all", "broadcast"};
+  static const char* what[] = {"",        "all_reduce", "",         "all_gather", "reduce_scatter",
+                               "permute", "all_to_all", "broadcast"};
   os << what[static_cast<int>(st.coll)] << " in " << groups.size() << " group"
      << (groups.size() == 1 ? "" : "s") << " of " << st.coll_ids[0].size() << ": ";
   int shown = 0;

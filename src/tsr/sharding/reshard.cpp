@@ -51,6 +51,12 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   for (const auto& a : us) (ut.count(a) && same_mesh ? keep_axes : reduce_axes).insert(a);
   for (const auto& a : ut)
     if (!keep_axes.count(a)) added_axes.insert(a);
+  // Inside a shard_map body devices along a Manual axis hold different blocks of the
+  // same type: data never crosses one (a copy comes from the device's own coordinate).
+  std::set<std::string> manual_axes;
+  if (same_mesh)
+    for (const auto& a : ms.abstract_mesh().axis_names())
+      if (ms.abstract_mesh().axis_type(a) == AxisType::Manual) manual_axes.insert(a);
   if (!us.empty() && !ut.empty() && src.spec().unreduced_kind() != dst.spec().unreduced_kind())
     throw ValueError("[reshard] the unreduced kinds differ. Got input " + src.spec().repr() +
                      " and out_sharding " + dst.spec().repr() +
@@ -127,6 +133,7 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
       for (int i : holders) {
         bool ok = true;
         for (const auto& a : keep_axes) ok = ok && coord_on(ms, i, a) == coord_on(md, j, a);
+        for (const auto& a : manual_axes) ok = ok && coord_on(ms, i, a) == coord_on(md, j, a);
         if (ok) cand.push_back(i);
       }
       if (cand.empty()) continue;

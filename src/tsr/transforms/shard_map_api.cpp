@@ -32,6 +32,34 @@ PartitionSpec explicit_part(const PartitionSpec& p, const AbstractMesh& am) {
   return PartitionSpec(e);
 }
 
+// An argument's sharding split per dimension into its manual axes and the rest (the
+// block keeps those: partial manual, §2.4). The manual ones must be major, so that a
+// device's block is contiguous.
+std::pair<std::vector<PartitionEntry>, std::vector<PartitionEntry>> split_manual(
+    const std::vector<PartitionEntry>& e, const std::set<std::string>& mset,
+    const std::string& path, const ArrayType& t) {
+  std::vector<PartitionEntry> man, rest;
+  for (const auto& x : e) {
+    Axes m, r;
+    for (const auto& a : x.axes()) {
+      if (!mset.count(a)) {
+        r.push_back(a);
+      } else if (!r.empty()) {
+        throw NotImplementedError(
+            "[shard_map] " + path + " of type " + short_type(t) + " is sharded over " + x.repr() +
+            ", a non-manual axis before the manual axis '" + a +
+            "'. Got that order; expected the manual axes major in each dimension. Reshard "
+            "the argument first.");
+      } else {
+        m.push_back(a);
+      }
+    }
+    man.emplace_back(m);
+    rest.emplace_back(r);
+  }
+  return {man, rest};
+}
+
 // Checks a spec (in or out) against the manual axes and the rank; returns it
 // normalized to the rank.
 PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::string>& manual,
@@ -45,10 +73,9 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
     for (const auto& a : e.axes()) {
       if (!manual.count(a))
         throw ValueError(
-            "[shard_map] shard_map " + which +
-            " argument must refer to an axis marked as manual (" +
+            "[shard_map] shard_map " + which + " argument must refer to an axis marked as manual " +
             prim::axis_names_tuple(std::vector<std::string>(manual.begin(), manual.end())) +
-            "), but: " + p.repr() + " for " + path + " refers to '" + a +
+            ", but: " + p.repr() + " for " + path + " refers to '" + a +
             "'. Name only the manual axes (axis_names).");
       if (!seen.insert(a).second)
         throw ValueError("[shard_map] shard_map " + which + " " + p.repr() + " for " + path +
@@ -104,13 +131,6 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
           "[shard_map] shard_map requires axis_names=" + prim::axis_names_tuple(manual) +
           " to be a subset of mesh.axis_names=" + prim::axis_names_tuple(am.axis_names()) +
           ". Name axes of the mesh.");
-  if (manual.size() != am.axis_names().size())
-    throw NotImplementedError(
-        "[shard_map] partial-manual shard_map (axis_names a strict subset of the mesh's axes) "
-        "is not implemented yet. Got axis_names=" +
-        prim::axis_names_tuple(manual) + " on a mesh with " +
-        prim::axis_names_tuple(am.axis_names()) +
-        "; expected every mesh axis. Leave axis_names empty.");
   for (const auto& a : manual)
     if (am.axis_type(a) == AxisType::Manual)
       throw NotImplementedError("[shard_map] nested shard_map over axis '" + a +
@@ -133,14 +153,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     if (in_specs[i]) {
       p = *in_specs[i];
     } else if (on_mesh) {
-      std::vector<PartitionEntry> e = entries_of(t);
-      for (auto& x : e) {
-        Axes keep;
-        for (const auto& a : x.axes())
-          if (mset.count(a)) keep.push_back(a);
-        x = PartitionEntry(keep);
-      }
-      p = PartitionSpec(e);
+      p = PartitionSpec(split_manual(entries_of(t), mset, paths[i], t).first);
     }
     p = check_spec(p, t.ndim(), mset, "in_specs", paths[i], t);
     std::vector<PartitionEntry> pe = p.entries();
@@ -155,21 +168,25 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
                          std::to_string(t.shape[d]) + ". Pad the array or change in_specs.");
     }
     NamedSharding want(mesh, p);
+    std::vector<PartitionEntry> rest(static_cast<size_t>(t.ndim()));  // the block's own
     if (!on_mesh) {
       args[i] = args[i].impl()->var ? reshard(args[i], want) : device_put(args[i], want);
-    } else if (!(entries_of(t) == explicit_part(p, am).normalized(t.ndim()).entries())) {
-      throw ValueError("[shard_map] in_specs " + p.repr() + " for " + paths[i] +
-                       " differ from the argument's sharding " + t.sharding.spec().repr() +
-                       ". Got type " + short_type(t) +
-                       "; expected equal specs (in Explicit mode in_specs is an assertion). "
-                       "Reshard the argument, or leave its in_specs to be inferred.");
+    } else {
+      auto [man, other] = split_manual(entries_of(t), mset, paths[i], t);
+      rest = other;
+      if (!(man == explicit_part(p, am).normalized(t.ndim()).entries()))
+        throw ValueError("[shard_map] in_specs " + p.repr() + " for " + paths[i] +
+                         " differ from the argument's sharding " + t.sharding.spec().repr() +
+                         ". Got type " + short_type(t) +
+                         "; expected equal specs (in Explicit mode in_specs is an assertion). "
+                         "Reshard the argument, or leave its in_specs to be inferred.");
     }
     ArrayType b;
     b.shape = t.shape;
     for (int d = 0; d < t.ndim(); ++d) b.shape[d] /= prod_of(pe[d], am);
     b.dtype = t.dtype;
     b.weak = t.weak;
-    b.sharding = type_sharding(NamedSharding(inner, PartitionSpec()), b.shape);
+    b.sharding = type_sharding(NamedSharding(inner, PartitionSpec(rest)), b.shape);
     if (o.check_vma)
       for (const auto& e : pe)
         for (const auto& a : e.axes()) b.vma.insert(a);
