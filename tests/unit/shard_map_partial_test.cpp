@@ -43,6 +43,11 @@ TEST(ShardMapPartial, OtherAxesKeepTheirShardingInside) {
   EXPECT_EQ("f32[4,12@y]{V:x}", seen);
   EXPECT_EQ(P("x", "y"), typeof(got).sharding.spec().normalized(2));
   expect_eq(want, jit(f)(xs), "partial manual, jit");
+  // AD through it: residuals keep the block's y sharding.
+  auto loss = [&](const Array& a) { return sum(f(a)); };
+  auto loss1 = [](const Array& a) { return sum(sin(a) * sum(a * a)); };
+  expect_eq(grad(loss1)(x), grad(loss)(xs), "grad, partial manual");
+  expect_eq(grad(loss1)(x), jit(grad(loss))(xs), "jit(grad), partial manual");
   // in_specs inferred from the argument: its manual axes only.
   auto g =
       shard_map([](const Array& b) { return b * 2.0; }, {.out_specs = P("x"), .axis_names = {"x"}});
@@ -121,6 +126,68 @@ TEST(ShardMapPartial, ErrorsNameTheManualAxes) {
               {.in_specs = {P("x")}, .out_specs = P("x"), .axis_names = {"x"}})(ys);
   });
   EXPECT_NE(msg.find("expected the manual axes major"), std::string::npos) << msg;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ShardMapNested, InnerShardMapMakesMoreAxesManual) {
+  Mesh m = make_mesh({2, 4}, {"x", "y"});
+  MeshScope scope(m);
+  Array x = iota_f({8, 12});
+  Array xs = device_put(x, P("x", "y"));
+  std::string outer_t, inner_t, back_t;
+  auto f = shard_map(
+      [&](const Array& b) {  // f32[4,12@y]{V:x}
+        outer_t = typeof(b).str();
+        Array c = shard_map(
+            [&](const Array& d) {  // f32[4,3]{V:(x,y)}
+              inner_t = typeof(d).str();
+              return d * psum(sum(d), "y");  // sum over this x block, on every y device
+            },
+            {.in_specs = {P(nullptr, "y")}, .out_specs = P(nullptr, "y"), .axis_names = {"y"}})(b);
+        back_t = typeof(c).str();
+        return c + psum(c, "x");
+      },
+      {.in_specs = {P("x")}, .out_specs = P("x"), .axis_names = {"x"}});
+  Array r = reshape(x, {2, 4, 12});
+  Array c = r * reshape(sum(r, {1, 2}), {2, 1, 1});
+  Array want = reshape(c + sum(c, 0), {8, 12});
+  expect_eq(want, f(xs), "nested, eager");
+  expect_eq(want, jit(f)(xs), "nested, jit");
+  EXPECT_EQ("f32[4,12@y]{V:x}", outer_t);
+  EXPECT_EQ("f32[4,3]{V:(x,y)}", inner_t);
+  EXPECT_EQ("f32[4,12@y]{V:x}", back_t);  // inner-manual axes leave the vma (§2.4)
+  // The nested one must name a new axis, and the enclosing mesh.
+  std::string msg = error_of<ValueError>([&] {
+    shard_map(
+        [](const Array& b) {
+          return shard_map([](const Array& d) { return d; },
+                           {.in_specs = {P()}, .out_specs = P(), .axis_names = {"x"}})(b);
+        },
+        {.in_specs = {P("x")}, .out_specs = P("x"), .axis_names = {"x"}})(xs);
+  });
+  EXPECT_NE(msg.find("makes no new axis manual"), std::string::npos) << msg;
+}
+
+TEST(ShardMapNested, GradThroughNestedShardMaps) {
+  Mesh m = make_mesh({2, 2}, {"x", "y"});
+  MeshScope scope(m);
+  Array x = iota_f({4, 4});
+  Array xs = device_put(x, P("x", "y"));
+  auto f = shard_map(
+      [](const Array& b) {
+        Array c =
+            shard_map([](const Array& d) { return psum(sum(sin(d) * d), "y"); },
+                      {.in_specs = {P(nullptr, "y")}, .out_specs = P(), .axis_names = {"y"}})(b);
+        return reshape(c, {1});
+      },
+      {.in_specs = {P("x")}, .out_specs = P("x"), .axis_names = {"x"}});
+  auto loss = [&](const Array& a) { return sum(f(a)); };
+  auto loss1 = [](const Array& a) { return sum(sin(a) * a); };
+  // f gives one value per x block (shape [2]); their sum is the whole sum.
+  expect_eq(grad(loss1)(x), grad(loss)(xs), "grad through nested shard_maps");
 }
 
 }  // namespace

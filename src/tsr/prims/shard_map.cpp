@@ -86,9 +86,10 @@ Program ShardMap::trace_body(const FlatFn& fn, const std::vector<ArrayType>& in,
   AbstractMeshScope scope(inner);
   CheckVmaScope vma_scope(check_vma_);
   Program p = trace_program(fn, in, [&](const ArrayType& t) {
-    ArrayType b = t;  // a captured array is an invariant block, as in shard_map itself
+    // A captured array is an invariant block, as in shard_map itself (nested: it keeps
+    // what it varies over in the enclosing body).
+    ArrayType b = t;
     b.sharding = NamedSharding(inner, PartitionSpec());
-    b.vma.clear();
     return b;
   });
   consts = p.consts;
@@ -161,6 +162,11 @@ ShardMap::Split ShardMap::split_residuals(const std::vector<bool>& unknown_ins) 
     res_specs.push_back(PartitionSpec(e));
     stacked_specs.push_back(res_specs.back());
     t.shape.insert(t.shape.begin(), 1);
+    if (!t.sharding.mesh().empty()) {  // the block's own sharding (partial manual) shifts
+      std::vector<PartitionEntry> own = t.sharding.spec().normalized(t.ndim() - 1).entries();
+      own.insert(own.begin(), PartitionEntry());
+      t.sharding = NamedSharding(t.sharding.mesh(), with_sets_of(own, t.sharding.spec()));
+    }
     res_t.push_back(t);
   }
   std::vector<ArrayType> known_in, unknown_in = res_t;

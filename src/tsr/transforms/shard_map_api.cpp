@@ -118,24 +118,38 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     throw ValueError(
         "[shard_map] The context mesh cannot be empty. Use `MeshScope scope(mesh)` "
         "(or set_mesh) to enter into a mesh context, or pass .mesh.");
-  const Mesh mesh = o.mesh ? *o.mesh : ctx;
+  const Mesh top = o.mesh ? *o.mesh : ctx;  // as the user gave it (no Manual axes)
+  Mesh mesh = top;
   if (o.mesh && !ctx.empty() && !(ctx.abstract_mesh() == o.mesh->abstract_mesh()))
     throw ValueError("[shard_map] The context mesh " + ctx.abstract_mesh().str() +
                      " should match the mesh passed to shard_map " + o.mesh->abstract_mesh().str() +
                      ". Enter the shard_map's mesh, or drop .mesh.");
+  // Nested (§2.4): inside a body the mesh is the body's, its manual axes typed Manual.
+  const AbstractMesh cur = get_abstract_mesh();
+  if (!cur.manual_axes().empty()) {
+    if (cur.axis_names() != mesh.abstract_mesh().axis_names() ||
+        cur.axis_sizes() != mesh.abstract_mesh().axis_sizes())
+      throw ValueError("[shard_map] The context mesh " + cur.str() +
+                       " should match the mesh passed to shard_map " + mesh.abstract_mesh().str() +
+                       ". Got a nested shard_map over another mesh; expected the enclosing "
+                       "shard_map's mesh. Drop .mesh.");
+    mesh = Mesh(mesh.devices(), cur.axis_sizes(), cur.axis_names(), cur.axis_types());
+  }
   const AbstractMesh& am = mesh.abstract_mesh();
-  std::vector<std::string> manual = o.axis_names.empty() ? am.axis_names() : o.axis_names;
-  for (const auto& a : manual)
+  std::vector<std::string> listed = o.axis_names.empty() ? am.axis_names() : o.axis_names;
+  for (const auto& a : listed)
     if (am.axis_index(a) < 0)
       throw ValueError(
-          "[shard_map] shard_map requires axis_names=" + prim::axis_names_tuple(manual) +
+          "[shard_map] shard_map requires axis_names=" + prim::axis_names_tuple(listed) +
           " to be a subset of mesh.axis_names=" + prim::axis_names_tuple(am.axis_names()) +
           ". Name axes of the mesh.");
-  for (const auto& a : manual)
-    if (am.axis_type(a) == AxisType::Manual)
-      throw NotImplementedError("[shard_map] nested shard_map over axis '" + a +
-                                "' is not implemented yet. Got an axis that is already manual; "
-                                "expected Explicit axes.");
+  std::vector<std::string> manual;  // newly manual: the enclosing body's axes already are
+  for (const auto& a : listed)
+    if (am.axis_type(a) != AxisType::Manual) manual.push_back(a);
+  if (manual.empty())
+    throw ValueError("[shard_map] a nested shard_map makes no new axis manual. Got axis_names=" +
+                     prim::axis_names_tuple(listed) + ", all manual already in " + am.str() +
+                     "; expected at least one other axis. Call the function directly.");
   const std::set<std::string> mset(manual.begin(), manual.end());
   std::vector<std::pair<std::string, AxisType>> u;
   for (const auto& a : manual) u.emplace_back(a, AxisType::Manual);
@@ -187,9 +201,11 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     b.dtype = t.dtype;
     b.weak = t.weak;
     b.sharding = type_sharding(NamedSharding(inner, PartitionSpec(rest)), b.shape);
-    if (o.check_vma)
+    if (o.check_vma) {
+      b.vma = t.vma;  // nested: what it varies over in the enclosing body
       for (const auto& e : pe)
         for (const auto& a : e.axes()) b.vma.insert(a);
+    }
     specs.push_back(p);
     block.push_back(b);
   }
@@ -198,6 +214,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
   std::vector<PartitionSpec> out_p;
   Program body;
   {
+    MeshScope mesh_scope(top);  // a nested shard_map finds the devices
     AbstractMeshScope scope(inner);
     CheckVmaScope vma_scope(o.check_vma);
     body = trace_program(
@@ -217,9 +234,9 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
               for (const auto& a : inner.axis_names())
                 if (named.count(a) && !y.type().vma.count(a)) add.push_back(a);
               if (!add.empty()) y = pvary(y, add);
-              std::set<std::string> extra;
+              std::set<std::string> extra;  // the enclosing body's axes are its business
               for (const auto& a : y.type().vma)
-                if (!named.count(a)) extra.insert(a);
+                if (!named.count(a) && mset.count(a)) extra.insert(a);
               if (!extra.empty()) {
                 std::ostringstream os;
                 os << "[shard_map] shard_map applied to the function '" << fn_name
@@ -248,9 +265,8 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
         block,
         // A closed-over array is an invariant block (as if passed with P()).
         [&](const ArrayType& t) {
-          ArrayType b = t;
+          ArrayType b = t;  // nested: keeps what it varies over in the enclosing body
           b.sharding = type_sharding(NamedSharding(inner, PartitionSpec()), b.shape);
-          b.vma.clear();
           return b;
         });
   }
