@@ -9,6 +9,9 @@
 //   block it holds and passes it on with ppermute) against all_gather of B then one
 //   local matmul. Reported, no goal: on 2 cores there is no compute/communication
 //   overlap to win, and the ring makes 8 smaller GEMMs.
+// - BM_PmapStep / BM_ShardMapStep / BM_JitShardMapStep / BM_JitStep: the per-call cost
+//   of a trivial body on 8 devices (pmap retraces f every call; shard_map eager traces
+//   the body each call; jit caches).
 //
 //   build/bench/shard_map_bench --benchmark_repetitions=5 --benchmark_min_time=0.5
 //       --benchmark_report_aggregates_only=true
@@ -143,6 +146,44 @@ void BM_GatherMatmul(benchmark::State& st) {
   for (auto _ : st) f(o.a, o.b).block_until_ready();
 }
 BENCHMARK(BM_GatherMatmul)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Step overhead with a trivial body (x * 2 on 8 floats per device), 8 devices: pmap,
+// eager shard_map, jit(shard_map) and jit of the same global op. The inputs already
+// live on the devices with the layout each call wants (no moves in the loop).
+constexpr int64_t kSmall = 8;
+
+void BM_PmapStep(benchmark::State& st) {
+  auto f = pmap([](const Array& r) { return r * 2.f; }, {.axis_name = "i"});
+  Array x = f(ones({kDevices, kSmall}));
+  for (auto _ : st) f(x).block_until_ready();
+}
+BENCHMARK(BM_PmapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_ShardMapStep(benchmark::State& st) {
+  MeshScope scope(make_mesh({kDevices}, {"i"}));
+  Array x = device_put(ones({kDevices, kSmall}), P("i"));
+  auto f = shard_map([](const Array& b) { return b * 2.f; },
+                     {.in_specs = P("i"), .out_specs = P("i")});
+  for (auto _ : st) f(x).block_until_ready();
+}
+BENCHMARK(BM_ShardMapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_JitShardMapStep(benchmark::State& st) {
+  MeshScope scope(make_mesh({kDevices}, {"i"}));
+  Array x = device_put(ones({kDevices, kSmall}), P("i"));
+  auto f = jit(shard_map([](const Array& b) { return b * 2.f; },
+                         {.in_specs = P("i"), .out_specs = P("i")}));
+  for (auto _ : st) f(x).block_until_ready();
+}
+BENCHMARK(BM_JitShardMapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_JitStep(benchmark::State& st) {
+  MeshScope scope(make_mesh({kDevices}, {"i"}));
+  Array x = device_put(ones({kDevices, kSmall}), P("i"));
+  auto f = jit([](const Array& a) { return a * 2.f; });
+  for (auto _ : st) f(x).block_until_ready();
+}
+BENCHMARK(BM_JitStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 
