@@ -80,7 +80,11 @@ TEST(VmapCollectives, DataMovementOverTheBatch) {
             vm([](const Array& r) { return all_gather(r, "i", {.tiled = true}); }, x),
             "all_gather tiled");
   expect_eq(loop([](const Array& a, int64_t k) { return a[(k + 3) % 4]; }, x),
-            vm([](const Array& r) { return ppermute(r, "i", {{0, 1}, {1, 2}, {2, 3}, {3, 0}}); }, x),
+            vm(
+                [](const Array& r) {
+                  return ppermute(r, "i", {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+                },
+                x),
             "ppermute");
   expect_eq(loop([](const Array& a, int64_t) { return a[2]; }, x),
             vm([](const Array& r) { return pbroadcast(r, "i", 2); }, x), "pbroadcast");
@@ -105,11 +109,40 @@ TEST(VmapCollectives, DataMovementOverTheBatch) {
                 },
                 y),
             vm([](const Array& r) { return all_to_all(r, "i", 0, 1); }, y), "all_to_all concat 1");
+  // Tiled: instance k concatenates, along concat, part k (along split) of every example.
+  Array w = iota_f({4, 8, 12});
+  for (auto [split, concat] :
+       {std::pair{0, 1}, std::pair{1, 0}, std::pair{0, 0}, std::pair{1, 1}}) {
+    auto part = [split = split](const Array& e, int64_t k) {
+      Shape lo(2, 0), hi = e.shape();
+      int64_t p = e.shape()[static_cast<size_t>(split)] / 4;
+      lo[static_cast<size_t>(split)] = k * p;
+      hi[static_cast<size_t>(split)] = (k + 1) * p;
+      return slice(e, lo, hi);
+    };
+    Array want = loop(
+        [&](const Array& a, int64_t k) {
+          std::vector<Array> parts;
+          for (int64_t j = 0; j < 4; ++j) parts.push_back(part(a[j], k));
+          return concatenate(parts, concat);
+        },
+        w);
+    expect_eq(
+        want,
+        vm([split = split,
+            concat = concat](const Array& r) { return all_to_all(r, "i", split, concat, true); },
+           w),
+        "tiled all_to_all split " + std::to_string(split) + " concat " + std::to_string(concat));
+  }
 }
 
 TEST(VmapCollectives, NestedNamesReduceTogether) {
   Array x = iota_f({2, 4, 3});
-  auto inner = vmap([](const Array& r) { return psum(r, AxisNames{"i", "j"}); }, {.axis_name = "j"});
+  auto inner = vmap(
+      [](const Array& r) {
+        return psum(r, AxisNames{"i", "j"});
+      },
+      {.axis_name = "j"});
   Array got = vmap(inner, {.axis_name = "i"})(x);
   Array total = sum(sum(x, 0), 0);
   expect_eq(broadcast_to(total, {2, 4, 3}), got, "psum over (i, j)");
@@ -119,8 +152,9 @@ TEST(VmapCollectives, UnboundNameAndPartialPermutation) {
   Array x = iota_f({4, 3});
   std::string e = error_of<NameError>([&] { vm([](const Array& r) { return psum(r, "j"); }, x); });
   EXPECT_NE(e.find("Found an unbound axis name: j"), std::string::npos) << e;
-  std::string p = error_of<NotImplementedError>(
-      [&] { vm([](const Array& r) { return ppermute(r, "i", {{0, 1}}); }, x); });
+  std::string p = error_of<NotImplementedError>([&] {
+    vm([](const Array& r) { return ppermute(r, "i", {{0, 1}}); }, x);
+  });
   EXPECT_NE(p.find("full permutation"), std::string::npos) << p;
 }
 

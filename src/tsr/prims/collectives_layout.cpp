@@ -328,15 +328,26 @@ detail::Batched LayoutCollective::batch(const std::vector<Array>& args,
       return {{take(x, array(src), 0)}, {0}};
     }
     case K::AllToAll: {
-      if (p_.tiled)
-        throw NotImplementedError(
-            "[all_to_all] tiled all_to_all over a vmap axis name is not implemented. Got "
-            "tiled=true; expected tiled=false. Reshape the split axis to (size, -1) and use "
-            "the untiled form.");
       // Instance k gets, from each instance j, part k of j's split axis, stacked at
-      // concat_axis: x[j, ..., k@split, ...] -> y[k, ..., j@concat, ...].
+      // concat_axis: x[j, ..., k@split, ...] -> y[k, ..., j@concat, ...]. Tiled: the
+      // split axis is first cut into (n, size / n), and j then merges into the concat
+      // axis as its major part (instance j's chunk is block j of the concatenation).
+      if (p_.tiled) {
+        Shape sh = x.shape();
+        const auto at = static_cast<size_t>(p_.dim) + 1;
+        const int64_t part = sh[at] / n;
+        sh[at] = part;
+        sh.insert(sh.begin() + static_cast<long>(at), n);
+        x = reshape(x, sh);  // [j, ..., k, part, ...]
+      }
       Array z = moveaxis(x, p_.dim + 1, 0);  // [k, j, rest]
-      return {{moveaxis(z, 1, p_.dim2 + 1)}, {0}};
+      Array y = moveaxis(z, 1, p_.dim2 + 1);
+      if (!p_.tiled) return {{y}, {0}};
+      Shape ys = y.shape();
+      const auto c = static_cast<size_t>(p_.dim2) + 1;  // j, then the concat axis
+      ys[c] *= ys[c + 1];
+      ys.erase(ys.begin() + static_cast<long>(c) + 1);
+      return {{reshape(y, ys)}, {0}};
     }
   }
   return {{args[0]}, {dims[0]}};
