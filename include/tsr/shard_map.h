@@ -9,7 +9,7 @@
  *
  *  Built so far (issue 12): full-manual shard_map over trees, vma typing with
  *  implicit pvary, the out_specs replication check, psum/pmean/pmax/pmin, pvary,
- *  axis_index, axis_size. See docs/design/0011-shard-map-plan.md for the rest. */
+ *  axis_index, axis_size. See docs/design/0011-shard-map.md for the rest. */
 #include <optional>
 #include <string>
 #include <tuple>

@@ -2,7 +2,7 @@
 // shard_map and the collectives of its body (manual-spmd.md). A shard_map equation
 // carries its body Program, traced at block types on the mesh with the manual axes
 // typed Manual; the lowering inlines the body so that each device runs it on its own
-// block (docs/design/0011-shard-map-plan.md). Its collectives: prims/collectives.h.
+// block (docs/design/0011-shard-map.md). Its collectives: prims/collectives.h.
 #include <memory>
 #include <set>
 #include <string>
