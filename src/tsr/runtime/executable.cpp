@@ -563,6 +563,12 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
     for (size_t v = 0; v < values.size(); ++v)
       if (owned[v]) alloc.release(slots[v], std::max<size_t>(values[v].local_bytes, 1));
   };
+  // A value aliased into a preallocated output (a shard_map body's result) is computed
+  // straight into that output's buffer instead of being copied there at the alias.
+  for (const auto& [s, pos] : dr.steps) {
+    const Step& st = steps[s];
+    if (st.alias && slots[st.outs[0]] && !slots[st.ins[0]]) slots[st.ins[0]] = slots[st.outs[0]];
+  }
   GroupSequence seq(dr.groups);
   try {
     std::vector<const void*> ip;
@@ -572,7 +578,9 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
       const Step& st = steps[s];
       if (st.alias) {
         int in = st.ins[0], out = st.outs[0];
-        if (slots[out]) {
+        if (slots[out] == slots[in]) {
+          // computed in place (see above)
+        } else if (slots[out]) {
           std::memcpy(slots[out], slots[in], values[out].local_bytes);
         } else {
           slots[out] = slots[in];  // owned stays with the source
