@@ -20,7 +20,8 @@ const bool registered =
     register_primitive("all_gather") && register_primitive("all_gather_invariant") &&
     register_primitive("reduce_scatter") && register_primitive("ppermute") &&
     register_primitive("all_to_all") && register_primitive("pbroadcast") &&
-    declare_ad("all_gather", AdKind::Linear) && declare_ad("all_gather_invariant", AdKind::Linear) &&
+    declare_ad("all_gather", AdKind::Linear) &&
+    declare_ad("all_gather_invariant", AdKind::Linear) &&
     declare_ad("reduce_scatter", AdKind::Linear) && declare_ad("ppermute", AdKind::Linear) &&
     declare_ad("all_to_all", AdKind::Linear) && declare_ad("pbroadcast", AdKind::Linear);
 
@@ -52,8 +53,8 @@ int64_t prod(const Shape& s, size_t from, size_t to) {
 std::string pairs_str(const std::vector<std::pair<int, int>>& perm) {
   std::string s = "(";
   for (size_t i = 0; i < perm.size(); ++i)
-    s += (i ? ", (" : "(") + std::to_string(perm[i].first) + ", " +
-         std::to_string(perm[i].second) + ")";
+    s += (i ? ", (" : "(") + std::to_string(perm[i].first) + ", " + std::to_string(perm[i].second) +
+         ")";
   return s + (perm.size() == 1 ? ",)" : ")");
 }
 
@@ -61,8 +62,8 @@ void check_dim(int d, int lo, int hi, const char* op, const char* what, const Ar
   if (d < lo || d > hi)
     throw ValueError(std::string("[") + op + "] " + what + "=" + std::to_string(d) +
                      " is out of range for an operand of type " + short_type(t) + ". Got " + what +
-                     "=" + std::to_string(d) + "; expected " + std::to_string(lo) +
-                     " <= " + what + " <= " + std::to_string(hi) + ". Pass a dimension of the block.");
+                     "=" + std::to_string(d) + "; expected " + std::to_string(lo) + " <= " + what +
+                     " <= " + std::to_string(hi) + ". Pass a dimension of the block.");
 }
 }  // namespace
 
@@ -88,6 +89,15 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
                      " repeat an axis. Got that; expected each axis once.");
   int64_t n = 1;
   for (const auto& a : p_.axes) n *= bound_axis_size(a);
+  if (!p_.groups.empty()) {
+    if (p_.kind == K::Ppermute || p_.kind == K::Pbroadcast || p_.invariant)
+      throw NotImplementedError(pre + name() + " does not take axis_index_groups. Got " +
+                                groups_str(p_.groups) + "; expected none. " +
+                                (p_.invariant ? "Gather to='varying' (the default) within groups."
+                                              : "Index the whole axis instead."));
+    check_no_vmap_groups(op, p_.axes, p_.groups);
+    n = check_axis_index_groups(p_.groups, n, op, p_.axes);  // the group size
+  }
   const std::string ns = std::to_string(n);
   ArrayType t = in.at(0);
   const int r = t.ndim();
@@ -132,7 +142,8 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
                            axis_names_tuple(p_.axes) + ". Index the group row-major.");
         if (!src.insert(a).second || !dst.insert(b).second)
           throw ValueError(pre + "ppermute sources and destinations must be unique, got " +
-                           pairs_str(p_.perm) + ". Got a repeated index; expected each source "
+                           pairs_str(p_.perm) +
+                           ". Got a repeated index; expected each source "
                            "and each destination at most once.");
       }
       break;
@@ -193,6 +204,7 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
 
 std::string LayoutCollective::params() const {
   std::string s = "axes=" + axis_names_tuple(p_.axes);
+  if (!p_.groups.empty()) s += " axis_index_groups=" + groups_str(p_.groups);
   const std::string tiled = std::string(" tiled=") + (p_.tiled ? "True" : "False");
   switch (p_.kind) {
     case K::AllGather:
@@ -277,6 +289,7 @@ detail::Batched LayoutCollective::batch(const std::vector<Array>& args,
     return {{bind1(std::make_shared<LayoutCollective>(q), {x})}, {0}};
   }
   const char* op = op_name(p_.kind);
+  if (!p_.groups.empty()) refuse_vmap_groups(op, b.name, p_.groups);
   if (p_.axes.size() != 1)
     throw NotImplementedError(std::string("[") + op + "] " + op +
                               " over a vmap axis name together with other axes " +

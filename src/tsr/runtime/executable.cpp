@@ -143,7 +143,8 @@ struct Lowerer {
   }
 
   // A collective of a shard_map body, on the body's mesh `m`: one comm step whose
-  // group per device is the devices agreeing on every coordinate but the named axes.
+  // group per device is the devices agreeing on every coordinate but the named axes
+  // (and, with axis_index_groups, whose combined index is in the same listed group).
   void lower_collective(const Eqn& e, const Mesh& m) {
     using K = prim::Collective::Kind;
     using C = Executable::Step::Coll;
@@ -158,6 +159,12 @@ struct Lowerer {
     st.prim = e.prim;
     st.mesh = m;
     const std::vector<std::string>& axes = c ? c->axes() : lc->p().axes;
+    const AxisIndexGroups& groups = c ? c->groups() : lc->p().groups;
+    int64_t n_all = 1;  // the combined size of the named axes
+    for (const auto& a : axes) n_all *= m.abstract_mesh().axis_size(a);
+    // With axis_index_groups each index's group and its rank in it (the list order).
+    const std::vector<std::pair<int, int>> at = prim::group_positions(groups, n_all);
+    const int64_t n = groups.empty() ? n_all : static_cast<int64_t>(groups[0].size());
     if (c) {
       st.reduce_op = c->op();
       st.coll = c->kind() == K::AxisIndex ? C::AxisIndex : C::AllReduce;
@@ -167,8 +174,6 @@ struct Lowerer {
       st.coll = kind_of[static_cast<int>(lc->p().kind)];
       st.perm = lc->p().perm;
       st.root = lc->p().source;
-      int64_t n = 1;
-      for (const auto& a : axes) n *= m.abstract_mesh().axis_size(a);
       st.run = prim::collective_run(*lc, e.ins[0]->type.shape, n);
     }
     if (!e.ins.empty()) {
@@ -187,22 +192,29 @@ struct Lowerer {
     };
     std::vector<int> named;
     for (const auto& a : axes)
-      named.push_back(static_cast<int>(std::find(mnames.begin(), mnames.end(), a) - mnames.begin()));
+      named.push_back(
+          static_cast<int>(std::find(mnames.begin(), mnames.end(), a) - mnames.begin()));
     auto index_in_group = [&](int f) {
       int r = 0;
       for (int a : named) r = r * sizes[a] + coord(f, a);
       return r;
     };
     for (int f = 0; f < m.size(); ++f) {
-      st.coll_rank.push_back(index_in_group(f));
-      if (st.coll == C::AxisIndex) continue;
+      if (st.coll == C::AxisIndex) {
+        st.coll_rank.push_back(index_in_group(f));
+        continue;
+      }
+      const auto [grp, rank] = at[static_cast<size_t>(index_in_group(f))];
+      st.coll_rank.push_back(rank);
       std::vector<std::pair<int, int>> members;  // (rank, device id)
       for (int g = 0; g < m.size(); ++g) {
-        bool same = true;
+        bool same = at[static_cast<size_t>(index_in_group(g))].first == grp;
         for (int a = 0; a < static_cast<int>(sizes.size()); ++a)
           if (std::find(named.begin(), named.end(), a) == named.end() && coord(g, a) != coord(f, a))
             same = false;
-        if (same) members.emplace_back(index_in_group(g), m.devices()[g].id);
+        if (same)
+          members.emplace_back(at[static_cast<size_t>(index_in_group(g))].second,
+                               m.devices()[g].id);
       }
       std::sort(members.begin(), members.end());
       std::vector<int> ids;
@@ -636,15 +648,16 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
 namespace {
 // A collective step as `.local` shows it: its groups (device ids, the first few) and
 // the bytes each device sends into the Group call.
-std::string collective_text(const Executable::Step& st, const std::vector<Executable::Value>& vals) {
+std::string collective_text(const Executable::Step& st,
+                            const std::vector<Executable::Value>& vals) {
   using C = Executable::Step::Coll;
   std::set<std::vector<int>> groups(st.coll_ids.begin(), st.coll_ids.end());
   std::ostringstream os;
   const auto& in = vals[static_cast<size_t>(st.ins[0])];
   const auto& out = vals[static_cast<size_t>(st.outs[0])];
   size_t bytes = st.coll == C::AllReduce ? out.local_bytes : in.local_bytes;
-  static const char* what[] = {"", "all_reduce", "", "all_gather", "reduce_scatter", "permute",
-                               "all_to_all", "broadcast"};
+  static const char* what[] = {"",        "all_reduce", "",         "all_gather", "reduce_scatter",
+                               "permute", "all_to_all", "broadcast"};
   os << what[static_cast<int>(st.coll)] << " in " << groups.size() << " group"
      << (groups.size() == 1 ? "" : "s") << " of " << st.coll_ids[0].size() << ": ";
   int shown = 0;
