@@ -26,16 +26,36 @@ struct AxisNames {
   AxisNames(std::vector<std::string> v) : names(std::move(v)) {}
 };
 
+/** axis_index_groups: a partition of the combined (row-major) index over the named
+ *  axes into groups of equal size, `{{0, 1}, {2, 3}}`; a device's index in its group
+ *  is its position in the group's list. Empty: one group of every index. */
+using AxisIndexGroups = std::vector<std::vector<int>>;
+
+/** The keywords of psum, pmean, pmax and pmin. */
+struct PsumOptions {
+  /** Reduce within each group only (check_vma=false only: inside pmap or
+   *  shard_map(check_vma=false); with vma checking JAX raises NotImplementedError). */
+  AxisIndexGroups axis_index_groups = {};
+};
+
 /** jax.lax.psum: the sum over the named axes of every device's block (varying ->
  *  invariant over them); an operand not varying over an axis is pvary'd first, so
  *  it is multiplied by the axis size (JAX). */
 Array psum(const Array& x, const AxisNames& axes);
+/** jax.lax.psum(x, axes, axis_index_groups=...): the sum within each group. */
+Array psum(const Array& x, const AxisNames& axes, const PsumOptions& o);
 /** jax.lax.pmean: psum divided by the number of devices in the group. */
 Array pmean(const Array& x, const AxisNames& axes);
+/** jax.lax.pmean with axis_index_groups: divided by the group size. */
+Array pmean(const Array& x, const AxisNames& axes, const PsumOptions& o);
 /** jax.lax.pmax: the elementwise maximum over the named axes. */
 Array pmax(const Array& x, const AxisNames& axes);
+/** jax.lax.pmax with axis_index_groups: the maximum within each group. */
+Array pmax(const Array& x, const AxisNames& axes, const PsumOptions& o);
 /** jax.lax.pmin: the elementwise minimum over the named axes. */
 Array pmin(const Array& x, const AxisNames& axes);
+/** jax.lax.pmin with axis_index_groups: the minimum within each group. */
+Array pmin(const Array& x, const AxisNames& axes, const PsumOptions& o);
 /** jax.lax.pcast(x, axes, to='varying') / pvary: an invariant value typed varying
  *  over the axes (no data moves). */
 Array pvary(const Array& x, const AxisNames& axes);
@@ -54,6 +74,9 @@ struct AllGatherOptions {
   /** to='invarying': type the result invariant over the axes (every device holds the
    *  same data); its transpose is this device's slice instead of a psum_scatter. */
   bool invariant = false;
+  /** Gather within each group only (its size replaces the axis size); not with
+   *  `.invariant` nor over a vmap's axis_name (NotImplementedError, as JAX). */
+  AxisIndexGroups axis_index_groups = {};
 };
 /** jax.lax.all_gather: every device gets the blocks of its group, stacked (or
  *  concatenated) in index order; the result stays varying unless `.invariant`. */
@@ -66,6 +89,8 @@ struct PsumScatterOptions {
   /** Keep the dimension, divided by the group size, instead of removing it (its size
    *  must then equal the group size). */
   bool tiled = false;
+  /** Reduce and scatter within each group only (its size replaces the axis size). */
+  AxisIndexGroups axis_index_groups = {};
 };
 /** jax.lax.psum_scatter: the psum over the axes, of which the device with group index
  *  k keeps part k along the scatter dimension. */
@@ -83,8 +108,19 @@ Array pshuffle(const Array& x, const AxisNames& axes, const std::vector<int>& pe
  *  size and moves to `concat_axis` (indexed after its removal). */
 Array all_to_all(const Array& x, const AxisNames& axes, int split_axis, int concat_axis,
                  bool tiled = false);
-/** jax.lax.pswapaxes: all_to_all(x, axes, axis, axis). */
-Array pswapaxes(const Array& x, const AxisNames& axes, int axis);
+/** all_to_all's keywords (jax.lax.all_to_all's). */
+struct AllToAllOptions {
+  /** Split `split_axis` in parts and concatenate along `concat_axis`, keeping the rank. */
+  bool tiled = false;
+  /** Exchange within each group only (its size replaces the axis size). */
+  AxisIndexGroups axis_index_groups = {};
+};
+/** jax.lax.all_to_all with its keywords. */
+Array all_to_all(const Array& x, const AxisNames& axes, int split_axis, int concat_axis,
+                 const AllToAllOptions& o);
+/** jax.lax.pswapaxes: all_to_all(x, axes, axis, axis) (within each group when given). */
+Array pswapaxes(const Array& x, const AxisNames& axes, int axis,
+                const AxisIndexGroups& axis_index_groups = {});
 
 /** jax.lax.pbroadcast: every device of the group gets the block of group index
  *  `source`. The operand must already vary over the axes (no implicit pvary). */

@@ -10,7 +10,9 @@
 namespace tsr {
 
 namespace {
-void check_bound(const AxisNames& axes, const char* op) { detail::check_axes_bound(axes.names, op); }
+void check_bound(const AxisNames& axes, const char* op) {
+  detail::check_axes_bound(axes.names, op);
+}
 
 // Auto-pvary (manual-spmd §4): the operand varies over every named axis first.
 Array vary_over(const Array& x, const AxisNames& axes) {
@@ -21,34 +23,45 @@ Array vary_over(const Array& x, const AxisNames& axes) {
   return add.empty() ? x : pvary(x, add);
 }
 
-Array reduce_over(const Array& x, const AxisNames& axes, detail::ReduceOp op, const char* name) {
+Array reduce_over(const Array& x, const AxisNames& axes, detail::ReduceOp op, const char* name,
+                  const AxisIndexGroups& groups) {
   check_bound(axes, name);
+  const bool check_vma = detail::current_check_vma();
+  // Before the implicit pvary, so the error names the user's op; the rule checks the
+  // groups again for hand-built programs.
+  prim::check_reduce_groups(name, axes.names, groups, check_vma);
   Array y = vary_over(x, axes);
   if (y.dtype() == bool_) y = astype(y, int32);
   return detail::bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Psum, axes.names,
-                                                          op, detail::current_check_vma()),
+                                                          op, check_vma, groups),
                        {y});
 }
 }  // namespace
 
-Array psum(const Array& x, const AxisNames& axes) {
-  return reduce_over(x, axes, detail::ReduceOp::Sum, "psum");
+Array psum(const Array& x, const AxisNames& axes) { return psum(x, axes, PsumOptions{}); }
+Array psum(const Array& x, const AxisNames& axes, const PsumOptions& o) {
+  return reduce_over(x, axes, detail::ReduceOp::Sum, "psum", o.axis_index_groups);
 }
-Array pmax(const Array& x, const AxisNames& axes) {
-  return reduce_over(x, axes, detail::ReduceOp::Max, "pmax");
+Array pmax(const Array& x, const AxisNames& axes) { return pmax(x, axes, PsumOptions{}); }
+Array pmax(const Array& x, const AxisNames& axes, const PsumOptions& o) {
+  return reduce_over(x, axes, detail::ReduceOp::Max, "pmax", o.axis_index_groups);
 }
-Array pmin(const Array& x, const AxisNames& axes) {
-  return reduce_over(x, axes, detail::ReduceOp::Min, "pmin");
+Array pmin(const Array& x, const AxisNames& axes) { return pmin(x, axes, PsumOptions{}); }
+Array pmin(const Array& x, const AxisNames& axes, const PsumOptions& o) {
+  return reduce_over(x, axes, detail::ReduceOp::Min, "pmin", o.axis_index_groups);
 }
-Array pmean(const Array& x, const AxisNames& axes) {
-  Array s = psum(x, axes);
-  double n = static_cast<double>(axis_size(axes));
+Array pmean(const Array& x, const AxisNames& axes) { return pmean(x, axes, PsumOptions{}); }
+Array pmean(const Array& x, const AxisNames& axes, const PsumOptions& o) {
+  Array s = psum(x, axes, o);
+  // The group's size: psum checked the groups (equal sizes), so the first one's.
+  const auto& g = o.axis_index_groups;
+  double n = static_cast<double>(g.empty() ? axis_size(axes) : static_cast<int64_t>(g[0].size()));
   return is_floating(s.dtype()) ? s / n : astype(s, float32) / n;
 }
 Array pvary(const Array& x, const AxisNames& axes) {
   check_bound(axes, "pvary");
   if (!detail::current_check_vma()) return x;  // §3.8: a no-op without vma checking
-  std::vector<std::string> mesh_axes;           // a vmap's axis_name is not typed
+  std::vector<std::string> mesh_axes;          // a vmap's axis_name is not typed
   for (const auto& a : axes.names)
     if (!detail::vmap_axis_size(a)) mesh_axes.push_back(a);
   if (mesh_axes.empty()) return x;
@@ -86,6 +99,7 @@ Array all_gather(const Array& x, const AxisNames& axes, const AllGatherOptions& 
   p.dim = detail::norm_axis(o.axis, out_rank, "all_gather");
   p.tiled = o.tiled;
   p.invariant = o.invariant;
+  p.groups = o.axis_index_groups;
   return move(x, std::move(p), "all_gather");
 }
 
@@ -93,10 +107,12 @@ Array psum_scatter(const Array& x, const AxisNames& axes, const PsumScatterOptio
   LC::Params p{.kind = LC::Kind::ReduceScatter, .axes = axes.names};
   p.dim = detail::norm_axis(o.scatter_dimension, x.ndim(), "psum_scatter");
   p.tiled = o.tiled;
+  p.groups = o.axis_index_groups;
   return move(x.dtype() == bool_ ? astype(x, int32) : x, std::move(p), "psum_scatter");
 }
 
-Array ppermute(const Array& x, const AxisNames& axes, const std::vector<std::pair<int, int>>& perm) {
+Array ppermute(const Array& x, const AxisNames& axes,
+               const std::vector<std::pair<int, int>>& perm) {
   LC::Params p{.kind = LC::Kind::Ppermute, .axes = axes.names};
   p.perm = perm;
   return move(x, std::move(p), "ppermute");
@@ -124,17 +140,24 @@ Array pshuffle(const Array& x, const AxisNames& axes, const std::vector<int>& pe
 
 Array all_to_all(const Array& x, const AxisNames& axes, int split_axis, int concat_axis,
                  bool tiled) {
+  return all_to_all(x, axes, split_axis, concat_axis, AllToAllOptions{.tiled = tiled});
+}
+
+Array all_to_all(const Array& x, const AxisNames& axes, int split_axis, int concat_axis,
+                 const AllToAllOptions& o) {
   LC::Params p{.kind = LC::Kind::AllToAll, .axes = axes.names};
   p.dim = detail::norm_axis(split_axis, x.ndim(), "all_to_all");
   // Untiled, concat_axis indexes the shape after the split dimension's removal (the
   // rule checks its range); negative values count from the operand's rank, as JAX.
   p.dim2 = concat_axis < 0 ? concat_axis + x.ndim() : concat_axis;
-  p.tiled = tiled;
+  p.tiled = o.tiled;
+  p.groups = o.axis_index_groups;
   return move(x, std::move(p), "all_to_all");
 }
 
-Array pswapaxes(const Array& x, const AxisNames& axes, int axis) {
-  return all_to_all(x, axes, axis, axis);
+Array pswapaxes(const Array& x, const AxisNames& axes, int axis,
+                const AxisIndexGroups& axis_index_groups) {
+  return all_to_all(x, axes, axis, axis, AllToAllOptions{.axis_index_groups = axis_index_groups});
 }
 
 Array pbroadcast(const Array& x, const AxisNames& axes, int source) {

@@ -43,7 +43,8 @@ int64_t bound_axis_size(const std::string& name) {
 void check_axes_bound(const std::vector<std::string>& axes, const char* op) {
   AbstractMesh ctx = get_abstract_mesh();
   for (const auto& a : axes)
-    if (vmap_axis_size(a) == 0 && (ctx.empty() || ctx.axis_index(a) < 0 || ctx.axis_type(a) != AxisType::Manual))
+    if (vmap_axis_size(a) == 0 &&
+        (ctx.empty() || ctx.axis_index(a) < 0 || ctx.axis_type(a) != AxisType::Manual))
       throw NameError(std::string("[") + op + "] Found an unbound axis name: " + a +
                       ". To fix this, please call " + op + " under `tsr::shard_map`. Got axis '" +
                       a + "'; expected a manual axis of the enclosing shard_map.");
@@ -83,6 +84,96 @@ std::string axis_set_str(const std::set<std::string>& axes) {
   return r + "}";
 }
 
+std::string groups_str(const AxisIndexGroups& g) {
+  std::string s = "(";
+  for (size_t i = 0; i < g.size(); ++i) {
+    s += i ? ", (" : "(";
+    for (size_t j = 0; j < g[i].size(); ++j) s += (j ? ", " : "") + std::to_string(g[i][j]);
+    s += g[i].size() == 1 ? ",)" : ")";
+  }
+  return s + (g.size() == 1 ? ",)" : ")");
+}
+
+int64_t check_axis_index_groups(const AxisIndexGroups& g, int64_t n, const char* op,
+                                const std::vector<std::string>& axes) {
+  if (g.empty()) return n;
+  const std::string pre = std::string("[") + op + "] ";
+  const std::string got = "axis_index_groups=" + groups_str(g) + " for axes " +
+                          axis_names_tuple(axes) + " of size " + std::to_string(n);
+  std::vector<int> seen(static_cast<size_t>(n), 0);
+  std::string wrong;
+  for (const auto& grp : g)
+    for (int i : grp) {
+      if (i < 0 || i >= n) {
+        if (wrong.empty()) wrong = "index " + std::to_string(i) + " is out of range";
+      } else if (seen[static_cast<size_t>(i)]++ == 1 && wrong.empty()) {
+        wrong = "index " + std::to_string(i) + " appears twice";
+      }
+    }
+  for (int64_t i = 0; i < n && wrong.empty(); ++i)
+    if (!seen[static_cast<size_t>(i)]) wrong = "index " + std::to_string(i) + " is missing";
+  if (!wrong.empty())
+    throw ValueError(pre + "axis_index_groups must cover all indices exactly once. Got " + got +
+                     " (" + wrong + "); expected each index of 0.." + std::to_string(n - 1) +
+                     " in exactly one group. List every index of the axes once.");
+  for (const auto& grp : g)
+    if (grp.size() != g[0].size())
+      throw ValueError(pre + "axis_index_groups must all be the same size. Got " + got +
+                       " (groups of " + std::to_string(g[0].size()) + " and " +
+                       std::to_string(grp.size()) +
+                       " indices); expected one size for every group, since the group size "
+                       "sets the result's shape. Split the indices into groups of equal size.");
+  return static_cast<int64_t>(g[0].size());
+}
+
+void refuse_vmap_groups(const char* op, const std::string& axis, const AxisIndexGroups& g) {
+  throw NotImplementedError(
+      std::string("[") + op + "] axis_index_groups not supported in vmap collectives. Got " + op +
+      " over the vmap axis '" + axis + "' with axis_index_groups=" + groups_str(g) +
+      "; expected no groups over a vmap's axis_name (JAX refuses them "
+      "too). Mask the operand with axis_index instead.");
+}
+
+void check_no_vmap_groups(const char* op, const std::vector<std::string>& axes,
+                          const AxisIndexGroups& g) {
+  if (g.empty()) return;
+  for (const auto& a : axes)
+    if (vmap_axis_size(a)) refuse_vmap_groups(op, a, g);
+}
+
+void check_reduce_groups(const char* op, const std::vector<std::string>& axes,
+                         const AxisIndexGroups& g, bool check_vma) {
+  if (g.empty()) return;
+  check_no_vmap_groups(op, axes, g);
+  const std::string name = op;
+  if (check_vma)
+    throw NotImplementedError("[" + name + "] " + name +
+                              " with axis_index_groups is not implemented when vma is checked (" +
+                              (name == "psum"
+                                   ? std::string("JAX's psum_invariant raises NotImplementedError")
+                                   : std::string("the result differs between groups, so it is not "
+                                                 "invariant")) +
+                              "). Got axis_index_groups=" + groups_str(g) +
+                              " inside shard_map(check_vma=true); expected check_vma=false. Use "
+                              "shard_map(..., {.check_vma = false}) or pmap, or mask a full " +
+                              name + " with axis_index.");
+  int64_t n = 1;
+  for (const auto& a : axes) n *= bound_axis_size(a);
+  check_axis_index_groups(g, n, op, axes);
+}
+
+std::vector<std::pair<int, int>> group_positions(const AxisIndexGroups& g, int64_t n) {
+  std::vector<std::pair<int, int>> at(static_cast<size_t>(n));
+  if (g.empty()) {
+    for (int64_t i = 0; i < n; ++i) at[static_cast<size_t>(i)] = {0, static_cast<int>(i)};
+    return at;
+  }
+  for (size_t k = 0; k < g.size(); ++k)
+    for (size_t j = 0; j < g[k].size(); ++j)
+      at[static_cast<size_t>(g[k][j])] = {static_cast<int>(k), static_cast<int>(j)};
+  return at;
+}
+
 const char* Collective::name() const {
   switch (kind_) {
     case Kind::Psum:
@@ -103,6 +194,9 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
   if (all.size() != axes_.size())
     throw ValueError(pre + "the axis names " + axis_names_tuple(axes_) +
                      " repeat an axis. Got that; expected each axis once.");
+  if (!groups_.empty() && kind_ != Kind::Psum)
+    throw NotImplementedError(pre + name() + " does not take axis_index_groups. Got " +
+                              groups_str(groups_) + "; expected none. Drop them.");
   // Only manual mesh axes are typed; a vmap's axis_name is batched away (§6.2).
   std::vector<std::string> named;
   for (const auto& a : axes_)
@@ -115,6 +209,7 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
     if (check_vma_) t.vma = ax;
     return {t};
   }
+  check_reduce_groups(name(), axes_, groups_, check_vma_);
   ArrayType t = in.at(0);
   if (!check_vma_) {
     t.vma.clear();
@@ -144,7 +239,10 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
   return {t};
 }
 
-std::string Collective::params() const { return "axes=" + axis_names_tuple(axes_); }
+std::string Collective::params() const {
+  std::string s = "axes=" + axis_names_tuple(axes_);
+  return groups_.empty() ? s : s + " axis_index_groups=" + groups_str(groups_);
+}
 
 bool Collective::uses_axis_name(const std::string& n) const {
   return std::find(axes_.begin(), axes_.end(), n) != axes_.end();
@@ -169,6 +267,7 @@ detail::Batched Collective::batch(const std::vector<Array>& args,
     if (kind_ == Kind::AxisIndex) return {{bind1(shared_from_this(), {})}, {-1}};
     return {{bind1(shared_from_this(), args)}, {dims[0]}};
   }
+  if (!groups_.empty()) refuse_vmap_groups(name(), b.name, groups_);
   switch (kind_) {
     case Kind::AxisIndex: {
       if (!rest.empty())
@@ -184,9 +283,10 @@ detail::Batched Collective::batch(const std::vector<Array>& args,
     case Kind::Psum: {
       const Array& x = args[0];
       if (dims[0] < 0)
-        return {{over_rest(op_ == ReduceOp::Sum ? (x * static_cast<double>(b.size)).astype(x.dtype())
-                                               : x)},
-              {-1}};
+        return {
+            {over_rest(op_ == ReduceOp::Sum ? (x * static_cast<double>(b.size)).astype(x.dtype())
+                                            : x)},
+            {-1}};
       Array r = op_ == ReduceOp::Sum   ? sum(x, dims[0])
                 : op_ == ReduceOp::Max ? max(x, dims[0])
                                        : min(x, dims[0]);
@@ -214,9 +314,11 @@ std::vector<Array> Collective::transpose(const std::vector<Array>& cts,
                                          const std::vector<LinearIn>&) const {
   // check_vma: psum (varying -> invariant) transposes to the free pvary and back;
   // without it psum is the legacy self-transposing all-reduce (§3.8) and pvary is
-  // never bound.
+  // never bound. The legacy psum keeps its groups (each group's sum goes back to it).
   Kind k = kind_ == Kind::Psum && check_vma_ ? Kind::Pvary : Kind::Psum;
-  return {bind1(std::make_shared<Collective>(k, axes_, ReduceOp::Sum, check_vma_), {cts.at(0)})};
+  return {bind1(std::make_shared<Collective>(k, axes_, ReduceOp::Sum, check_vma_,
+                                             k == Kind::Psum ? groups_ : AxisIndexGroups{}),
+                {cts.at(0)})};
 }
 
 }  // namespace tsr::prim

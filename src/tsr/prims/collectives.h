@@ -5,8 +5,10 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tsr/collectives.h"
 #include "tsr/comm/group.h"
 #include "tsr/core/primitive.h"
 
@@ -51,6 +53,28 @@ namespace tsr::prim {
 std::string axis_names_tuple(const std::vector<std::string>& axes);
 /** A set of axis names as JAX prints it in messages: {x,y}. */
 std::string axis_set_str(const std::set<std::string>& axes);
+/** axis_index_groups as JAX prints them: ((0, 1), (2, 3)). */
+std::string groups_str(const AxisIndexGroups& g);
+/** The group size of axis_index_groups `g` over a combined axis of size n (n when `g`
+ *  is empty), after checking that they cover 0..n-1 exactly once and are of equal
+ *  size (ValueError naming `op`). */
+int64_t check_axis_index_groups(const AxisIndexGroups& g, int64_t n, const char* op,
+                                const std::vector<std::string>& axes);
+/** Raises NotImplementedError for axis_index_groups over a vmap's axis_name (manual-spmd
+ *  §6.2), naming `op` and the axis. */
+[[noreturn]] void refuse_vmap_groups(const char* op, const std::string& axis,
+                                     const AxisIndexGroups& g);
+/** Calls refuse_vmap_groups when `g` is non-empty and an axis is a vmap-bound name. */
+void check_no_vmap_groups(const char* op, const std::vector<std::string>& axes,
+                          const AxisIndexGroups& g);
+/** The checks of a reduction's (psum, pmax, pmin) axis_index_groups: none over a vmap's
+ *  axis_name, none with vma checking (NotImplementedError, as JAX's psum_invariant),
+ *  then check_axis_index_groups. Nothing when `g` is empty. */
+void check_reduce_groups(const char* op, const std::vector<std::string>& axes,
+                         const AxisIndexGroups& g, bool check_vma);
+/** For each combined index 0..n-1: its group and its position in it (one group of all
+ *  when `g` is empty). */
+std::vector<std::pair<int, int>> group_positions(const AxisIndexGroups& g, int64_t n);
 
 /** A collective over the named manual axes of the enclosing shard_map. */
 class Collective : public detail::Primitive {
@@ -61,15 +85,23 @@ class Collective : public detail::Primitive {
     Pvary,     /**< invariant -> varying: a type cast, no data moves */
     AxisIndex, /**< the device's row-major index over the axes: i32[] varying */
   };
-  /** Kind, axes (row-major in this order), reduction and whether vma is checked. */
-  Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op, bool check_vma)
-      : kind_(kind), axes_(std::move(axes)), op_(op), check_vma_(check_vma) {}
+  /** Kind, axes (row-major in this order), reduction, whether vma is checked and the
+   *  axis_index_groups of a legacy (check_vma=false) reduction. */
+  Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op, bool check_vma,
+             AxisIndexGroups groups = {})
+      : kind_(kind),
+        axes_(std::move(axes)),
+        op_(op),
+        check_vma_(check_vma),
+        groups_(std::move(groups)) {}
   /** The kind. */
   Kind kind() const { return kind_; }
   /** The named axes. */
   const std::vector<std::string>& axes() const { return axes_; }
   /** The reduction (Psum). */
   detail::ReduceOp op() const { return op_; }
+  /** The axis_index_groups (Psum; empty: one group). */
+  const AxisIndexGroups& groups() const { return groups_; }
   const char* name() const override;
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
@@ -84,6 +116,7 @@ class Collective : public detail::Primitive {
   std::vector<std::string> axes_;
   detail::ReduceOp op_;
   bool check_vma_;
+  AxisIndexGroups groups_;
 };
 
 }  // namespace tsr::prim

@@ -89,6 +89,15 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
                      " repeat an axis. Got that; expected each axis once.");
   int64_t n = 1;
   for (const auto& a : p_.axes) n *= bound_axis_size(a);
+  if (!p_.groups.empty()) {
+    if (p_.kind == K::Ppermute || p_.kind == K::Pbroadcast || p_.invariant)
+      throw NotImplementedError(pre + name() + " does not take axis_index_groups. Got " +
+                                groups_str(p_.groups) + "; expected none. " +
+                                (p_.invariant ? "Gather to='varying' (the default) within groups."
+                                              : "Index the whole axis instead."));
+    check_no_vmap_groups(op, p_.axes, p_.groups);
+    n = check_axis_index_groups(p_.groups, n, op, p_.axes);  // the group size
+  }
   const std::string ns = std::to_string(n);
   ArrayType t = in.at(0);
   const int r = t.ndim();
@@ -198,6 +207,7 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
 
 std::string LayoutCollective::params() const {
   std::string s = "axes=" + axis_names_tuple(p_.axes);
+  if (!p_.groups.empty()) s += " axis_index_groups=" + groups_str(p_.groups);
   const std::string tiled = std::string(" tiled=") + (p_.tiled ? "True" : "False");
   switch (p_.kind) {
     case K::AllGather:
@@ -282,6 +292,7 @@ detail::Batched LayoutCollective::batch(const std::vector<Array>& args,
     return {{bind1(std::make_shared<LayoutCollective>(q), {x})}, {0}};
   }
   const char* op = op_name(p_.kind);
+  if (!p_.groups.empty()) refuse_vmap_groups(op, b.name, p_.groups);
   if (p_.axes.size() != 1)
     throw NotImplementedError(std::string("[") + op + "] " + op +
                               " over a vmap axis name together with other axes " +

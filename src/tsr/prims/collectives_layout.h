@@ -34,6 +34,8 @@ class LayoutCollective : public detail::Primitive {
     std::vector<std::pair<int, int>> perm = {}; /**< ppermute's (src, dst) pairs */
     int source = 0;                             /**< pbroadcast's source index */
     bool check_vma = true;                      /**< type vma (shard_map's check_vma) */
+    /** axis_index_groups (all_gather, reduce_scatter, all_to_all); empty: one group. */
+    std::vector<std::vector<int>> groups = {};
   };
   /** A collective with these parameters. */
   explicit LayoutCollective(Params p) : p_(std::move(p)) {}
@@ -60,7 +62,8 @@ struct CollectiveRun {
   int64_t post[3] = {1, 1, 1}; /**< after the call (all_gather, all_to_all) */
   int64_t count = 0;           /**< elements per rank chunk */
 };
-/** The run plan of `c` for an input block shape (group size n). */
+/** The run plan of `c` for an input block shape (n: the group size, which is the axis
+ *  size without axis_index_groups). */
 CollectiveRun collective_run(const LayoutCollective& c, const Shape& in_block, int64_t n);
 /** dst[b][a][c] = src[a][b][c] for an [a, b, c] array of `item`-byte elements. */
 void swap_leading(const void* src, void* dst, const int64_t abc[3], size_t item);

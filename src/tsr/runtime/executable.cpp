@@ -148,7 +148,8 @@ struct Lowerer {
   }
 
   // A collective of a shard_map body, on the body's mesh `m`: one comm step whose
-  // group per device is the devices agreeing on every coordinate but the named axes.
+  // group per device is the devices agreeing on every coordinate but the named axes
+  // (and, with axis_index_groups, whose combined index is in the same listed group).
   void lower_collective(const Eqn& e, const Mesh& m) {
     using K = prim::Collective::Kind;
     using C = Executable::Step::Coll;
@@ -173,6 +174,12 @@ struct Lowerer {
                       t.sharding.spec().unreduced().empty();
     const PartitionSpec in_spec = keep ? e.ins[0]->type.sharding.spec() : PartitionSpec();
     const PartitionSpec out_spec = keep ? t.sharding.spec() : PartitionSpec();
+    const AxisIndexGroups& groups = c ? c->groups() : lc->p().groups;
+    int64_t n_all = 1;  // the combined size of the named axes
+    for (const auto& a : axes) n_all *= m.abstract_mesh().axis_size(a);
+    // With axis_index_groups each index's group and its rank in it (the list order).
+    const std::vector<std::pair<int, int>> at = prim::group_positions(groups, n_all);
+    const int64_t n = groups.empty() ? n_all : static_cast<int64_t>(groups[0].size());
     if (c) {
       st.reduce_op = c->op();
       st.coll = c->kind() == K::AxisIndex ? C::AxisIndex : C::AllReduce;
@@ -182,8 +189,6 @@ struct Lowerer {
       st.coll = kind_of[static_cast<int>(lc->p().kind)];
       st.perm = lc->p().perm;
       st.root = lc->p().source;
-      int64_t n = 1;
-      for (const auto& a : axes) n *= m.abstract_mesh().axis_size(a);
       st.run =
           prim::collective_run(*lc, NamedSharding(m, in_spec).shard_shape(e.ins[0]->type.shape), n);
     }
@@ -211,15 +216,21 @@ struct Lowerer {
       return r;
     };
     for (int f = 0; f < m.size(); ++f) {
-      st.coll_rank.push_back(index_in_group(f));
-      if (st.coll == C::AxisIndex) continue;
+      if (st.coll == C::AxisIndex) {
+        st.coll_rank.push_back(index_in_group(f));
+        continue;
+      }
+      const auto [grp, rank] = at[static_cast<size_t>(index_in_group(f))];
+      st.coll_rank.push_back(rank);
       std::vector<std::pair<int, int>> members;  // (rank, device id)
       for (int g = 0; g < m.size(); ++g) {
-        bool same = true;
+        bool same = at[static_cast<size_t>(index_in_group(g))].first == grp;
         for (int a = 0; a < static_cast<int>(sizes.size()); ++a)
           if (std::find(named.begin(), named.end(), a) == named.end() && coord(g, a) != coord(f, a))
             same = false;
-        if (same) members.emplace_back(index_in_group(g), m.devices()[g].id);
+        if (same)
+          members.emplace_back(at[static_cast<size_t>(index_in_group(g))].second,
+                               m.devices()[g].id);
       }
       std::sort(members.begin(), members.end());
       std::vector<int> ids;
