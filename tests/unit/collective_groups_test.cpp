@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "support/arrays.h"
 #include "support/error_of.h"
 #include "tsr/tsr.h"
 
@@ -322,11 +323,7 @@ INSTANTIATE_TEST_SUITE_P(Table, CollectiveGroups, ::testing::ValuesIn(params()),
 
 // ---- refusals and error texts ----------------------------------------------------------
 
-Array iota_f(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return reshape(arange(0, static_cast<double>(n)) * 0.25 - 1.0, s).astype(float32);
-}
+Array iota_f(const Shape& s) { return test::ramp(s, 0.25, -1.0); }
 
 // Runs body on mesh (4) ('a') over a (4, 4) input split P('a') (blocks (1, 4)).
 Array run4(const std::function<Array(const Array&)>& body, bool check_vma) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 
+#include "support/arrays.h"
 #include "support/error_of.h"
 #include "tsr/tsr.h"
 
@@ -15,11 +16,7 @@ using namespace tsr;
 
 namespace {
 
-Array iota_f(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return reshape(arange(0, static_cast<double>(n)) * 0.25 - 1.0, s).astype(float32);
-}
+Array iota_f(const Shape& s) { return test::ramp(s, 0.25, -1.0); }
 
 // Runs body on mesh (2, 4) ('x', 'y') over an (8, 8) input split P('x', 'y')
 // (blocks (4, 2), varying over both axes), eagerly.
@@ -79,13 +76,15 @@ TEST(CollectiveErrors, TextsOfTheSpec) {
   auto err = [](const std::function<Array(const Array&)>& body) {
     return error_of<ValueError>([&] { run(body); });
   };
-  EXPECT_NE(err([](const Array& x) { return psum_scatter(x, "y", {.scatter_dimension = 1}); })
-                .find("reduce_scatter operand scatter dimension size 2 must match shard count 4"),
+  EXPECT_NE(err([](const Array& x) {
+              return psum_scatter(x, "y", {.scatter_dimension = 1});
+            }).find("reduce_scatter operand scatter dimension size 2 must match shard count 4"),
             std::string::npos);
   EXPECT_NE(err([](const Array& x) {
               return psum_scatter(x, "y", {.scatter_dimension = 1, .tiled = true});
-            }).find("tiled reduce_scatter operand scatter dimension size 2 must be divisible by "
-                    "shard_count 4"),
+            })
+                .find("tiled reduce_scatter operand scatter dimension size 2 must be divisible by "
+                      "shard_count 4"),
             std::string::npos);
   EXPECT_NE(err([](const Array& x) { return all_to_all(x, "y", 1, 0); })
                 .find("all_to_all requires the size of the mapped axis axis_name to equal "
@@ -95,18 +94,23 @@ TEST(CollectiveErrors, TextsOfTheSpec) {
                 .find("The size of all_to_all split_axis (2) has to be divisible by the size of "
                       "the named axis ('y',) (4)"),
             std::string::npos);
-  EXPECT_NE(err([](const Array& x) { return ppermute(x, "y", {{0, 1}, {0, 2}}); })
-                .find("ppermute sources and destinations must be unique, got ((0, 1), (0, 2))"),
+  EXPECT_NE(err([](const Array& x) {
+              return ppermute(x, "y", {{0, 1}, {0, 2}});
+            }).find("ppermute sources and destinations must be unique, got ((0, 1), (0, 2))"),
             std::string::npos);
-  EXPECT_NE(err([](const Array& x) { return ppermute(x, "y", {{0, 4}}); }).find("[0, 4)"),
+  EXPECT_NE(err([](const Array& x) {
+              return ppermute(x, "y", {{0, 4}});
+            }).find("[0, 4)"),
             std::string::npos);
-  EXPECT_NE(err([](const Array& x) { return pshuffle(x, "y", {1, 1, 2, 3}); })
-                .find("`perm` does not represent a permutation: [1, 1, 2, 3]"),
+  EXPECT_NE(err([](const Array& x) {
+              return pshuffle(x, "y", {1, 1, 2, 3});
+            }).find("`perm` does not represent a permutation: [1, 1, 2, 3]"),
             std::string::npos);
   EXPECT_NE(err([](const Array& x) { return pbroadcast(x, "y", 4); }).find("0 <= source < 4"),
             std::string::npos);
-  EXPECT_NE(err([](const Array& x) { return all_gather(x, "y", {.axis = 3}); }).find("[all_gather]"),
-            std::string::npos);
+  EXPECT_NE(
+      err([](const Array& x) { return all_gather(x, "y", {.axis = 3}); }).find("[all_gather]"),
+      std::string::npos);
   // pbroadcast does not pvary its operand (§4.9).
   std::string e = err([](const Array& x) { return pbroadcast(psum(x, "y"), "y", 0) + x; });
   EXPECT_NE(e.find("Collective pbroadcast must be applied to a device-varying type, but got {x} "
@@ -120,8 +124,10 @@ TEST(CollectiveErrors, UnboundAxisNamesOutsideShardMap) {
   Array x = iota_f({4, 4});
   for (auto f : std::vector<std::function<Array()>>{
            [&] { return all_gather(x, "i"); }, [&] { return psum_scatter(x, "i"); },
-           [&] { return ppermute(x, "i", {{0, 1}}); }, [&] { return all_to_all(x, "i", 0, 0); },
-           [&] { return pbroadcast(x, "i", 0); }}) {
+           [&] {
+             return ppermute(x, "i", {{0, 1}});
+           },
+           [&] { return all_to_all(x, "i", 0, 0); }, [&] { return pbroadcast(x, "i", 0); }}) {
     std::string e = error_of<NameError>(f);
     EXPECT_NE(e.find("Found an unbound axis name: i"), std::string::npos) << e;
   }
@@ -153,12 +159,11 @@ TEST(CollectivePrinting, ParametersAsJaxPrintsThem) {
       },
       {.in_specs = P("x", "y"), .out_specs = P("x", "y")});
   std::string j = make_jaxpr(f, x);
-  for (const char* want :
-       {"all_gather[axes=('y',) axis=1 tiled=True]",
-        "reduce_scatter[axes=('y',) scatter_dimension=1 tiled=True]",
-        "ppermute[axes=('x',) perm=((0, 1), (1, 0))]",
-        "all_to_all[axes=('x',) split_axis=0 concat_axis=0 tiled=True]",
-        "pbroadcast[axes=('x',) source=1]"})
+  for (const char* want : {"all_gather[axes=('y',) axis=1 tiled=True]",
+                           "reduce_scatter[axes=('y',) scatter_dimension=1 tiled=True]",
+                           "ppermute[axes=('x',) perm=((0, 1), (1, 0))]",
+                           "all_to_all[axes=('x',) split_axis=0 concat_axis=0 tiled=True]",
+                           "pbroadcast[axes=('x',) source=1]"})
     EXPECT_NE(j.find(want), std::string::npos) << want << "\n" << j;
 }
 
@@ -201,19 +206,21 @@ void expect_transpose_matches_jvp(const std::function<Array(const Array&)>& g,
 
 TEST(CollectiveAd, TransposesMatchJvpsInsideTheBody) {
   expect_transpose_matches_jvp([](const Array& x) { return all_gather(x, "y", {.axis = 2}); });
-  expect_transpose_matches_jvp(
-      [](const Array& x) { return all_gather(x, AxisNames{"y", "x"}, {.tiled = true}); });
+  expect_transpose_matches_jvp([](const Array& x) {
+    return all_gather(x, AxisNames{"y", "x"}, {.tiled = true});
+  });
   expect_transpose_matches_jvp(
       [](const Array& x) { return psum_scatter(x, "y", {.tiled = true}); });
   expect_transpose_matches_jvp([](const Array& x) {
     return psum_scatter(reshape(x, {2, 4}), "y", {.scatter_dimension = 1});
   });
-  expect_transpose_matches_jvp(
-      [](const Array& x) { return ppermute(x, "y", {{0, 2}, {2, 3}, {3, 0}}); });
-  expect_transpose_matches_jvp(
-      [](const Array& x) { return all_to_all(x, "x", 0, 1, true); });
-  expect_transpose_matches_jvp(
-      [](const Array& x) { return all_to_all(reshape(x, {4, 2}), "y", 0, 1); });
+  expect_transpose_matches_jvp([](const Array& x) {
+    return ppermute(x, "y", {{0, 2}, {2, 3}, {3, 0}});
+  });
+  expect_transpose_matches_jvp([](const Array& x) { return all_to_all(x, "x", 0, 1, true); });
+  expect_transpose_matches_jvp([](const Array& x) {
+    return all_to_all(reshape(x, {4, 2}), "y", 0, 1);
+  });
   expect_transpose_matches_jvp([](const Array& x) { return pbroadcast(x, "y", 2); });
 }
 

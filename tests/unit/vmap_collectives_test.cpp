@@ -4,6 +4,7 @@
 // example).
 #include <gtest/gtest.h>
 
+#include "support/arrays.h"
 #include "support/error_of.h"
 #include "tsr/tsr.h"
 
@@ -11,16 +12,10 @@ using namespace tsr;
 
 namespace {
 
-Array iota_f(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return reshape(arange(0, static_cast<double>(n)) * 0.5 - 2.0, s).astype(float32);
-}
+Array iota_f(const Shape& s) { return test::ramp(s, 0.5, -2.0); }
 
 void expect_eq(const Array& want, const Array& got, const std::string& what) {
-  ASSERT_EQ(want.shape(), got.shape()) << what;
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << what << " at " << i;
+  test::expect_close(want, got, 1e-5, what);
 }
 
 // f applied to each of the 4 examples (rows) with axis_name "i".

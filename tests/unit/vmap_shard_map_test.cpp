@@ -3,6 +3,7 @@
 // result is checked against a loop over the examples, eagerly and under jit.
 #include <gtest/gtest.h>
 
+#include "support/arrays.h"
 #include "support/error_of.h"
 #include "tsr/tsr.h"
 
@@ -16,16 +17,10 @@ Mesh auto_mesh(const std::vector<int>& shape, const std::vector<std::string>& na
   return make_mesh(shape, names, std::vector<AxisType>(shape.size(), AxisType::Auto));
 }
 
-Array iota_f(const Shape& s) {
-  int64_t n = 1;
-  for (auto d : s) n *= d;
-  return reshape(arange(0, static_cast<double>(n)) * 0.25 - 3.0, s).astype(float32);
-}
+Array iota_f(const Shape& s) { return test::ramp(s, 0.25, -3.0); }
 
 void expect_eq(const Array& want, const Array& got, const std::string& what) {
-  ASSERT_EQ(want.shape(), got.shape()) << what;
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << what << " at " << i;
+  test::expect_close(want, got, 1e-4, what);
 }
 
 // f on each example (rows of x along dim 0), stacked.

@@ -1,0 +1,27 @@
+#pragma once
+// Small test inputs and comparisons shared by the shard_map / collective / vmap tests.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tsr/tsr.h"
+
+namespace test {
+
+/** A float32 ramp of shape s, row-major: start, start + step, start + 2 step, ... */
+inline tsr::Array ramp(const tsr::Shape& s, double step, double start) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return tsr::reshape(tsr::arange(0, static_cast<double>(n)) * step + start, s)
+      .astype(tsr::float32);
+}
+
+/** EXPECTs equal shapes and every element of got within tol of want. */
+inline void expect_close(const tsr::Array& want, const tsr::Array& got, double tol,
+                         const std::string& what) {
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
+}
+
+}  // namespace test
