@@ -206,3 +206,27 @@ TEST(ShardMapReadme, TotalOfBlocks) {
 }
 
 }  // namespace
+
+namespace {
+
+// Eager shard_maps whose bodies trace to the same program share one lowered program
+// (ShardMap::equals compares bodies); bodies differing anywhere do not.
+TEST(ShardMap, EagerCacheTellsBodiesApart) {
+  Mesh mesh = make_mesh({4}, {"x"});
+  MeshScope scope(mesh);
+  Array x = device_put(iota_f({8}), P("x"));
+  for (double k : {2.0, 3.0, 2.0 + 1e-7}) {
+    auto f =
+        shard_map([k](const Array& b) { return b * k; }, {.in_specs = P("x"), .out_specs = P("x")});
+    expect_eq(iota_f({8}) * k, f(x), "b * " + std::to_string(k));
+  }
+  auto g = shard_map([](const Array& b) { return b + psum(b, "x"); },
+                     {.in_specs = P("x"), .out_specs = P("x")});
+  auto h = shard_map([](const Array& b) { return b + pmax(b, "x"); },
+                     {.in_specs = P("x"), .out_specs = P("x")});
+  Array r = reshape(iota_f({8}), {4, 2});
+  expect_eq(reshape(r + sum(r, 0), {8}), g(x), "psum body");
+  expect_eq(reshape(r + max(r, 0), {8}), h(x), "pmax body, same shape of program");
+}
+
+}  // namespace

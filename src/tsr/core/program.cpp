@@ -128,6 +128,40 @@ Program dce(const Program& p) {
   return out;
 }
 
+bool same_program(const Program& a, const Program& b) {
+  if (&a == &b) return true;
+  if (!a.const_vars.empty() || !b.const_vars.empty() || a.in_vars.size() != b.in_vars.size() ||
+      a.eqns.size() != b.eqns.size() || a.out_vars.size() != b.out_vars.size())
+    return false;
+  std::unordered_map<const Var*, size_t> ia, ib;  // variable -> definition order
+  for (size_t i = 0; i < a.in_vars.size(); ++i) {
+    if (!(a.in_vars[i]->type == b.in_vars[i]->type)) return false;
+    ia[a.in_vars[i].get()] = i;
+    ib[b.in_vars[i].get()] = i;
+  }
+  auto same_var = [&](const VarPtr& x, const VarPtr& y) {
+    auto i = ia.find(x.get()), j = ib.find(y.get());
+    return i != ia.end() && j != ib.end() && i->second == j->second;
+  };
+  for (size_t k = 0; k < a.eqns.size(); ++k) {
+    const Eqn &ea = a.eqns[k], &eb = b.eqns[k];
+    if (ea.ins.size() != eb.ins.size() || ea.outs.size() != eb.outs.size() ||
+        !ea.prim->equals(*eb.prim))
+      return false;
+    for (size_t i = 0; i < ea.ins.size(); ++i)
+      if (!same_var(ea.ins[i], eb.ins[i])) return false;
+    for (size_t i = 0; i < ea.outs.size(); ++i) {
+      if (!(ea.outs[i]->type == eb.outs[i]->type)) return false;
+      const size_t n = ia.size();
+      ia[ea.outs[i].get()] = n;
+      ib[eb.outs[i].get()] = n;
+    }
+  }
+  for (size_t j = 0; j < a.out_vars.size(); ++j)
+    if (!same_var(a.out_vars[j], b.out_vars[j])) return false;
+  return true;
+}
+
 Program cse(const Program& p) {
   // Key: primitive (equals/hash) + input variables; value: index of the kept equation.
   std::unordered_map<size_t, std::vector<size_t>> seen;

@@ -47,6 +47,10 @@ struct Program {
 Program lift_consts(const Program& p);
 /** Drops equations whose results are unused (keeps every output). */
 Program dce(const Program& p);
+/** True when a and b compute the same thing: equal input types, and equation by
+ *  equation equal primitives (Primitive::equals) on the same operands, with the same
+ *  outputs. No captured constants (false when either has some). */
+bool same_program(const Program& a, const Program& b);
 /** Merges equations with equal primitives (equals/hash) and the same inputs. */
 Program cse(const Program& p);
 /** Re-infers every equation; TypeError naming the first equation whose recorded

@@ -65,6 +65,14 @@ PartitionSpec ShardMap::outer_spec(const PartitionSpec& spec, const ArrayType& b
   return PartitionSpec(e);
 }
 
+bool ShardMap::equals(const Primitive& o) const {
+  if (this == &o) return true;
+  const auto* s = dynamic_cast<const ShardMap*>(&o);
+  return s && mesh_ == s->mesh_ && manual_ == s->manual_ && in_specs_ == s->in_specs_ &&
+         out_specs_ == s->out_specs_ && check_vma_ == s->check_vma_ && fn_ == s->fn_ &&
+         same_program(*body_, *s->body_);
+}
+
 std::string ShardMap::params() const {
   std::string s = "name=" + fn_ + " mesh=" + mesh_.abstract_mesh().str() + " in_specs=(";
   for (size_t i = 0; i < in_specs_.size(); ++i) s += (i ? ", " : "") + in_specs_[i].repr();

@@ -44,7 +44,9 @@ class ShardMap : public detail::Primitive {
   std::string params() const override;
   const detail::Program* subprogram() const override { return body_.get(); }
   const Mesh* placement_mesh() const override { return &mesh_; }
-  bool equals(const Primitive& o) const override { return this == &o; }
+  /** Same mesh (devices), axes, specs, check_vma and an equal body (same_program): a
+   *  re-traced eager shard_map hits the eager cache instead of lowering again. */
+  bool equals(const Primitive& o) const override;
   bool custom_vma() const override { return true; }
   /** check_vma. */
   bool check_vma() const { return check_vma_; }
