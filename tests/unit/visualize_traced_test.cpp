@@ -179,3 +179,23 @@ TEST(VisualizeTraced, BodyValueOnARenamedAbstractMeshPrintsCoordinates) {
             "└─────────┘\n"
             "block shape (4,), 16 B per device, 8 devices\n");
 }
+
+TEST(VisualizeTraced, OneDeviceAxis) {
+  Mesh m = make_mesh({1}, {"x"});
+  std::string out;
+  shard_map(
+      [&](const Array& b) {
+        out = visualize(b);
+        return b;
+      },
+      {.mesh = m, .in_specs = P("x"), .out_specs = P("x")})(
+      device_put(iota({2}), NamedSharding(m, P("x"))));
+  EXPECT_EQ(out,
+            "f32[2]{V:x} block in a shard_map body on Mesh('x': 1, axis_types=(Manual,)), "
+            "manual axes ('x',)\n"
+            "varies over x (cols): 1 block, one per device\n"
+            "┌─────────┐\n"
+            "│  CPU 0  │\n"
+            "└─────────┘\n"
+            "block shape (2,), 8 B per device, 1 device\n");
+}

@@ -204,7 +204,8 @@ std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
   else if (vary.empty())
     os << "invariant: every device holds the same block\n";
   else
-    os << "varies over " << join(roles) << ": " << holders.size() << " different blocks"
+    os << "varies over " << join(roles) << ": "
+       << (holders.size() == 1 ? "1 block" : std::to_string(holders.size()) + " different blocks")
        << (same.empty() ? ", one per device"
                         : "; devices that differ only along " + join(same) + " hold the same block")
        << "\n";
