@@ -199,3 +199,49 @@ TEST(VisualizeTraced, OneDeviceAxis) {
             "└─────────┘\n"
             "block shape (2,), 8 B per device, 1 device\n");
 }
+
+TEST(VisualizeTraced, PartialManualAndNestedBodies) {
+  Mesh m = mesh24();
+  MeshScope scope(m);
+  std::string outer, inner, replicated;
+  auto g = shard_map(
+      [&](const Array& c) {
+        inner = visualize(c);
+        return c;
+      },
+      {.in_specs = P(nullptr, "y"), .out_specs = P(nullptr, "y"), .axis_names = {"y"}});
+  auto f = shard_map(
+      [&](const Array& b) {
+        outer = visualize(b);
+        return g(b);
+      },
+      {.in_specs = P("x"), .out_specs = P("x"), .axis_names = {"x"}});
+  Array a = device_put(iota({8, 12}), P("x", "y"));
+  EXPECT_EQ(f(a).to_vector<float>(), a.to_vector<float>());
+  // Only x is manual: the block keeps its y sharding, and devices along y hold its parts.
+  EXPECT_EQ(outer,
+            "f32[4,12@y]{V:x} block in a shard_map body on Mesh('x': 2, 'y': 4, "
+            "axis_types=(Manual, Explicit)), manual axes ('x',)\n"
+            "varies over x (cols): 2 different blocks; each block is split over y (its type's "
+            "sharding)\n"
+            "┌───────────┬───────────┐\n"
+            "│  CPU 0-3  │  CPU 4-7  │\n"
+            "└───────────┴───────────┘\n"
+            "block shape (4, 12), split over y into (4, 3), 48 B per device, 8 devices\n");
+  EXPECT_HAS(inner,
+             "f32[4,3]{V:(x,y)} block in a shard_map body on Mesh('x': 2, 'y': 4, "
+             "axis_types=(Manual, Manual)), manual axes ('x', 'y')");
+  EXPECT_HAS(inner, "varies over x (rows), y (cols): 8 different blocks, one per device");
+  EXPECT_HAS(inner, "│  CPU 4  │  CPU 5  │  CPU 6  │  CPU 7  │");
+  // A block not split over the Explicit axis: devices along it hold the same block.
+  auto h = shard_map(
+      [&](const Array& b) {
+        replicated = visualize(b);
+        return b;
+      },
+      {.in_specs = P("x"), .out_specs = P("x"), .axis_names = {"x"}});
+  h(device_put(iota({8, 12}), P("x")));
+  EXPECT_HAS(replicated, "f32[4,12]{V:x} block");
+  EXPECT_HAS(replicated, "devices that differ only along y hold the same block\n");
+  EXPECT_HAS(replicated, "block shape (4, 12), 192 B per device, 8 devices\n");
+}

@@ -158,19 +158,23 @@ std::string join(const std::vector<std::string>& v) {
 }
 
 // A shard_map body's value: its block type and, per distinct block, the devices
-// holding it. Devices that differ only along axes outside the vma share a block.
+// holding it. Devices that differ only along axes outside the vma share a block; in
+// a partial-manual body the block may itself be split over the other (Explicit) axes.
 std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
   std::optional<Mesh> mesh = devices_for(am);
   const bool tracked = detail::current_check_vma();
   const auto& sizes = am.axis_sizes();
   std::vector<int> vary;  // mesh axes the blocks differ along, in mesh order
-  std::vector<std::string> manual, same;
+  std::vector<std::string> manual, same, split;
+  std::vector<std::string> parts = t.sharding.spec().partition_axes();
   for (int a = 0; a < am.ndim(); ++a) {
-    if (am.axis_types()[a] != AxisType::Manual) continue;
     const std::string& n = am.axis_names()[a];
-    manual.push_back(n);
-    if (!tracked || t.vma.count(n))
+    bool is_manual = am.axis_types()[a] == AxisType::Manual;
+    if (is_manual) manual.push_back(n);
+    if (is_manual && (!tracked || t.vma.count(n)))
       vary.push_back(a);
+    else if (std::find(parts.begin(), parts.end(), n) != parts.end())
+      split.push_back(n);
     else
       same.push_back(n);
   }
@@ -202,13 +206,16 @@ std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
     os << "vma is not tracked (check_vma=false): any device may hold a different block; "
        << join(roles) << "\n";
   else if (vary.empty())
-    os << "invariant: every device holds the same block\n";
+    os << "invariant: every device holds the same block"
+       << (split.empty() ? "" : ", split over " + join(split) + " (its type's sharding)") << "\n";
   else
     os << "varies over " << join(roles) << ": "
        << (holders.size() == 1 ? "1 block" : std::to_string(holders.size()) + " different blocks")
-       << (same.empty() ? ", one per device"
+       << (same.empty() ? ""
                         : "; devices that differ only along " + join(same) + " hold the same block")
-       << "\n";
+       << (split.empty() ? ""
+                         : "; each block is split over " + join(split) + " (its type's sharding)")
+       << (same.empty() && split.empty() ? ", one per device" : "") << "\n";
 
   size_t nv = vary.size(), npanel = nv > 2 ? nv - 2 : 0;
   int64_t rows = nv >= 2 ? sizes[vary[nv - 2]] : 1, cols = nv >= 1 ? sizes[vary[nv - 1]] : 1;
@@ -236,8 +243,10 @@ std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
     draw_grid(os, cells, width);
   }
   Shape local = t.sharding.shard_shape(t.shape);
-  os << "block shape " << shape_str(local) << ", " << human_bytes(numel(local) * itemsize(t.dtype))
-     << " per device, " << am.size() << (am.size() == 1 ? " device" : " devices");
+  os << "block shape " << shape_str(t.shape);
+  if (!split.empty()) os << ", split over " << join(split) << " into " << shape_str(local);
+  os << ", " << human_bytes(numel(local) * itemsize(t.dtype)) << " per device, " << am.size()
+     << (am.size() == 1 ? " device" : " devices");
   if (!t.sharding.spec().unreduced().empty())
     os << "; each device holds a partial value (unreduced)";
   os << "\n";
