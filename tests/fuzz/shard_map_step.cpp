@@ -230,7 +230,10 @@ Step d_shard_map(Gen& g) {
     strip = !g.xspec->unreduced().empty() || !g.xspec->reduced().empty();
   }
   const PartitionSpec in_spec = spec_of(l);
-  const bool infer = g.r.coin(0.3);  // in_specs read from the arguments' types
+  // in_specs read from the arguments' types, when the drawn layout is surely theirs:
+  // the shadow ran, and not inside a composite (vmap's body layout is a guess). A wrong
+  // guess given explicitly is a loud in_specs error, never a silently other oracle.
+  const bool infer = g.xspec && g.depth == 0 && g.r.coin(0.3);
   std::string text = "shard_map[in_specs=" + (infer ? std::string("inferred") : str(in_spec));
 
   // Sometimes a second argument with x's shape and layout, combined elementwise first.
