@@ -213,9 +213,10 @@ Array reshard(const Array& x, const Placement& where);
 
 /** A terminal box diagram of which device holds which block, for any rank, plus
  *  the per-device shard shape and bytes. On a traced array (inside jit) it draws the
- *  type's layout, by mesh position unless the context mesh names the devices. */
+ *  type's layout, by mesh coordinates unless the context mesh names the devices; in
+ *  a shard_map body, the block type (with vma) and the devices holding each block. */
 std::string visualize(const Array& x);
-/** Same diagram for a type laid out on a sharding (concrete, or abstract: positions). */
+/** Same diagram for a type laid out on a sharding (concrete, or abstract: coordinates). */
 std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding);
 
 /** Resolves a placement to a concrete sharding for a value of `shape` (internal to

@@ -171,6 +171,10 @@ class Gen {
   int depth = 0;
 };
 
+/** The shard_map step (shard_map_step.cpp): x's blocks through elementwise ops and
+ *  collectives, against the oracle's reshape-and-reduce meaning of them. */
+Step d_shard_map(Gen& g);
+
 /** Builds case (seed, index): draws inputs and steps, running the oracle as it goes. */
 Case generate(uint64_t seed, int64_t index);
 

@@ -255,11 +255,13 @@ bool composite(const OpDef& d) {
                                               "custom_vjp(chain)", "vmap(chain)"};
   return names.count(d.name) > 0;
 }
-// The autodiff and transform entries, drawn more often than their share of the table.
+// The autodiff and transform entries (shard_map too), drawn more often than their share
+// of the table.
 bool autodiff(const OpDef& d) {
   static const std::set<std::string> names = {
       "stop_gradient", "custom_jvp",        "custom_vjp",        "checkpoint",
-      "jit",           "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)"};
+      "jit",           "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",
+      "shard_map"};
   return names.count(d.name) > 0;
 }
 }  // namespace

@@ -1296,6 +1296,7 @@ const std::vector<OpDef>& vocabulary() {
       {"custom_jvp(chain)", 1, false, false, d_custom_jvp_chain},
       {"custom_vjp(chain)", 1, false, false, d_custom_vjp_chain},
       {"vmap(chain)", 1, false, false, d_vmap},
+      {"shard_map", 2, false, false, d_shard_map},
   };
   return v;
 }

@@ -20,8 +20,9 @@ TEST(JitMesh, VisualizeTracedArray) {
   Array r = f(a);
   EXPECT_EQ(r.to_vector<float>()[31], 62.f);
   EXPECT_HAS(inside, "f32[8@X,4@Y] on AbstractMesh('X': 4, 'Y': 2");
-  EXPECT_HAS(inside, "│  #0  │  #1  │");
-  EXPECT_HAS(inside, "│  #6  │  #7  │");
+  EXPECT_HAS(inside, "a cell gives the mesh coordinates (X, Y)");
+  EXPECT_HAS(inside, "│  (0,0)  │  (0,1)  │");
+  EXPECT_HAS(inside, "│  (3,0)  │  (3,1)  │");
   EXPECT_HAS(inside, "shard shape (2, 2), 16 B per device, 8 devices");
   {
     // Under the array's mesh the devices are known.

@@ -163,6 +163,34 @@ TEST(VmapShardMap, GradOfVmapOfShardMap) {
   expect_eq(grad(loss1)(x), grad(loss)(xs), "grad of vmap of shard_map");
 }
 
+TEST(VmapShardMap, GradOfAnUnbatchedArgumentSumsOverTheSplitBatch) {
+  // The batch is split over a mesh axis (the argument's sharding, or spmd_axis_name):
+  // devices along it hold different examples, so the cotangent of an argument every
+  // example shares is summed over them (found by tests/fuzz; each device kept its own
+  // share under a replicated type).
+  for (bool spmd : {false, true}) {
+    Mesh m = spmd ? auto_mesh({2, 2}, {"x", "y"}) : make_mesh({2, 2}, {"x", "y"});
+    Array x = device_put(array<float>({1.f, 2.f, 3.f, 4.f}), NamedSharding(m, P("x")));
+    Array s = device_put(array<float>(std::vector<float>{3.f}, {}), NamedSharding(m, P()));
+    auto f = [&](const Array& xs, const Array& sc) {
+      auto one = [&](const Array& xi) {
+        return shard_map([](const Array& b, const Array& c) { return square(b * c); },
+                         {.mesh = m, .in_specs = {P(), P()}, .out_specs = P()})(xi, sc);
+      };
+      return sum(spmd ? vmap(one, {.spmd_axis_name = {"x"}})(xs) : vmap(one)(xs));
+    };
+    for (bool use_jit : {false, true}) {
+      Array g = use_jit ? jit(grad(f, argnums<1>))(x, s) : grad(f, argnums<1>)(x, s);
+      std::string what =
+          std::string(spmd ? "spmd_axis_name" : "sharded batch") + (use_jit ? ", jit" : ", eager");
+      // d/ds sum((x s)^2) = 2 s sum(x^2) = 180, on every device.
+      for (const auto& sh : g.addressable_shards())
+        EXPECT_EQ(sh.data->to_vector<float>(), std::vector<float>{180.f})
+            << what << " on " << sh.device.str();
+    }
+  }
+}
+
 TEST(VmapShardMap, VmapOfPmap) {
   Array x = iota_f({3, 4, 5});  // batch 3 of pmap over 4 devices
   auto p = pmap([](const Array& r) { return r * 2.0 + psum(r, "d"); }, {.axis_name = "d"});

@@ -423,8 +423,11 @@ detail::Batched ShardMap::batch(const std::vector<Array>& args,
   // Each device batches ba.size / k examples, unsplit inside its block.
   BatchAxisScope inner({ba.size / k, PartitionEntry(), AbstractMesh(), ba.name, {}});
   std::vector<ArrayType> in_t;
-  for (size_t i = 0; i < args.size(); ++i)
+  for (size_t i = 0; i < args.size(); ++i) {
     in_t.push_back(dims[i] >= 0 ? batched_type(b.in_vars[i]->type, dims[i]) : b.in_vars[i]->type);
+    // Devices along the batch axes hold different examples: the block varies over them.
+    if (dims[i] >= 0 && check_vma_) in_t.back().vma.insert(bax.begin(), bax.end());
+  }
   std::vector<Array> consts;
   Program bp = trace_body(
       [&](const std::vector<Array>& a) {

@@ -7,6 +7,7 @@
 
 #include "tsr/error.h"
 #include "tsr/runtime/runtime.h"
+#include "tsr/sharding/body_mesh.h"
 #include "tsr/sharding/format.h"
 
 namespace tsr {
@@ -98,6 +99,8 @@ const std::shared_ptr<const detail::AbstractMeshData>& empty_abstract() {
 thread_local std::optional<Mesh> t_context_mesh;
 // Set by AbstractMeshScope; when unset the abstract context is the concrete one's.
 thread_local std::optional<AbstractMesh> t_abstract_mesh;
+// The concrete mesh of the shard_map body being traced (body_mesh.h).
+thread_local std::optional<Mesh> t_body_mesh;
 
 }  // namespace
 
@@ -400,5 +403,15 @@ AbstractMeshScope::AbstractMeshScope(const AbstractMesh& mesh) : previous_(t_abs
 }
 
 AbstractMeshScope::~AbstractMeshScope() { t_abstract_mesh = previous_; }
+
+namespace detail {
+
+BodyMeshScope::BodyMeshScope(const Mesh& mesh) : previous_(t_body_mesh) { t_body_mesh = mesh; }
+
+BodyMeshScope::~BodyMeshScope() { t_body_mesh = previous_; }
+
+Mesh body_mesh() { return t_body_mesh ? *t_body_mesh : Mesh(); }
+
+}  // namespace detail
 
 }  // namespace tsr

@@ -1,14 +1,20 @@
 // Terminal diagrams of shard layouts. Rank 1 draws one row of blocks, rank 2 a
 // grid; higher ranks draw the sharded dimensions: a grid over the last two,
-// one panel per block of the others.
+// one panel per block of the others. Inside a shard_map body it draws the
+// per-device block: one cell per distinct block, by the manual axes it varies over.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "tsr/array.h"
+#include "tsr/core/array_impl.h"
 #include "tsr/error.h"
+#include "tsr/prims/collectives.h"
+#include "tsr/sharding/body_mesh.h"
+#include "tsr/sharding/format.h"
 
 namespace tsr {
 namespace {
@@ -72,6 +78,181 @@ void draw_grid(std::ostringstream& os, const std::vector<std::vector<std::string
   rule("└", "┴", "┘");
 }
 
+// Mesh coordinates of flat position i, row-major.
+std::vector<int> coords_of(const std::vector<int>& sizes, int i) {
+  std::vector<int> c(sizes.size());
+  for (int a = static_cast<int>(sizes.size()) - 1; a >= 0; --a) {
+    c[a] = i % sizes[a];
+    i /= sizes[a];
+  }
+  return c;
+}
+
+// Mesh positions as coordinates: "(0,*)" is every device with x=0 (the holders of
+// a block are always such a product); otherwise each position is listed.
+std::string coords_label(const AbstractMesh& am, const std::vector<int>& pos) {
+  const auto& sizes = am.axis_sizes();
+  std::vector<std::set<int>> per(sizes.size());
+  for (int p : pos) {
+    std::vector<int> c = coords_of(sizes, p);
+    for (size_t a = 0; a < c.size(); ++a) per[a].insert(c[a]);
+  }
+  size_t prod = 1;
+  for (const auto& v : per) prod *= v.size();
+  auto tuple = [](const std::vector<std::string>& parts) {
+    std::string t = "(";
+    for (size_t a = 0; a < parts.size(); ++a) t += (a ? "," : "") + parts[a];
+    return t + ")";
+  };
+  std::vector<std::string> parts;
+  if (prod == pos.size()) {
+    for (size_t a = 0; a < per.size(); ++a) {
+      std::string v;
+      if (static_cast<int>(per[a].size()) == sizes[a] && sizes[a] > 1)
+        v = "*";
+      else
+        for (int k : per[a]) v += (v.empty() ? "" : "|") + std::to_string(k);
+      parts.push_back(v);
+    }
+    return tuple(parts);
+  }
+  std::string s;
+  for (int p : pos) {
+    parts.clear();
+    for (int k : coords_of(sizes, p)) parts.push_back(std::to_string(k));
+    s += (s.empty() ? "" : " ") + tuple(parts);
+  }
+  return s;
+}
+
+// Names the devices at some mesh positions: "CPU 0-3", or coordinates when only
+// the abstract mesh is known.
+std::string holders_label(const AbstractMesh& am, const std::optional<Mesh>& mesh,
+                          const std::vector<int>& pos) {
+  if (!mesh) return coords_label(am, pos);
+  std::vector<int> ids;
+  for (int p : pos) ids.push_back(mesh->devices()[p].id);
+  return (mesh->devices()[0].platform == Platform::CPU ? "CPU " : "GPU ") + ranges(ids);
+}
+
+// The devices of a traced value's abstract mesh, when known: the shard_map body's
+// mesh or the context mesh with the same axis names and sizes (types may differ).
+std::optional<Mesh> devices_for(const AbstractMesh& am) {
+  for (const Mesh& m : {detail::body_mesh(), get_mesh()})
+    if (!m.empty() && m.axis_sizes() == am.axis_sizes() && m.axis_names() == am.axis_names())
+      return m;
+  return std::nullopt;
+}
+
+// "(x, y)": the order of the numbers in a coordinate cell.
+std::string coords_legend(const AbstractMesh& am) {
+  std::string s = "(";
+  for (size_t a = 0; a < am.axis_names().size(); ++a) s += (a ? ", " : "") + am.axis_names()[a];
+  return s + ")";
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// A shard_map body's value: its block type and, per distinct block, the devices
+// holding it. Devices that differ only along axes outside the vma share a block; in
+// a partial-manual body the block may itself be split over the other (Explicit) axes.
+std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
+  std::optional<Mesh> mesh = devices_for(am);
+  const bool tracked = detail::current_check_vma();
+  const auto& sizes = am.axis_sizes();
+  std::vector<int> vary;  // mesh axes the blocks differ along, in mesh order
+  std::vector<std::string> manual, same, split;
+  std::vector<std::string> parts = t.sharding.spec().partition_axes();
+  for (int a = 0; a < am.ndim(); ++a) {
+    const std::string& n = am.axis_names()[a];
+    bool is_manual = am.axis_types()[a] == AxisType::Manual;
+    if (is_manual) manual.push_back(n);
+    if (is_manual && (!tracked || t.vma.count(n)))
+      vary.push_back(a);
+    else if (std::find(parts.begin(), parts.end(), n) != parts.end())
+      split.push_back(n);
+    else
+      same.push_back(n);
+  }
+  std::map<std::vector<int>, std::vector<int>> holders;  // key: coordinates along `vary`
+  for (int i = 0; i < am.size(); ++i) {
+    std::vector<int> c = coords_of(sizes, i), key;
+    for (int a : vary) key.push_back(c[a]);
+    holders[key].push_back(i);
+  }
+  size_t width = 0;
+  for (const auto& [k, pos] : holders) width = std::max(width, holders_label(am, mesh, pos).size());
+  width += 4;
+
+  std::ostringstream os;
+  os << t.str() << " block in a shard_map body on "
+     << (mesh ? mesh->update({.axis_types = am.axis_types()}).str() : am.str()) << ", manual axes "
+     << detail::names_tuple(manual) << "\n";
+  if (!mesh)
+    os << "devices not known (only the abstract mesh): a cell gives the mesh coordinates "
+       << coords_legend(am) << " of the devices holding the block, * for every index\n";
+  std::vector<std::string> roles;
+  for (size_t k = 0; k < vary.size(); ++k) {
+    size_t from_end = vary.size() - k;
+    roles.push_back(am.axis_names()[vary[k]] + (from_end == 1   ? " (cols)"
+                                                : from_end == 2 ? " (rows)"
+                                                                : " (panels)"));
+  }
+  if (!tracked)
+    os << "vma is not tracked (check_vma=false): any device may hold a different block; "
+       << join(roles) << "\n";
+  else if (vary.empty())
+    os << "invariant: every device holds the same block"
+       << (split.empty() ? "" : ", split over " + join(split) + " (its type's sharding)") << "\n";
+  else
+    os << "varies over " << join(roles) << ": "
+       << (holders.size() == 1 ? "1 block" : std::to_string(holders.size()) + " different blocks")
+       << (same.empty() ? ""
+                        : "; devices that differ only along " + join(same) + " hold the same block")
+       << (split.empty() ? ""
+                         : "; each block is split over " + join(split) + " (its type's sharding)")
+       << (same.empty() && split.empty() ? ", one per device" : "") << "\n";
+
+  size_t nv = vary.size(), npanel = nv > 2 ? nv - 2 : 0;
+  int64_t rows = nv >= 2 ? sizes[vary[nv - 2]] : 1, cols = nv >= 1 ? sizes[vary[nv - 1]] : 1;
+  int64_t panels = 1;
+  for (size_t k = 0; k < npanel; ++k) panels *= sizes[vary[k]];
+  for (int64_t p = 0; p < panels; ++p) {
+    std::vector<int> key(nv, 0);
+    int64_t rest = p;
+    for (int k = static_cast<int>(npanel) - 1; k >= 0; --k) {
+      key[k] = static_cast<int>(rest % sizes[vary[k]]);
+      rest /= sizes[vary[k]];
+    }
+    std::string title;
+    for (size_t k = 0; k < npanel; ++k)
+      title +=
+          (title.empty() ? "" : ", ") + am.axis_names()[vary[k]] + "=" + std::to_string(key[k]);
+    if (!title.empty()) os << title << "\n";
+    std::vector<std::vector<std::string>> cells(rows, std::vector<std::string>(cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        if (nv >= 2) key[nv - 2] = static_cast<int>(r);
+        if (nv >= 1) key[nv - 1] = static_cast<int>(c);
+        cells[r][c] = holders_label(am, mesh, holders[key]);
+      }
+    draw_grid(os, cells, width);
+  }
+  Shape local = t.sharding.shard_shape(t.shape);
+  os << "block shape " << shape_str(t.shape);
+  if (!split.empty()) os << ", split over " << join(split) << " into " << shape_str(local);
+  os << ", " << human_bytes(numel(local) * itemsize(t.dtype)) << " per device, " << am.size()
+     << (am.size() == 1 ? " device" : " devices");
+  if (!t.sharding.spec().unreduced().empty())
+    os << "; each device holds a partial value (unreduced)";
+  os << "\n";
+  return os.str();
+}
+
 }  // namespace
 
 std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding) {
@@ -80,12 +261,9 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
   NamedSharding s = sharding.normalized(rank);
   ArrayType t{shape, dtype, false, type_sharding(s, shape), {}};
   // Devices: the sharding's own; for a type (a traced value) the context mesh when it
-  // is that mesh, else mesh positions (the jit call fixes the devices).
+  // has the same axes, else mesh coordinates (the jit call fixes the devices).
   std::optional<Mesh> mesh = s.concrete_mesh();
-  if (!mesh) {
-    Mesh ctx = get_mesh();
-    if (!ctx.empty() && ctx.abstract_mesh() == s.mesh()) mesh = ctx;
-  }
+  if (!mesh && !s.mesh().empty()) mesh = devices_for(s.mesh());
   std::ostringstream os;
   if (!mesh && s.mesh().empty()) {
     os << t.str() << " (traced, no mesh in its type): every device the call runs on holds the "
@@ -114,13 +292,11 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
 
   // Devices holding each block, keyed by the chunk vector.
   int n_dev = mesh ? mesh->size() : s.mesh().size();
-  std::map<std::vector<int64_t>, std::vector<int>> holders;
-  for (int i = 0; i < n_dev; ++i)
-    holders[s.chunk_of(i, rank)].push_back(mesh ? mesh->devices()[i].id : i);
-  const char* prefix = !mesh ? "#" : mesh->devices()[0].platform == Platform::CPU ? "CPU " : "GPU ";
+  std::map<std::vector<int64_t>, std::vector<int>> holders;  // mesh positions
+  for (int i = 0; i < n_dev; ++i) holders[s.chunk_of(i, rank)].push_back(i);
   size_t width = 0;
-  for (const auto& [k, ids] : holders)
-    width = std::max(width, std::string(prefix).size() + ranges(ids).size());
+  for (const auto& [k, pos] : holders)
+    width = std::max(width, holders_label(s.mesh(), mesh, pos).size());
   width += 4;
 
   if (mesh)
@@ -128,7 +304,8 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
        << "\n";
   else
     os << t.str() << " on " << s.mesh().str()
-       << " (traced: #i is mesh position i; the jit call fixes the devices)\n";
+       << "\ndevices not known (only the abstract mesh): a cell gives the mesh coordinates "
+       << coords_legend(s.mesh()) << " of the devices holding the block, * for every index\n";
   auto dim_label = [&](int d) {
     return "dim " + std::to_string(d) + " (" + std::to_string(shape[d]) + " in " +
            std::to_string(tiles[d]) + (tiles[d] == 1 ? " block)" : " blocks)");
@@ -158,7 +335,7 @@ std::string visualize(const Shape& shape, DType dtype, const NamedSharding& shar
         if (row_dim >= 0) chunk[row_dim] = r;
         if (col_dim >= 0) chunk[col_dim] = c;
         auto it = holders.find(chunk);
-        cells[r][c] = it == holders.end() ? "?" : prefix + ranges(it->second);
+        cells[r][c] = it == holders.end() ? "?" : holders_label(s.mesh(), mesh, it->second);
       }
     draw_grid(os, cells, width);
   }
@@ -176,6 +353,12 @@ std::string visualize(const Array& x) {
     throw ValueError(
         "[visualize] the handle is empty. Got a default-constructed Array; expected an array "
         "made by an op.");
+  // Inside a shard_map body (a traced value on a mesh with Manual axes): the block.
+  const ArrayType& t = x.type();
+  if (x.impl()->var) {
+    AbstractMesh am = t.sharding.mesh().empty() ? get_abstract_mesh() : t.sharding.mesh();
+    if (!am.manual_axes().empty()) return visualize_block(t, am);
+  }
   // A traced array's sharding is its type's (abstract mesh, no devices).
   return visualize(x.shape(), x.dtype(), x.sharding());
 }

@@ -13,6 +13,7 @@
 #include "tsr/prims/common.h"
 #include "tsr/prims/shard_map.h"
 #include "tsr/shard_map.h"
+#include "tsr/sharding/body_mesh.h"
 #include "tsr/transforms/ad.h"
 
 namespace tsr {
@@ -217,6 +218,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     MeshScope mesh_scope(top);  // a nested shard_map finds the devices
     AbstractMeshScope scope(inner);
     CheckVmaScope vma_scope(o.check_vma);
+    BodyMeshScope body_mesh_scope(mesh);  // visualize names the body's devices
     body = trace_program(
         [&](const std::vector<Array>& in) {
           std::vector<Array> outs = f(in);
