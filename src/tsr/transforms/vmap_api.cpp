@@ -185,7 +185,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
 
 std::vector<Array> vmap_outputs(const VmapFlat& r, const std::vector<VmapAxis>& out_axes,
                                 const std::vector<std::string>& paths) {
-  BatchAxisScope scope({r.size, r.entry, r.mesh, ""});
+  BatchAxisScope scope({r.size, r.entry, r.mesh, "", {}});
   std::vector<Array> outs;
   for (size_t j = 0; j < r.outs.size(); ++j) {
     const Array& x = r.outs[j];
