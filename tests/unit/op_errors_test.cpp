@@ -184,6 +184,15 @@ TEST_F(OpErrors, UnreducedRules) {
   EXPECT_EQ(typeof(matmul(u, r)).str(), "f32[8,8]{U:x}");
   auto m3 = error_of<ShardingTypeError>([&] { matmul(u, u); });
   EXPECT_HAS(m3, "lhs or rhs passed to dot_general cannot be unreduced.");
+  // Partials summed in int8 (wrapping) are not the sum of int16 partial products.
+  Array ai = device_put(zeros({8, 4}, int8), P(nullptr, "x"));
+  Array bi = device_put(zeros({4, 8}, int8), P("x"));
+  Array ui = matmul(ai, bi, {.out_sharding = P(nullptr, nullptr, Unreduced{{"x"}})});
+  Array ri = device_put(zeros({8, 8}, int8), P());
+  EXPECT_EQ(typeof(matmul(ui, ri)).str(), "i8[8,8]{U:x}");
+  auto m4 = error_of<ShardingTypeError>(
+      [&] { matmul(ui, ri, {.preferred_element_type = int16}); });
+  EXPECT_HAS(m4, "an unreduced operand cannot be multiplied into another dtype.");
   // reshard reduces: the value is the full product.
   Array x = device_put(arange(32.f).reshape({8, 4}), P(nullptr, "x"));
   Array y = device_put(ones({4, 8}), P("x"));

@@ -179,6 +179,15 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
           " and rhs=" + r.str() +
           "; expected an unreduced operand of kind sum and the other operand replicated over " +
           quoted_set(U) + ". Reduce it first with reshard(x, P(...)).");
+    // The partials were summed in the operand's dtype (bool: or; int8: wrapping), so a
+    // product in a wider preferred dtype is not the sum of the partial products.
+    if (out_dtype_ != uop->dtype)
+      throw ShardingTypeError(
+          "[dot_general] an unreduced operand cannot be multiplied into another dtype. Got " +
+          uop->str() + " with preferred_element_type=" + dtype_name(out_dtype_) +
+          "; expected the operand's own dtype " + dtype_name(uop->dtype) +
+          " (its partial sums are summed in it). Reduce it first with reshard(x, P(...)), or "
+          "convert it before it becomes unreduced.");
   }
   std::vector<int> lf = free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
   std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
