@@ -17,6 +17,8 @@
 //       --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include "rank_pool.h"
+
 #include <atomic>
 #include <functional>
 #include <thread>
@@ -44,43 +46,7 @@ void BM_ShardMapPsum(benchmark::State& st) {
 }
 BENCHMARK(BM_ShardMapPsum)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// n threads that each run body(rank) once per run_once() (as collectives_bench).
-class RankPool {
- public:
-  RankPool(int n, std::function<void(int)> body) : n_(n), body_(std::move(body)) {
-    for (int r = 0; r < n; ++r) threads_.emplace_back([this, r] { serve(r); });
-  }
-  ~RankPool() {
-    stop_.store(true);
-    go_.fetch_add(1);
-    go_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  void run_once() {
-    done_.store(0);
-    go_.fetch_add(1);
-    go_.notify_all();
-    for (int d = done_.load(); d != n_; d = done_.load()) done_.wait(d);
-  }
-
- private:
-  void serve(int rank) {
-    uint64_t seen = 0;
-    for (;;) {
-      go_.wait(seen);
-      seen = go_.load();
-      if (stop_.load()) return;
-      body_(rank);
-      if (done_.fetch_add(1) + 1 == n_) done_.notify_one();
-    }
-  }
-  const int n_;
-  std::function<void(int)> body_;
-  std::atomic<uint64_t> go_{0};
-  std::atomic<int> done_{0};
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-};
+using bench::RankPool;
 
 void BM_GroupAllReduce(benchmark::State& st) {
   auto group = detail::make_threads_group(kDevices);
@@ -131,7 +97,8 @@ void BM_RingMatmul(benchmark::State& st) {
   auto f = jit(shard_map(ring_body, {.in_specs = P("x"), .out_specs = P("x")}));
   Array c = f(o.a, o.b);
   Array want = matmul(o.a, reshard(o.b, P()));
-  if (!allclose(c, want, 1e-3, 1e-2).item<bool>()) st.SkipWithError("the ring's product differs from matmul");
+  if (!allclose(c, want, 1e-3, 1e-2).item<bool>())
+    st.SkipWithError("the ring's product differs from matmul");
   for (auto _ : st) f(o.a, o.b).block_until_ready();
 }
 BENCHMARK(BM_RingMatmul)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -162,8 +129,8 @@ BENCHMARK(BM_PmapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
 void BM_ShardMapStep(benchmark::State& st) {
   MeshScope scope(make_mesh({kDevices}, {"i"}));
   Array x = device_put(ones({kDevices, kSmall}), P("i"));
-  auto f = shard_map([](const Array& b) { return b * 2.f; },
-                     {.in_specs = P("i"), .out_specs = P("i")});
+  auto f =
+      shard_map([](const Array& b) { return b * 2.f; }, {.in_specs = P("i"), .out_specs = P("i")});
   for (auto _ : st) f(x).block_until_ready();
 }
 BENCHMARK(BM_ShardMapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -171,8 +138,8 @@ BENCHMARK(BM_ShardMapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();
 void BM_JitShardMapStep(benchmark::State& st) {
   MeshScope scope(make_mesh({kDevices}, {"i"}));
   Array x = device_put(ones({kDevices, kSmall}), P("i"));
-  auto f = jit(shard_map([](const Array& b) { return b * 2.f; },
-                         {.in_specs = P("i"), .out_specs = P("i")}));
+  auto f = jit(
+      shard_map([](const Array& b) { return b * 2.f; }, {.in_specs = P("i"), .out_specs = P("i")}));
   for (auto _ : st) f(x).block_until_ready();
 }
 BENCHMARK(BM_JitShardMapStep)->Unit(benchmark::kMicrosecond)->UseRealTime();

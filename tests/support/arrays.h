@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "tsr/tsr.h"
 
@@ -22,6 +23,19 @@ inline void expect_close(const tsr::Array& want, const tsr::Array& got, double t
   ASSERT_EQ(want.shape(), got.shape()) << what;
   auto a = want.to_vector<double>(), b = got.to_vector<double>();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
+}
+
+/** Part k (of length `size`) of b along `dim`. */
+inline tsr::Array chunk(const tsr::Array& b, int dim, int64_t k, int64_t size) {
+  tsr::Shape start(static_cast<size_t>(b.ndim()), 0), limit = b.shape();
+  start[static_cast<size_t>(dim)] = k * size;
+  limit[static_cast<size_t>(dim)] = (k + 1) * size;
+  return tsr::slice(b, start, limit);
+}
+
+/** The elementwise sum of equal-shaped blocks, in their dtype. */
+inline tsr::Array sum_of(const std::vector<tsr::Array>& bs) {
+  return tsr::sum(tsr::stack(bs, 0), 0).astype(bs[0].dtype());
 }
 
 }  // namespace test

@@ -31,14 +31,8 @@ struct Case {
   bool legacy_only = false;  // psum & co: groups only without vma checking
 };
 
-Array chunk(const Array& b, int dim, int64_t k, int64_t size) {
-  Shape start(static_cast<size_t>(b.ndim()), 0), limit = b.shape();
-  start[static_cast<size_t>(dim)] = k * size;
-  limit[static_cast<size_t>(dim)] = (k + 1) * size;
-  return slice(b, start, limit);
-}
-
-Array sum_of(const std::vector<Array>& bs) { return sum(stack(bs, 0), 0).astype(bs[0].dtype()); }
+using test::chunk;
+using test::sum_of;
 
 std::vector<Case> cases() {
   std::vector<Case> c;

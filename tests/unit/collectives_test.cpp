@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/arrays.h"
 #include "support/error_of.h"
 #include "tsr/tsr.h"
 
@@ -26,14 +27,8 @@ struct Case {
   bool ints = true;  // also run on int32
 };
 
-Array chunk(const Array& b, int dim, int64_t k, int64_t size) {
-  Shape start(static_cast<size_t>(b.ndim()), 0), limit = b.shape();
-  start[static_cast<size_t>(dim)] = k * size;
-  limit[static_cast<size_t>(dim)] = (k + 1) * size;
-  return slice(b, start, limit);
-}
-
-Array sum_of(const std::vector<Array>& bs) { return sum(stack(bs, 0), 0).astype(bs[0].dtype()); }
+using test::chunk;
+using test::sum_of;
 
 std::vector<Case> cases() {
   std::vector<Case> c;
@@ -52,22 +47,34 @@ std::vector<Case> cases() {
   gather("all_gather_axis_neg1", -1, false, false, {2, 3});
   gather("all_gather_tiled_axis1", 1, true, false, {2, 3});
   gather("all_gather_invariant_tiled", 0, true, true, {2, 3});
-  c.push_back({"psum_scatter_dim0", [](int64_t n) { return Shape{n, 3}; },
+  c.push_back({"psum_scatter_dim0",
+               [](int64_t n) {
+                 return Shape{n, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t) { return psum_scatter(x, a); },
                [](const std::vector<Array>& bs, int64_t k) { return sum_of(bs)[k]; }});
-  c.push_back({"psum_scatter_dim1", [](int64_t n) { return Shape{2, n, 3}; },
+  c.push_back({"psum_scatter_dim1",
+               [](int64_t n) {
+                 return Shape{2, n, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t) {
                  return psum_scatter(x, a, {.scatter_dimension = 1});
                },
                [](const std::vector<Array>& bs, int64_t k) {
                  return squeeze(chunk(sum_of(bs), 1, k, 1), 1);
                }});
-  c.push_back({"psum_scatter_tiled_dim1", [](int64_t n) { return Shape{2, 2 * n}; },
+  c.push_back({"psum_scatter_tiled_dim1",
+               [](int64_t n) {
+                 return Shape{2, 2 * n};
+               },
                [](const Array& x, const AxisNames& a, int64_t) {
                  return psum_scatter(x, a, {.scatter_dimension = -1, .tiled = true});
                },
                [](const std::vector<Array>& bs, int64_t k) { return chunk(sum_of(bs), 1, k, 2); }});
-  c.push_back({"ppermute_shift", [](int64_t) { return Shape{2, 3}; },
+  c.push_back({"ppermute_shift",
+               [](int64_t) {
+                 return Shape{2, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t n) {
                  std::vector<std::pair<int, int>> p;
                  for (int i = 0; i < n; ++i) p.emplace_back(i, static_cast<int>((i + 1) % n));
@@ -77,7 +84,10 @@ std::vector<Case> cases() {
                  int64_t n = static_cast<int64_t>(bs.size());
                  return bs[static_cast<size_t>((k + n - 1) % n)];
                }});
-  c.push_back({"ppermute_partial", [](int64_t) { return Shape{2, 3}; },
+  c.push_back({"ppermute_partial",
+               [](int64_t) {
+                 return Shape{2, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t n) {
                  return ppermute(x, a, {{0, static_cast<int>(n - 1)}});
                },
@@ -93,38 +103,55 @@ std::vector<Case> cases() {
                [](const std::vector<Array>& bs, int64_t k) {
                  return bs[bs.size() - 1 - static_cast<size_t>(k)];
                }});
-  c.push_back({"all_to_all_split0_concat0", [](int64_t n) { return Shape{n, 3}; },
+  c.push_back({"all_to_all_split0_concat0",
+               [](int64_t n) {
+                 return Shape{n, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t) { return all_to_all(x, a, 0, 0); },
                [](const std::vector<Array>& bs, int64_t k) {
                  std::vector<Array> got;
                  for (const auto& b : bs) got.push_back(b[k]);
                  return stack(got, 0);
                }});
-  c.push_back({"all_to_all_split0_concat1", [](int64_t n) { return Shape{n, 2, 3}; },
+  c.push_back({"all_to_all_split0_concat1",
+               [](int64_t n) {
+                 return Shape{n, 2, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t) { return all_to_all(x, a, 0, 1); },
                [](const std::vector<Array>& bs, int64_t k) {
                  std::vector<Array> got;
                  for (const auto& b : bs) got.push_back(b[k]);
                  return stack(got, 1);
                }});
-  c.push_back({"all_to_all_tiled_split1_concat0", [](int64_t n) { return Shape{2, 2 * n}; },
-               [](const Array& x, const AxisNames& a, int64_t) {
-                 return all_to_all(x, a, 1, 0, true);
+  c.push_back(
+      {"all_to_all_tiled_split1_concat0",
+       [](int64_t n) {
+         return Shape{2, 2 * n};
+       },
+       [](const Array& x, const AxisNames& a, int64_t) { return all_to_all(x, a, 1, 0, true); },
+       [](const std::vector<Array>& bs, int64_t k) {
+         std::vector<Array> got;
+         for (const auto& b : bs) got.push_back(chunk(b, 1, k, 2));
+         return concatenate(got, 0);
+       }});
+  c.push_back({"pbroadcast_last",
+               [](int64_t) {
+                 return Shape{2, 3};
                },
-               [](const std::vector<Array>& bs, int64_t k) {
-                 std::vector<Array> got;
-                 for (const auto& b : bs) got.push_back(chunk(b, 1, k, 2));
-                 return concatenate(got, 0);
-               }});
-  c.push_back({"pbroadcast_last", [](int64_t) { return Shape{2, 3}; },
                [](const Array& x, const AxisNames& a, int64_t n) {
                  return pbroadcast(x, a, static_cast<int>(n - 1));
                },
                [](const std::vector<Array>& bs, int64_t) { return bs.back(); }});
-  c.push_back({"psum", [](int64_t) { return Shape{2, 3}; },
+  c.push_back({"psum",
+               [](int64_t) {
+                 return Shape{2, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t) { return psum(x, a); },
                [](const std::vector<Array>& bs, int64_t) { return sum_of(bs); }});
-  c.push_back({"pmax", [](int64_t) { return Shape{2, 3}; },
+  c.push_back({"pmax",
+               [](int64_t) {
+                 return Shape{2, 3};
+               },
                [](const Array& x, const AxisNames& a, int64_t) { return pmax(x, a); },
                [](const std::vector<Array>& bs, int64_t) { return max(stack(bs, 0), 0); }});
   c.push_back({"axis_index_plus_block", [](int64_t) { return Shape{2}; },
@@ -132,7 +159,8 @@ std::vector<Case> cases() {
                  return x + axis_index(a).astype(x.dtype());
                },
                [](const std::vector<Array>& bs, int64_t k) {
-                 return bs[static_cast<size_t>(k)] + full({}, static_cast<double>(k), bs[0].dtype());
+                 return bs[static_cast<size_t>(k)] +
+                        full({}, static_cast<double>(k), bs[0].dtype());
                }});
   return c;
 }
@@ -152,11 +180,8 @@ struct Param {
 };
 
 std::vector<Param> params() {
-  std::vector<MeshSpec> meshes = {{{2}, {"a"}},
-                                  {{4}, {"a"}},
-                                  {{8}, {"a"}},
-                                  {{2, 4}, {"a", "b"}},
-                                  {{2, 2, 2}, {"a", "b", "c"}}};
+  std::vector<MeshSpec> meshes = {
+      {{2}, {"a"}}, {{4}, {"a"}}, {{8}, {"a"}}, {{2, 4}, {"a", "b"}}, {{2, 2, 2}, {"a", "b", "c"}}};
   std::vector<Param> out;
   auto all = cases();
   for (const auto& m : meshes) {
