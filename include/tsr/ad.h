@@ -125,9 +125,9 @@ auto unwrap_one(Sel&& s) {
  *  calls f and flattens its result, remembering the result's structure in `out`. */
 template <class F, class Tup>
 struct FlatCall {
-  const F& f;                          /**< the function */
-  const tree::Structure& in;           /**< the argument tuple's structure */
-  std::optional<tree::Structure> out;  /**< the result's, once called */
+  const F& f;                         /**< the function */
+  const tree::Structure& in;          /**< the argument tuple's structure */
+  std::optional<tree::Structure> out; /**< the result's, once called */
   /** The flat function (valid while this object lives). */
   FlatFn fn() {
     return [this](const std::vector<Array>& l) {
@@ -602,7 +602,8 @@ template <class F>
 class CheckpointFn {
  public:
   /** Wraps f. */
-  CheckpointFn(F f, std::string name) : f_(std::make_shared<F>(std::move(f))), name_(std::move(name)) {}
+  CheckpointFn(F f, std::string name)
+      : f_(std::make_shared<F>(std::move(f))), name_(std::move(name)) {}
   /** f(args...); under reverse-mode differentiation its intermediates are recomputed
    *  in the backward pass instead of saved. */
   template <class... Args>

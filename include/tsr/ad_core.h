@@ -90,10 +90,11 @@ void check_grad_input(const Array& x, bool allow_int, const char* api, const std
 
 /** custom_jvp: calls f through a custom_jvp_call primitive holding `rule`
  *  ((primals, tangents) -> outs ++ tangent outs). Outside a trace f runs directly. */
-std::vector<Array> custom_jvp_call(const FlatFn& f, const std::function<std::vector<Array>(
-                                                        const std::vector<Array>&,
-                                                        const std::vector<Array>&)>& rule,
-                                   const std::vector<Array>& args, const std::string& name);
+std::vector<Array> custom_jvp_call(
+    const FlatFn& f,
+    const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>&
+        rule,
+    const std::vector<Array>& args, const std::string& name);
 
 /** custom_vjp: calls f through a custom_vjp_call primitive with fwd (args -> outs ++
  *  residuals) and bwd ((residuals, cts) -> one ct per arg). `diff` marks the args

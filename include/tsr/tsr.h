@@ -2,6 +2,7 @@
 /** Tessera: JAX's parallel-array model in C++. Include this one header. */
 #include "tsr/ad.h"
 #include "tsr/array.h"
+#include "tsr/collectives.h"
 #include "tsr/device.h"
 #include "tsr/dtype.h"
 #include "tsr/error.h"
@@ -12,7 +13,6 @@
 #include "tsr/random.h"
 #include "tsr/shape.h"
 #include "tsr/shard.h"
-#include "tsr/collectives.h"
 #include "tsr/shard_map.h"
 #include "tsr/sharding.h"
 #include "tsr/transforms.h"

@@ -89,8 +89,8 @@ struct Case {
   int mesh = 0;
   std::vector<InputDef> inputs;
   std::vector<Step> steps;
-  bool reorders = false;  // a step may legitimately round differently when sharded
-  bool custom_vjp = false;  // a custom_vjp function is in the chain: jvp may be refused
+  bool reorders = false;           // a step may legitimately round differently when sharded
+  bool custom_vjp = false;         // a custom_vjp function is in the chain: jvp may be refused
   std::vector<tsr::DType> dtypes;  // of the steps' results (the oracle's), for tolerances
   // The oracle's run, done while generating (later steps are drawn from its types).
   bool oracle_ok = true;

@@ -64,10 +64,9 @@ Shape Gen::shape(int min_rank, int max_rank) {
 }
 
 DType Gen::dtype() {
-  static const std::vector<DType> all = {bool_,   int8,     int16,   int32,   int64,
-                                         uint8,   uint16,   uint32,  uint64,  float16,
-                                         bfloat16, float32, float32, float32, float64,
-                                         int32};
+  static const std::vector<DType> all = {bool_,   int8,    int16,   int32,   int64,    uint8,
+                                         uint16,  uint32,  uint64,  float16, bfloat16, float32,
+                                         float32, float32, float64, int32};
   return r.pick(all);
 }
 DType Gen::float_dtype() {
@@ -75,7 +74,8 @@ DType Gen::float_dtype() {
   return r.pick(f);
 }
 DType Gen::int_dtype() {
-  static const std::vector<DType> i = {int8, int16, int32, int32, int64, uint8, uint16, uint32, uint64};
+  static const std::vector<DType> i = {int8,  int16,  int32,  int32, int64,
+                                       uint8, uint16, uint32, uint64};
   return r.pick(i);
 }
 
@@ -259,9 +259,8 @@ bool composite(const OpDef& d) {
 // of the table.
 bool autodiff(const OpDef& d) {
   static const std::set<std::string> names = {
-      "stop_gradient", "custom_jvp",        "custom_vjp",        "checkpoint",
-      "jit",           "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",
-      "shard_map"};
+      "stop_gradient",     "custom_jvp",        "custom_vjp",  "checkpoint", "jit",
+      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)", "shard_map"};
   return names.count(d.name) > 0;
 }
 }  // namespace

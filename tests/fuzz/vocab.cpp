@@ -951,28 +951,26 @@ Step d_stop_gradient(Gen&) {
 // custom_jvp functions with hand-written rules: softplus with JAX's stable rule,
 // floor with a straight-through rule (the rule is not floor's derivative, so the
 // derivative check sees the rule used), and a product of two arguments.
-const auto kSoftplus = custom_jvp(
-    [](const Array& x) { return log1p(exp(x)); },
-    [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
-      const auto& [x] = p;
-      const auto& [tx] = t;
-      return std::make_pair(log1p(exp(x)), tx * logistic(x));
-    },
-    "softplus");
-const auto kFloorSte = custom_jvp(
-    [](const Array& x) { return floor(x); },
-    [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
-      return std::make_pair(floor(std::get<0>(p)), std::get<0>(t));
-    },
-    "floor_ste");
-const auto kMulJvp = custom_jvp(
-    [](const Array& x, const Array& y) { return x * y; },
-    [](const std::tuple<Array, Array>& p, const std::tuple<Array, Array>& t) {
-      const auto& [x, y] = p;
-      const auto& [tx, ty] = t;
-      return std::make_pair(x * y, tx * y + x * ty);
-    },
-    "mul_jvp");
+const auto kSoftplus = custom_jvp([](const Array& x) { return log1p(exp(x)); },
+                                  [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+                                    const auto& [x] = p;
+                                    const auto& [tx] = t;
+                                    return std::make_pair(log1p(exp(x)), tx * logistic(x));
+                                  },
+                                  "softplus");
+const auto kFloorSte = custom_jvp([](const Array& x) { return floor(x); },
+                                  [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+                                    return std::make_pair(floor(std::get<0>(p)), std::get<0>(t));
+                                  },
+                                  "floor_ste");
+const auto kMulJvp =
+    custom_jvp([](const Array& x, const Array& y) { return x * y; },
+               [](const std::tuple<Array, Array>& p, const std::tuple<Array, Array>& t) {
+                 const auto& [x, y] = p;
+                 const auto& [tx, ty] = t;
+                 return std::make_pair(x * y, tx * y + x * ty);
+               },
+               "mul_jvp");
 
 Step d_custom_jvp(Gen& g) {
   int kind = g.r.below(3);
@@ -991,14 +989,14 @@ Step d_custom_jvp(Gen& g) {
 
 // custom_vjp functions: sin saving cos(x), round with a straight-through bwd, and a
 // scale whose (Array) factor is a nondiff argument that bwd receives.
-const auto kSinVjp = custom_vjp(
-    [](const Array& x) { return sin(x); },
-    [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
-    [](const Array& c, const Array& ct) { return std::make_tuple(ct * c); });
-const auto kRoundSte = custom_vjp(
-    [](const Array& x) { return round(x); },
-    [](const Array& x) { return std::make_pair(round(x), std::tuple<>()); },
-    [](const std::tuple<>&, const Array& ct) { return std::make_tuple(ct); });
+const auto kSinVjp =
+    custom_vjp([](const Array& x) { return sin(x); },
+               [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+               [](const Array& c, const Array& ct) { return std::make_tuple(ct * c); });
+const auto kRoundSte =
+    custom_vjp([](const Array& x) { return round(x); },
+               [](const Array& x) { return std::make_pair(round(x), std::tuple<>()); },
+               [](const std::tuple<>&, const Array& ct) { return std::make_tuple(ct); });
 const auto kScaleVjp = custom_vjp(
     [](const Array& s, const Array& x) { return x * s; },
     [](const Array& s, const Array& x) { return std::make_pair(x * s, std::tuple<>()); },
@@ -1075,9 +1073,8 @@ Step composite(std::string text, const Chain& ch, OpFn fn) {
 Step d_checkpoint(Gen& g) {
   Chain ch = sub_chain(g);
   return composite("checkpoint", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
-    return checkpoint(
-        [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); }, "chain")(x,
-                                                                                                in);
+    return checkpoint([st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); },
+                      "chain")(x, in);
   });
 }
 /** A nested jit around a drawn sub-chain. */

@@ -29,14 +29,14 @@ Record rec(std::vector<std::string> prims, std::string name,
            std::function<Array(const Array&)> body, bool replicated_out = false) {
   prims.insert(prims.begin(), "shard_map");
   return Record{std::move(prims),
-           std::move(name),
-           {{{16, 8}}},
-           one([body, replicated_out](const std::vector<Array>& a) {
-             PartitionSpec out = replicated_out ? P() : typeof(a[0]).sharding.spec();
-             return shard_map(body, {.out_specs = out})(a[0]);
-           }),
-           specs(),
-           1e-5};
+                std::move(name),
+                {{{16, 8}}},
+                one([body, replicated_out](const std::vector<Array>& a) {
+                  PartitionSpec out = replicated_out ? P() : typeof(a[0]).sharding.spec();
+                  return shard_map(body, {.out_specs = out})(a[0]);
+                }),
+                specs(),
+                1e-5};
 }
 
 // The block as a vector: its size (128 / n) is a multiple of every group size n <= 8.
@@ -46,32 +46,32 @@ Array flat(const Array& b) { return reshape(b, {-1}); }
 
 std::vector<Record> collective_records() {
   std::vector<Record> r;
-  r.push_back(rec({"all_gather", "reduce_scatter"}, "all_gather_then_psum_scatter",
-                  [](const Array& b) {
-                    AxisNames ax = varying(b);
-                    double n = static_cast<double>(axis_size(ax));
-                    Array g = all_gather(flat(b), ax, {.tiled = true});
-                    return reshape(psum_scatter(g, ax, {.tiled = true}) / n, b.shape());
-                  }));
-  r.push_back(rec({"all_gather"}, "all_gather_stacked_own_slot",
-                  [](const Array& b) {
-                    // Stacked on a new middle axis, then this device's slot taken back.
-                    AxisNames ax = varying(b);
-                    Array g = all_gather(b, ax, {.axis = 1});
-                    Array k = axis_index(ax);
-                    Array own = squeeze(dynamic_slice(g, {0, k, 0}, {b.shape()[0], 1, b.shape()[1]}), 1);
-                    return own * 2.0;
-                  }));
-  r.push_back(rec({"all_gather_invariant"}, "all_gather_invariant_total",
-                  [](const Array& b) {
-                    double copies = 1;
-                    for (const auto& a : get_abstract_mesh().axis_names())
-                      if (!typeof(b).vma.count(a)) copies *= static_cast<double>(axis_size(a));
-                    Array g = all_gather(flat(b), get_abstract_mesh().axis_names(),
-                                         {.tiled = true, .invariant = true});
-                    return sum(g * g) / copies;
-                  },
-                  true));
+  r.push_back(
+      rec({"all_gather", "reduce_scatter"}, "all_gather_then_psum_scatter", [](const Array& b) {
+        AxisNames ax = varying(b);
+        double n = static_cast<double>(axis_size(ax));
+        Array g = all_gather(flat(b), ax, {.tiled = true});
+        return reshape(psum_scatter(g, ax, {.tiled = true}) / n, b.shape());
+      }));
+  r.push_back(rec({"all_gather"}, "all_gather_stacked_own_slot", [](const Array& b) {
+    // Stacked on a new middle axis, then this device's slot taken back.
+    AxisNames ax = varying(b);
+    Array g = all_gather(b, ax, {.axis = 1});
+    Array k = axis_index(ax);
+    Array own = squeeze(dynamic_slice(g, {0, k, 0}, {b.shape()[0], 1, b.shape()[1]}), 1);
+    return own * 2.0;
+  }));
+  r.push_back(rec(
+      {"all_gather_invariant"}, "all_gather_invariant_total",
+      [](const Array& b) {
+        double copies = 1;
+        for (const auto& a : get_abstract_mesh().axis_names())
+          if (!typeof(b).vma.count(a)) copies *= static_cast<double>(axis_size(a));
+        Array g = all_gather(flat(b), get_abstract_mesh().axis_names(),
+                             {.tiled = true, .invariant = true});
+        return sum(g * g) / copies;
+      },
+      true));
   r.push_back(rec({"ppermute"}, "ppermute_there_and_back", [](const Array& b) {
     AxisNames ax = varying(b);
     int n = static_cast<int>(axis_size(ax));

@@ -74,8 +74,8 @@ Array make_grad(const In& in, int salt, const Placement& where) {
   bool fl = is_floating(in.dtype);
   if (fl)
     for (size_t i = 0; i < v.size(); ++i)
-      v[i] += 0.02 * static_cast<double>((i * 37 + static_cast<size_t>(salt) * 11) % 97) / 97.0 +
-              0.05;
+      v[i] +=
+          0.02 * static_cast<double>((i * 37 + static_cast<size_t>(salt) * 11) % 97) / 97.0 + 0.05;
   Array a = tsr::array(v, in.shape, where);
   DType d = in.dtype == float32 ? float64 : in.dtype;
   return d == float64 ? a : a.astype(d);
@@ -94,8 +94,9 @@ const std::vector<MeshCase>& meshes() {
   return m;
 }
 
-int for_each_layout(const Record& rec, const MakeInput& make_input,
-                    const std::function<bool(const std::vector<Array>&, const std::string&)>& body) {
+int for_each_layout(
+    const Record& rec, const MakeInput& make_input,
+    const std::function<bool(const std::vector<Array>&, const std::string&)>& body) {
   int ran = 0;
   for (const auto& m : meshes()) {
     Mesh mesh = make_mesh(m.sizes, m.names);
@@ -282,8 +283,8 @@ TEST(RulesCoverage, EveryPrimitiveHasARuleRecordAndAKernel) {
     // Higher-order primitives are inlined by the lowering; custom_lin is never run
     // (forward mode through custom_vjp is refused); collectives lower to comm steps.
     static const std::set<std::string> kernel_free = {
-        "jit",  "custom_jvp_call", "custom_vjp_call", "checkpoint", "custom_lin", "shard_map",
-        "psum", "pmax",            "pmin",            "pvary",      "axis_index",
+        "jit", "custom_jvp_call", "custom_vjp_call", "checkpoint", "custom_lin", "shard_map",
+        "psum", "pmax", "pmin", "pvary", "axis_index",
         // Collectives lower to comm steps (Group calls), not kernels.
         "all_gather", "all_gather_invariant", "reduce_scatter", "ppermute", "all_to_all",
         "pbroadcast"};

@@ -190,8 +190,7 @@ TEST_F(OpErrors, UnreducedRules) {
   Array ui = matmul(ai, bi, {.out_sharding = P(nullptr, nullptr, Unreduced{{"x"}})});
   Array ri = device_put(zeros({8, 8}, int8), P());
   EXPECT_EQ(typeof(matmul(ui, ri)).str(), "i8[8,8]{U:x}");
-  auto m4 = error_of<ShardingTypeError>(
-      [&] { matmul(ui, ri, {.preferred_element_type = int16}); });
+  auto m4 = error_of<ShardingTypeError>([&] { matmul(ui, ri, {.preferred_element_type = int16}); });
   EXPECT_HAS(m4, "an unreduced operand cannot be multiplied into another dtype.");
   // reshard reduces: the value is the full product.
   Array x = device_put(arange(32.f).reshape({8, 4}), P(nullptr, "x"));

@@ -25,7 +25,7 @@ struct Lowering {
 /** An input of an equation being transposed: a known value, or a linear input whose
  *  value is unknown (invalid `value`); `type` is set either way. */
 struct LinearIn {
-  Array value;   /**< the input's value; invalid for a linear input */
+  Array value;    /**< the input's value; invalid for a linear input */
   ArrayType type; /**< the input's type */
   /** True for a linear (unknown) input. */
   bool linear() const { return !value.valid(); }
@@ -104,19 +104,17 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
 };
 
 /** Declares a primitive's jvp rule in its class (MLX's DEFINE_GRADS, split in two). */
-#define TSR_DEFINE_JVP                                                                   \
-  std::vector<Array> jvp(const std::vector<Array>& primals,                             \
-                         const std::vector<Array>& tangents, std::vector<Array>& outs) \
-      const override
+#define TSR_DEFINE_JVP                                                                          \
+  std::vector<Array> jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents, \
+                         std::vector<Array>& outs) const override
 /** Declares a linear primitive's transpose rule in its class. */
-#define TSR_DEFINE_TRANSPOSE                                          \
-  std::vector<Array> transpose(const std::vector<Array>& cts,         \
+#define TSR_DEFINE_TRANSPOSE                                  \
+  std::vector<Array> transpose(const std::vector<Array>& cts, \
                                const std::vector<detail::LinearIn>& ins) const override
 
 /** Declares a primitive's batching rule in its class. */
-#define TSR_DEFINE_BATCH                                                               \
-  detail::Batched batch(const std::vector<Array>& args, const std::vector<int>& dims) \
-      const override
+#define TSR_DEFINE_BATCH \
+  detail::Batched batch(const std::vector<Array>& args, const std::vector<int>& dims) const override
 
 /** How a primitive takes part in autodiff; the coverage test checks every
  *  registered primitive against what its family declared. */

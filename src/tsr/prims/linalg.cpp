@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <set>
 
-#include "tsr/prims/common.h"
 #include "tsr/ops.h"
+#include "tsr/prims/common.h"
 #include "tsr/prims/shape_ops.h"
 #include "tsr/sharding/format.h"
 #include "tsr/transforms/ad.h"
@@ -386,7 +386,8 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
         t.sharding = NamedSharding(t.sharding.mesh(), spec_of(entries_of(t)));
         return ad::coerce(a, t, "dot_general", "cotangent");
       };
-      r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()), {reduced(ops[0]), reduced(ops[1])});
+      r = bind1(std::make_shared<DotGeneral>(dims, plain, y.dtype()),
+                {reduced(ops[0]), reduced(ops[1])});
     }
   }
   if (identity(out_axes)) return r;

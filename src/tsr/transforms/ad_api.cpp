@@ -194,10 +194,11 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
                       dtype_name(pt[i].dtype) + ", but got tangent dtype " +
                       dtype_name(ti.dtype()) + " instead. Convert the tangent with astype.");
     if (ti.shape() != pt[i].shape)
-      throw ValueError("[jvp] jvp called with different primal and tangent shapes;Got primal "
-                       "shape " +
-                       shape_str(pt[i].shape) + " and tangent shape as " +
-                       shape_str(ti.shape()) + ". Give each tangent its primal's shape.");
+      throw ValueError(
+          "[jvp] jvp called with different primal and tangent shapes;Got primal "
+          "shape " +
+          shape_str(pt[i].shape) + " and tangent shape as " + shape_str(ti.shape()) +
+          ". Give each tangent its primal's shape.");
     std::string why = ad::mismatch(pt[i], seen_type(ti));
     if (!why.empty())
       throw ValueError("[jvp] a tangent's type must be its primal's type. Got tangent type " +
@@ -317,11 +318,10 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> linearize_flat(
     const FlatFn& f, const std::vector<Array>& primals) {
   Lin l = linearize_program(f, primals, {}, "linearize");
   eval_known(l, primals, {});
-  size_t num_res = l.linear.in_vars.size() -
-                   static_cast<size_t>(std::count_if(l.in_types.begin(), l.in_types.end(),
-                                                     [](const ArrayType& t) {
-                                                       return has_tangent_space(t.dtype);
-                                                     }));
+  size_t num_res =
+      l.linear.in_vars.size() - static_cast<size_t>(std::count_if(
+                                    l.in_types.begin(), l.in_types.end(),
+                                    [](const ArrayType& t) { return has_tangent_space(t.dtype); }));
   auto prog = close_over(l.linear, num_res, l.res);
   std::vector<bool> used = float_flags(l.in_types);
   auto map = std::make_shared<const LinearMap>(prog, l.in_types, l.in_types, l.out_types, used,
@@ -333,9 +333,9 @@ std::pair<std::vector<Array>, std::shared_ptr<const LinearMap>> vjp_flat(
     const FlatFn& f, const std::vector<Array>& primals, const std::function<size_t()>& aux) {
   Lin l = linearize_program(f, primals, aux, "vjp");
   size_t num_aux = aux ? aux() : 0;
-  size_t nf = static_cast<size_t>(std::count_if(
-      l.in_types.begin(), l.in_types.end(),
-      [](const ArrayType& t) { return has_tangent_space(t.dtype); }));
+  size_t nf = static_cast<size_t>(
+      std::count_if(l.in_types.begin(), l.in_types.end(),
+                    [](const ArrayType& t) { return has_tangent_space(t.dtype); }));
   size_t num_res = l.linear.in_vars.size() - nf;
   std::vector<bool> linear(l.linear.in_vars.size(), false);
   for (size_t i = num_res; i < linear.size(); ++i) linear[i] = true;
@@ -395,9 +395,10 @@ std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
       std::string& s = i < in_types.size() ? a : b;
       s += (s.empty() ? "" : ", ") + std::string("dtype(") + dtype_name(dts[i]) + ")";
     }
-    throw TypeError("[linear_transpose] linear_transpose only supports [float or complex] -> "
-                    "[float or complex], and integer -> integer functions, but got [" +
-                    a + "] -> [" + b + "]. Convert the inputs or outputs to one kind.");
+    throw TypeError(
+        "[linear_transpose] linear_transpose only supports [float or complex] -> "
+        "[float or complex], and integer -> integer functions, but got [" +
+        a + "] -> [" + b + "]. Convert the inputs or outputs to one kind.");
   }
   std::vector<bool> linear(p.in_vars.size(), true);
   Program t = transpose_program(p, linear, "linear_transpose");
@@ -436,8 +437,7 @@ Array basis_like(const Array& x) {
     entries.resize(static_cast<size_t>(t.ndim()));
     entries.insert(entries.begin(), PartitionEntry());
     bt.sharding = NamedSharding(t.sharding.mesh(), with_sets_of(entries, t.sharding.spec()));
-    if (!x.impl()->var)
-      e = device_put(e, x.sharding().with_spec(PartitionSpec(entries)));
+    if (!x.impl()->var) e = device_put(e, x.sharding().with_spec(PartitionSpec(entries)));
   }
   return ad::coerce(e, bt, "jacobian", "value");
 }
@@ -545,10 +545,11 @@ void check_grad_input(const Array& x, bool allow_int, const char* api, const std
                     "allow_int to True.");
 }
 
-std::vector<Array> custom_jvp_call(const FlatFn& f,
-                                   const std::function<std::vector<Array>(
-                                       const std::vector<Array>&, const std::vector<Array>&)>& rule,
-                                   const std::vector<Array>& args, const std::string& name) {
+std::vector<Array> custom_jvp_call(
+    const FlatFn& f,
+    const std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>&
+        rule,
+    const std::vector<Array>& args, const std::string& name) {
   if (!current_trace()) return f(args);
   auto prog = std::make_shared<const Program>(trace_program(f, types_of(args, "custom_jvp")));
   std::vector<Array> in = prog->consts;

@@ -48,8 +48,7 @@ bool replicated(const ArrayType& t) {
 
 bool same_sharding(const ArrayType& a, const ArrayType& b) {
   // A value off-mesh (one device, no mesh) matches any fully replicated layout.
-  if (a.sharding.mesh().empty() || b.sharding.mesh().empty())
-    return replicated(a) && replicated(b);
+  if (a.sharding.mesh().empty() || b.sharding.mesh().empty()) return replicated(a) && replicated(b);
   if (!(a.sharding.mesh() == b.sharding.mesh())) return false;
   return a.sharding.normalized(a.ndim()).spec() == b.sharding.normalized(b.ndim()).spec();
 }
@@ -154,18 +153,16 @@ Array coerce(const Array& x, const ArrayType& want, const char* prim, const char
     if (want.sharding.mesh().empty()) {
       // Off-mesh values are replicated: replicate on the value's own mesh.
       const ArrayType& t = y.type();
-      return bind1(std::make_shared<prim::Reshard>(
-                       NamedSharding(t.sharding.mesh(), PartitionSpec()).normalized(t.ndim()),
-                       std::nullopt),
-                   {y});
+      return bind1(
+          std::make_shared<prim::Reshard>(
+              NamedSharding(t.sharding.mesh(), PartitionSpec()).normalized(t.ndim()), std::nullopt),
+          {y});
     }
-    y = bind1(std::make_shared<prim::Reshard>(want.sharding.normalized(want.ndim()),
-                                              std::nullopt),
+    y = bind1(std::make_shared<prim::Reshard>(want.sharding.normalized(want.ndim()), std::nullopt),
               {y});
   }
   return with_vma(y, want.vma, prim, what);
 }
-
 
 Array sum_to(const Array& ct, const std::vector<int>& axes, const ArrayType& want) {
   Array r = ct;
@@ -243,8 +240,8 @@ Array or_replicated(const std::function<Array(const Array&)>& f, const Array& x)
   const ArrayType& t = x.type();
   PartitionSpec rep({}, t.sharding.spec().unreduced(), t.sharding.spec().reduced(),
                     t.sharding.spec().unreduced_kind());
-  return f(bind1(std::make_shared<prim::Reshard>(NamedSharding(t.sharding.mesh(), rep), std::nullopt),
-                 {x}));
+  return f(bind1(
+      std::make_shared<prim::Reshard>(NamedSharding(t.sharding.mesh(), rep), std::nullopt), {x}));
 }
 
 Array zeros_shaped(const Shape& shape, const Array& like) {
@@ -254,7 +251,8 @@ Array zeros_shaped(const Shape& shape, const Array& like) {
     t.sharding.normalized(t.ndim()).shard_shape(shape);
   } catch (const Error&) {
     const PartitionSpec& s = t.sharding.spec();
-    t.sharding = t.sharding.with_spec(PartitionSpec({}, s.unreduced(), s.reduced(), s.unreduced_kind()));
+    t.sharding =
+        t.sharding.with_spec(PartitionSpec({}, s.unreduced(), s.reduced(), s.unreduced_kind()));
   }
   return zeros_of(t, like);
 }

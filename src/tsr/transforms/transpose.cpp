@@ -139,7 +139,8 @@ Program transpose_program(const Program& p, const std::vector<bool>& linear_ins,
         Array like = ad::first_valid(a);
         std::vector<Array> out;
         for (size_t i = 0; i < p.in_vars.size(); ++i)
-          if (linear_ins[i]) out.push_back(ad::instantiate(got[i], ct_type(p.in_vars[i]->type), like));
+          if (linear_ins[i])
+            out.push_back(ad::instantiate(got[i], ct_type(p.in_vars[i]->type), like));
         return out;
       },
       in_t);
