@@ -3,6 +3,7 @@
 #include "tsr/ad.h"
 #include "tsr/array.h"
 #include "tsr/collectives.h"
+#include "tsr/control_flow.h"
 #include "tsr/device.h"
 #include "tsr/dtype.h"
 #include "tsr/error.h"

@@ -51,11 +51,12 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
   gradcheck::GradCheck gc;
   gc.fd = rec.grad == Record::Grad::Check && !halfs;
   gc.fwd = rec.grad != Record::Grad::RevOnly;
+  gc.rev = rec.grad != Record::Grad::FwdOnly;
   if (halfs) gc.order = 1, gc.atol = 1e-1, gc.rtol = 1e-1;
   detail::FlatFn fn = rec.oracle ? rec.oracle : rec.fn;
   gradcheck::check_grads(fn, base, gc, rec.name + " on one device");
   if (::testing::Test::HasFailure()) return;
-  gradcheck::Derivatives want = gradcheck::derivatives(fn, base, true, gc.fwd);
+  gradcheck::Derivatives want = gradcheck::derivatives(fn, base, gc.rev, gc.fwd);
   scope.reset();
   int ran = for_each_layout(rec, make_grad, [&](const std::vector<Array>& in, const std::string& what) {
     try {
@@ -63,7 +64,7 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
     } catch (const Error&) {
       return true;  // the rule refuses this layout (the Rules test checks how)
     }
-    gradcheck::Derivatives got = gradcheck::derivatives(rec.fn, in, true, gc.fwd);
+    gradcheck::Derivatives got = gradcheck::derivatives(rec.fn, in, gc.rev, gc.fwd);
     EXPECT_EQ(got.tangents.size(), want.tangents.size()) << what;
     for (size_t j = 0; j < got.tangents.size() && j < want.tangents.size(); ++j)
       if (is_floating(got.tangents[j].dtype()))
@@ -100,7 +101,8 @@ TEST(AdCoverage, EveryPrimitiveHasItsRules) {
       for (size_t i = 0; i < rec.inputs.size(); ++i)
         in.push_back(make_grad(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
       try {
-        (void)gradcheck::derivatives(rec.oracle ? rec.oracle : rec.fn, in, true,
+        (void)gradcheck::derivatives(rec.oracle ? rec.oracle : rec.fn, in,
+                                     rec.grad != Record::Grad::FwdOnly,
                                      rec.grad != Record::Grad::RevOnly);
       } catch (const Error&) {
         // The Grads test reports it.

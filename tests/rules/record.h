@@ -42,8 +42,9 @@ struct Record {
    *  and the vjp identity, to order 2), NoFD (no finite differences: a function with
    *  kinks or discrete steps at the inputs; derivatives still checked sharded vs one
    *  device), RevOnly (reverse mode only, checked against finite differences: custom_vjp
-   *  functions have no forward mode), Skip (with a reason in grad_why). */
-  enum class Grad { Check, NoFD, RevOnly, Skip } grad = Grad::Check;
+   *  functions have no forward mode), FwdOnly (forward mode only: while_loop has no
+   *  reverse mode), Skip (with a reason in grad_why). */
+  enum class Grad { Check, NoFD, RevOnly, FwdOnly, Skip } grad = Grad::Check;
   /** Why a record skips or weakens its gradient check. */
   std::string grad_why = {};
 };

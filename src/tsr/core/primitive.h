@@ -81,6 +81,12 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   virtual size_t hash() const;
   /** The sub-program of a higher-order primitive (jit), or null. */
   virtual const Program* subprogram() const { return nullptr; }
+  /** Every sub-program with the name it prints under ("program", "branch0", "body"):
+   *  subprogram() by default; control flow has several and no inlined subprogram(). */
+  virtual std::vector<std::pair<std::string, const Program*>> bodies() const {
+    if (const Program* p = subprogram()) return {{"program", p}};
+    return {};
+  }
   /** The concrete mesh this equation must run on (creation with a concrete
    *  placement, reshard to other devices); null: the program's mesh. */
   virtual const Mesh* placement_mesh() const { return nullptr; }

@@ -65,11 +65,14 @@ struct Printer {
       for (size_t j = 0; j < e.outs.size(); ++j) os << (j ? " " : "") << decl(e.outs[j]);
       os << " = " << e.prim->name();
       std::string params = e.prim->params();
-      if (const Program* sub = e.prim->subprogram()) {
-        os << "[" << (params.empty() ? "" : params + " ") << "program=";
-        Printer inner;
-        inner.next = 0;
-        inner.print(os, *sub, indent + 6);
+      if (auto subs = e.prim->bodies(); !subs.empty()) {
+        os << "[" << params;
+        for (size_t k = 0; k < subs.size(); ++k) {
+          os << (k || !params.empty() ? " " : "") << subs[k].first << "=";
+          Printer inner;
+          inner.next = 0;
+          inner.print(os, *subs[k].second, indent + 6);
+        }
         os << "]";
       } else if (!params.empty()) {
         os << "[" << params << "]";

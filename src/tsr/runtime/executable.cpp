@@ -11,6 +11,7 @@
 #include "tsr/core/primitive.h"
 #include "tsr/error.h"
 #include "tsr/prims/collectives.h"
+#include "tsr/prims/control_flow.h"
 #include "tsr/prims/shard_map.h"
 
 namespace tsr::detail {
@@ -26,6 +27,8 @@ Shape origin_of(const NamedSharding& s, int flat, const Shape& shape) {
   for (size_t d = 0; d < idx.size(); ++d) o[d] = idx[d].start;
   return o;
 }
+
+void schedule(Executable& ex);
 
 // Turns a global Program into steps on concrete layouts.
 struct Lowerer {
@@ -241,7 +244,118 @@ struct Lowerer {
     val[e.outs[0].get()] = reshard(out, layout_on(m, t.sharding.spec(), t.ndim()));
   }
 
+  // A closed body lowered on this program's meshes, its inputs and outputs at the given
+  // layouts (a separate Executable the control step runs per iteration or branch).
+  std::shared_ptr<const Executable> lower_sub(const Program& p,
+                                              const std::vector<NamedSharding>& in_layouts,
+                                              const std::vector<NamedSharding>& out_layouts) {
+    auto sub = std::make_shared<Executable>();
+    Lowerer lw{*sub, mesh, {}, known, {}};
+    for (size_t i = 0; i < p.in_vars.size(); ++i) {
+      const ArrayType& t = p.in_vars[i]->type;
+      int v = lw.add_value(t.shape, t.dtype, t.weak, in_layouts[i]);
+      sub->inputs.push_back(v);
+      lw.val[p.in_vars[i].get()] = v;
+    }
+    lw.lower_program(p);
+    for (size_t o = 0; o < p.out_vars.size(); ++o)
+      sub->outputs.push_back(lw.reshard(lw.val.at(p.out_vars[o].get()), out_layouts[o]));
+    schedule(*sub);
+    return sub;
+  }
+
+  // cond / while / scan: one step holding the bodies lowered at the operands' layouts;
+  // carries keep their layout across iterations (the loop itself never gathers).
+  void lower_control(const Eqn& e) {
+    using K = Executable::Control::Kind;
+    const Mesh me = mesh_for(eqn_mesh(e));
+    auto ctl = std::make_shared<Executable::Control>();
+    Executable::Step st;
+    st.prim = e.prim;
+    st.mesh = me;
+    std::vector<NamedSharding> lay;
+    for (const auto& v : e.ins) {
+      int id = reshard(val.at(v.get()), layout_on(me, v->type.sharding.spec(), v->type.ndim()));
+      st.ins.push_back(id);
+      lay.push_back(ex.values[id].layout);
+    }
+    std::vector<NamedSharding> out_lay;
+    for (const auto& v : e.outs)
+      out_lay.push_back(layout_on(me, v->type.sharding.spec(), v->type.ndim()));
+    auto part = [](const std::vector<NamedSharding>& l, size_t a, size_t b) {
+      return std::vector<NamedSharding>(l.begin() + static_cast<long>(a),
+                                        l.begin() + static_cast<long>(b));
+    };
+    if (const auto* c = dynamic_cast<const prim::Cond*>(e.prim.get())) {
+      ctl->kind = K::Cond;
+      for (const auto& b : c->branches())
+        ctl->subs.push_back(lower_sub(*b, part(lay, 1, lay.size()), out_lay));
+    } else if (const auto* w = dynamic_cast<const prim::While*>(e.prim.get())) {
+      ctl->kind = K::While;
+      ctl->n_consts = w->n_cond_consts();
+      ctl->n_consts2 = w->n_body_consts();
+      ctl->n_carry = e.outs.size();
+      const size_t nb = ctl->n_consts + ctl->n_consts2;
+      std::vector<NamedSharding> cin = part(lay, 0, ctl->n_consts);
+      std::vector<NamedSharding> carry = part(lay, nb, lay.size());
+      cin.insert(cin.end(), carry.begin(), carry.end());
+      const ArrayType& pt = w->cond().out_vars[0]->type;
+      ctl->subs.push_back(lower_sub(w->cond(), cin, {layout_on(me, pt.sharding.spec(), 0)}));
+      ctl->subs.push_back(lower_sub(w->body(), part(lay, ctl->n_consts, lay.size()), carry));
+    } else {
+      const auto& sc = dynamic_cast<const prim::Scan&>(*e.prim);
+      ctl->kind = K::Scan;
+      ctl->n_consts = sc.n_consts();
+      ctl->n_carry = sc.n_carry();
+      ctl->length = sc.length();
+      ctl->reverse = sc.reverse();
+      const size_t nck = ctl->n_consts + ctl->n_carry;
+      std::vector<NamedSharding> in = part(lay, 0, nck);
+      for (size_t i = nck; i < e.ins.size(); ++i) {
+        ArrayType t = prim::slice_type(e.ins[i]->type);
+        in.push_back(layout_on(me, t.sharding.spec(), t.ndim()));
+        const Executable::Value& xv = ex.values[st.ins[i]];
+        ctl->x_bytes.push_back(sc.length() ? xv.local_bytes / static_cast<size_t>(sc.length()) : 0);
+      }
+      std::vector<NamedSharding> out = part(out_lay, 0, ctl->n_carry);
+      for (size_t j = ctl->n_carry; j < e.outs.size(); ++j) {
+        ArrayType t = prim::slice_type(e.outs[j]->type);
+        out.push_back(layout_on(me, t.sharding.spec(), t.ndim()));
+      }
+      ctl->subs.push_back(lower_sub(sc.body(), in, out));
+    }
+    for (size_t j = 0; j < e.outs.size(); ++j) {
+      const ArrayType& t = e.outs[j]->type;
+      int v = add_value(t.shape, t.dtype, t.weak, out_lay[j]);
+      st.outs.push_back(v);
+      if (ctl->kind == K::Scan && j >= ctl->n_carry)
+        ctl->y_bytes.push_back(
+            ctl->length ? ex.values[v].local_bytes / static_cast<size_t>(ctl->length) : 0);
+    }
+    ctl->n_groups.assign(static_cast<size_t>(me.size()), 0);
+    for (const auto& sub : ctl->subs) {
+      std::vector<int> at(static_cast<size_t>(me.size()), -1);
+      for (int f = 0; f < me.size(); ++f)
+        for (size_t d = 0; d < sub->devs.size(); ++d)
+          if (sub->devs[d].dev == me.devices()[f].id) {
+            at[static_cast<size_t>(f)] = static_cast<int>(d);
+            ctl->n_groups[static_cast<size_t>(f)] += sub->devs[d].groups.size();
+          }
+      ctl->sub_dev.push_back(std::move(at));
+    }
+    st.ctl = std::move(ctl);
+    std::vector<int> outs = st.outs;
+    ex.steps.push_back(std::move(st));
+    for (size_t j = 0; j < e.outs.size(); ++j) val[e.outs[j].get()] = outs[j];
+  }
+
   void lower_eqn(const Eqn& e) {
+    if (dynamic_cast<const prim::Cond*>(e.prim.get()) ||
+        dynamic_cast<const prim::While*>(e.prim.get()) ||
+        dynamic_cast<const prim::Scan*>(e.prim.get())) {
+      lower_control(e);
+      return;
+    }
     if (const auto* sm = dynamic_cast<const prim::ShardMap*>(e.prim.get())) {
       lower_shard_map(e, *sm);
       return;
@@ -367,8 +481,14 @@ std::shared_ptr<const Executable> lower(
     }
     ex->outputs.push_back(v);
   }
+  schedule(*ex);
+  return ex;
+}
 
-  // Per-device schedules.
+namespace {
+// Per-device schedules, output bookkeeping and the buffers to release after each step.
+void schedule(Executable& exr) {
+  Executable* ex = &exr;
   std::map<int, int> run_of;
   auto run_for = [&](int dev) -> Executable::DeviceRun& {
     auto it = run_of.find(dev);
@@ -396,8 +516,17 @@ std::shared_ptr<const Executable> lower(
         dr.groups.emplace_back(rt.group(st.coll_ids[f]), st.coll_rank[f]);
       }
     } else {
-      for (int f = 0; f < st.mesh->size(); ++f)
-        run_for(st.mesh->devices()[f].id).steps.emplace_back(s, f);
+      for (int f = 0; f < st.mesh->size(); ++f) {
+        auto& dr = run_for(st.mesh->devices()[f].id);
+        dr.steps.emplace_back(s, f);
+        if (!st.ctl) continue;
+        // A body's collectives: told on a failed input like the step's own (GroupSequence
+        // skips them: the body runs its own sequence per iteration).
+        for (size_t b = 0; b < st.ctl->subs.size(); ++b)
+          if (int d = st.ctl->sub_dev[b][static_cast<size_t>(f)]; d >= 0)
+            for (const auto& g : st.ctl->subs[b]->devs[static_cast<size_t>(d)].groups)
+              dr.groups.push_back(g);
+      }
     }
   }
   for (size_t o = 0; o < ex->outputs.size(); ++o) {
@@ -448,8 +577,8 @@ std::shared_ptr<const Executable> lower(
     for (const auto& [v, k] : last)
       if (!kept.count(v)) dr.free_after[k].push_back(v);
   }
-  return ex;
 }
+}  // namespace
 
 std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   auto& rt = Runtime::get();
@@ -559,6 +688,114 @@ void run_layout_collective(const Executable::Step& st, const Group& g, const voi
 }
 }  // namespace
 
+void Executable::run_body(int di, const std::vector<void*>& in, const std::vector<void*>& out,
+                          std::vector<void*>& s) const {
+  s.assign(values.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) s[static_cast<size_t>(inputs[i])] = in[i];
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (out_input[o] < 0 && out_first[o] == static_cast<int>(o))
+      s[static_cast<size_t>(outputs[o])] = out[o];
+  if (di >= 0) run_device(di, s);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const void* src = out_input[o] >= 0 ? in[static_cast<size_t>(out_input[o])]
+                      : out_first[o] != static_cast<int>(o) ? out[static_cast<size_t>(out_first[o])]
+                                                            : nullptr;
+    if (src && src != out[o])
+      std::memcpy(out[o], src, values[static_cast<size_t>(outputs[o])].local_bytes);
+  }
+}
+
+namespace {
+char* at_byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
+
+// A control-flow step on one device (flat position `pos`). Carries live in two buffers
+// (the output and a temporary) that the iterations alternate between.
+template <class Ensure>
+void run_control(const Executable& ex, const Executable::Step& st, int pos,
+                 std::vector<void*>& slots, Ensure&& ensure, CachingAllocator& alloc) {
+  using K = Executable::Control::Kind;
+  const Executable::Control& c = *st.ctl;
+  const size_t p = static_cast<size_t>(pos);
+  auto bytes = [&](int v) { return std::max<size_t>(ex.values[static_cast<size_t>(v)].local_bytes, 1); };
+  std::vector<void*> in, out, scratch;
+  if (c.kind == K::Cond) {
+    int32_t idx = *static_cast<const int32_t*>(slots[static_cast<size_t>(st.ins[0])]);
+    const int nb = static_cast<int>(c.subs.size());
+    idx = std::clamp(idx, 0, nb - 1);  // as JAX: an out-of-range index takes an end branch
+    for (size_t i = 1; i < st.ins.size(); ++i) in.push_back(slots[static_cast<size_t>(st.ins[i])]);
+    for (int v : st.outs) out.push_back(ensure(v));
+    c.subs[static_cast<size_t>(idx)]->run_body(c.sub_dev[static_cast<size_t>(idx)][p], in, out,
+                                               scratch);
+    return;
+  }
+  const size_t nk = c.n_carry;
+  const size_t nconst = c.kind == K::While ? c.n_consts + c.n_consts2 : c.n_consts;
+  std::vector<void*> fin(nk), tmp(nk), cur(nk);
+  for (size_t k = 0; k < nk; ++k) {
+    fin[k] = ensure(st.outs[k]);
+    tmp[k] = alloc.allocate(bytes(st.outs[k]));
+    cur[k] = slots[static_cast<size_t>(st.ins[nconst + k])];
+  }
+  auto release = [&] {
+    for (size_t k = 0; k < nk; ++k) alloc.release(tmp[k], bytes(st.outs[k]));
+  };
+  try {
+    if (c.kind == K::Scan) {
+      const Executable& body = *c.subs[0];
+      const int bd = c.sub_dev[0][p];
+      const int64_t n = c.length;
+      const size_t nx = st.ins.size() - nconst - nk;
+      for (int64_t it = 0; it < n; ++it) {
+        const size_t idx = static_cast<size_t>(c.reverse ? n - 1 - it : it);
+        // The last iteration writes the output buffers.
+        const bool last_parity = (n - 1 - it) % 2 == 0;
+        in.clear();
+        out.clear();
+        for (size_t i = 0; i < nconst; ++i) in.push_back(slots[static_cast<size_t>(st.ins[i])]);
+        for (size_t k = 0; k < nk; ++k) in.push_back(cur[k]);
+        for (size_t i = 0; i < nx; ++i)
+          in.push_back(at_byte(slots[static_cast<size_t>(st.ins[nconst + nk + i])], idx * c.x_bytes[i]));
+        for (size_t k = 0; k < nk; ++k) out.push_back(last_parity ? fin[k] : tmp[k]);
+        for (size_t j = 0; j < c.y_bytes.size(); ++j)
+          out.push_back(at_byte(ensure(st.outs[nk + j]), idx * c.y_bytes[j]));
+        body.run_body(bd, in, out, scratch);
+        for (size_t k = 0; k < nk; ++k) cur[k] = out[k];
+      }
+      for (size_t y = 0; y < c.y_bytes.size(); ++y) ensure(st.outs[nk + y]);
+    } else {
+      const Executable& cond = *c.subs[0];
+      const Executable& body = *c.subs[1];
+      const int cd = c.sub_dev[0][p], bd = c.sub_dev[1][p];
+      alignas(8) char pred[8] = {};
+      for (;;) {
+        in.clear();
+        for (size_t i = 0; i < c.n_consts; ++i) in.push_back(slots[static_cast<size_t>(st.ins[i])]);
+        for (size_t k = 0; k < nk; ++k) in.push_back(cur[k]);
+        out.assign(1, pred);
+        cond.run_body(cd, in, out, scratch);
+        if (!pred[0]) break;
+        in.clear();
+        out.clear();
+        for (size_t i = c.n_consts; i < nconst; ++i)
+          in.push_back(slots[static_cast<size_t>(st.ins[i])]);
+        for (size_t k = 0; k < nk; ++k) {
+          in.push_back(cur[k]);
+          out.push_back(cur[k] == fin[k] ? tmp[k] : fin[k]);
+        }
+        body.run_body(bd, in, out, scratch);
+        cur = out;
+      }
+    }
+    for (size_t k = 0; k < nk; ++k)
+      if (cur[k] != fin[k]) std::memcpy(fin[k], cur[k], ex.values[static_cast<size_t>(st.outs[k])].local_bytes);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
+}
+}  // namespace
+
 void Executable::run_device(int di, std::vector<void*>& slots) const {
   const DeviceRun& dr = devs[di];
   auto& alloc = Runtime::get().allocator(dr.dev);
@@ -587,7 +824,10 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
     for (size_t k = 0; k < dr.steps.size(); ++k) {
       const auto& [s, pos] = dr.steps[k];
       const Step& st = steps[s];
-      if (st.alias) {
+      if (st.ctl) {
+        run_control(*this, st, pos, slots, ensure, alloc);
+        seq.skip(st.ctl->n_groups[static_cast<size_t>(pos)]);
+      } else if (st.alias) {
         int in = st.ins[0], out = st.outs[0];
         if (slots[out] == slots[in]) {
           // computed in place (see above)
@@ -725,6 +965,21 @@ std::string Executable::str() const {
       if (what.empty()) what.push_back("local copy");
       for (size_t i = 0; i < what.size(); ++i) os << (i ? ", " : "") << what[i];
       os << "]\n";
+    } else if (st.ctl) {
+      for (size_t j = 0; j < st.outs.size(); ++j)
+        os << (j ? " " : "") << name(st.outs[j]) << ":" << local_type(st.outs[j]);
+      os << " = " << st.prim->name();
+      std::string p = st.prim->params();
+      if (!p.empty()) os << "[" << p << "]";
+      for (int v : st.ins) os << " " << name(v);
+      os << "   on " << st.mesh->size() << " device" << (st.mesh->size() == 1 ? "" : "s")
+         << ", on the devices\n";
+      auto bodies = st.prim->bodies();
+      for (size_t b = 0; b < st.ctl->subs.size(); ++b) {
+        std::istringstream sub(st.ctl->subs[b]->str());
+        os << "    " << (b < bodies.size() ? bodies[b].first : "body") << ":\n";
+        for (std::string line; std::getline(sub, line);) os << "      " << line << "\n";
+      }
     } else if (st.alias) {
       os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = block " << name(st.ins[0])
          << "  [shard_map boundary: same buffer]\n";

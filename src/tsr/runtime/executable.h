@@ -24,6 +24,7 @@ class Executable : public std::enable_shared_from_this<Executable> {
     NamedSharding layout;  // concrete, rank-normalized
     size_t local_bytes = 0;
   };
+  struct Control;
   /** One step: a kernel on the devices of `mesh`, or a reshard plan. */
   struct Step {
     KernelFn fn = nullptr;
@@ -60,6 +61,24 @@ class Executable : public std::enable_shared_from_this<Executable> {
     int root = 0;                            // Broadcast: the source's group rank
     std::vector<std::vector<int>> coll_ids;  // per flat position: the group's device ids
     std::vector<int> coll_rank;              // per flat position: rank in its group
+    // A loop or a branch (cond, while, scan): its bodies run on the devices, in the
+    // device's task, without returning to the host per iteration.
+    std::shared_ptr<const Control> ctl;
+  };
+  /** A control-flow step's bodies, lowered on the step's mesh (loops keep their carry
+   *  buffers on the device, double-buffered; xs/ys slices are read and written in place). */
+  struct Control {
+    enum class Kind : uint8_t { Cond, While, Scan } kind = Kind::Cond;
+    /** Cond: the branches; While: cond then body; Scan: the body. */
+    std::vector<std::shared_ptr<const Executable>> subs;
+    size_t n_consts = 0;   // Scan: constants; While: the predicate's constants
+    size_t n_consts2 = 0;  // While: the body's constants
+    size_t n_carry = 0;    // While, Scan
+    int64_t length = 0;    // Scan
+    bool reverse = false;  // Scan
+    std::vector<size_t> x_bytes, y_bytes;  // Scan: one slice of each xs / ys, per device
+    std::vector<std::vector<int>> sub_dev;  // per sub, per flat position: its DeviceRun, or -1
+    std::vector<size_t> n_groups;           // per flat position: the bodies' collectives
   };
   /** What one device does. */
   struct DeviceRun {
@@ -86,6 +105,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::string str() const;
   /** Runs device run `di` (inside its task); slots hold inputs and outputs. */
   void run_device(int di, std::vector<void*>& slots) const;
+  /** Runs this (a body) once on device run `di` with inputs `in` into outputs `out`
+   *  (distinct buffers; outputs that are inputs or repeats are copied). */
+  void run_body(int di, const std::vector<void*>& in, const std::vector<void*>& out,
+                std::vector<void*>& scratch) const;
 };
 
 /** Lowers a program for inputs laid out as `in_layouts` (concrete). Optional

@@ -104,6 +104,8 @@ class GroupSequence {
   explicit GroupSequence(std::vector<Group> groups) : groups_(std::move(groups)) {}
   /** The next group; after this its rendezvous settles the outcome for all ranks. */
   const Group& next() { return groups_.at(used_++); }
+  /** Passes over `n` groups a loop or branch used through its own sequences. */
+  void skip(size_t n) { used_ += n; }
   /** Tells every group not yet used that this rank failed. Never throws. */
   void fail_rest(const char* op, const std::string& why) noexcept;
 

@@ -63,6 +63,12 @@ std::vector<bool> unknown_outputs(const Program& p, const std::vector<bool>& unk
     bool any = std::find(flags.begin(), flags.end(), true) != flags.end();
     bool all = std::find(flags.begin(), flags.end(), false) == flags.end();
     if (!any) continue;
+    std::vector<bool> cf;
+    if (!all && control_unknown_outs(*e.prim, flags, cf)) {
+      for (size_t j = 0; j < e.outs.size(); ++j)
+        if (cf[j]) unknown.insert(e.outs[j].get());
+      continue;
+    }
     // As partial_eval splits: a checkpoint (shard_map) with every input unknown is
     // unknown whole.
     const Program* body = split_body(*e.prim);
@@ -95,6 +101,40 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
     bool all = std::find(flags.begin(), flags.end(), false) == flags.end();
     if (!any) {
       known_eqns.push_back(e);
+      continue;
+    }
+    if (EqnSplit sp; !all && split_control(*e.prim, flags, sp)) {
+      // Control flow: the known side runs the known part of the loop or branch and saves
+      // residuals; the unknown side reads them (never the known inputs' primal work).
+      Eqn ke, ue;
+      std::vector<ArrayType> kt;
+      if (sp.known_ins.empty())
+        for (size_t i = 0; i < e.ins.size(); ++i)
+          if (!flags[i]) sp.known_ins.push_back(static_cast<int>(i));
+      for (int i : sp.known_ins) {
+        ke.ins.push_back(e.ins[static_cast<size_t>(i)]);
+        kt.push_back(e.ins[static_cast<size_t>(i)]->type);
+      }
+      for (size_t j = 0; j < e.outs.size(); ++j) {
+        if (!sp.unknown_outs[j]) {
+          ke.outs.push_back(e.outs[j]);
+          continue;
+        }
+        ue.outs.push_back(e.outs[j]);
+        unknown.insert(e.outs[j].get());
+      }
+      std::vector<ArrayType> ot = sp.known->infer(kt);
+      std::vector<VarPtr> res;
+      for (size_t r = 0; r < sp.num_res; ++r) {
+        res.push_back(std::make_shared<Var>(Var{ot.at(ke.outs.size())}));
+        ke.outs.push_back(res.back());
+      }
+      for (int k : sp.unknown_ins)
+        ue.ins.push_back(k >= 0 ? e.ins[static_cast<size_t>(k)] : res[static_cast<size_t>(-k - 1)]);
+      ke.prim = sp.known;
+      ue.prim = sp.unknown;
+      if (!ke.outs.empty()) known_eqns.push_back(std::move(ke));
+      unknown_eqns.push_back(std::move(ue));
       continue;
     }
     const Program* body = split_body(*e.prim);
