@@ -3,6 +3,7 @@
  *  into a typed Program once per input signature and runs the compiled (lowered) form. */
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -13,6 +14,14 @@
 #include "tsr/tree.h"
 
 namespace tsr {
+
+/** What jit does with communication the program did not write (a reshard the
+ *  partitioner inserts, e.g. the all-reduce after a sum over a sharded dimension). */
+enum class ImplicitComm {
+  Allow, /**< run it */
+  Warn,  /**< run it, and print each one to stderr when the call is lowered */
+  Error  /**< refuse to lower: a ShardingTypeError naming the op */
+};
 
 /** Options of jit. Arguments and results are trees (tsr/tree.h); in_shardings,
  *  out_shardings and donate are tree prefixes of the positional arguments tuple /
@@ -29,14 +38,42 @@ struct JitOptions {
   std::vector<int> donate_argnums = {}; /**< positional arguments whose every leaf is donated */
   tree::Prefix<bool> donate = {};       /**< leaves to donate, as a prefix of the arguments */
   std::string name = "fn";              /**< printed in programs */
+  /** Communication the program did not write; unset: env TSR_IMPLICIT_COMM
+   *  (allow | warn | error), else Allow. */
+  std::optional<ImplicitComm> implicit_comm = {};
+};
+
+/** One communication a lowered program performs (beyond JAX: what the partitioner
+ *  inserted is listed next to what the program wrote). */
+struct CommEvent {
+  std::string kind;              /**< all_reduce, all_gather, reduce_scatter, all_to_all, permute, broadcast */
+  std::vector<std::string> axes; /**< the mesh axes it communicates over */
+  int64_t bytes_per_device = 0;  /**< bytes of the largest block each device sends or receives */
+  std::string cause;             /**< the op that asked for it: "psum", "operand 1 of dot_general" */
+  bool implicit = false;         /**< inserted by the partitioner, not written by the program */
+  /** "all_reduce over ('x',), 4096 B per device: result of reduce_sum [implicit]". */
+  std::string str() const;
+};
+
+/** Every communication of a lowered program, in execution order (loop and branch
+ *  bodies included once, prefixed by where they run). */
+struct CommReport {
+  std::vector<CommEvent> events; /**< the communications */
+  /** How many the partitioner inserted. */
+  size_t implicit_count() const;
+  /** One line per event. */
+  std::string str() const;
 };
 
 /** The text forms of a traced and lowered call (like jit(f).lower(args)). */
 struct Lowered {
   std::string program; /**< the typed Program, jaxpr style */
   std::string local;   /**< the per-device lowered program with its collectives */
+  CommReport comm;     /**< every communication, with its cause */
   /** The typed Program. */
   const std::string& as_text() const { return program; }
+  /** Every communication the lowered program performs (see CommReport). */
+  const CommReport& comm_report() const { return comm; }
 };
 
 namespace detail {

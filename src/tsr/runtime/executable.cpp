@@ -64,6 +64,13 @@ struct Lowerer {
     return AbstractMesh();
   }
   std::map<std::pair<int, size_t>, std::vector<std::pair<NamedSharding, int>>> resharded;
+  // Why the next reshards happen (the comm report), and whether the program wrote them.
+  std::string cause = "a program input";
+  bool implicit = true;
+  void because(std::string why, bool inserted) {
+    cause = std::move(why);
+    implicit = inserted;
+  }
 
   int add_value(const Shape& shape, DType dtype, bool weak, const NamedSharding& layout) {
     Executable::Value v;
@@ -87,6 +94,8 @@ struct Lowerer {
     int out = add_value(copy.shape, copy.dtype, copy.weak, to);
     Executable::Step st;
     st.plan = get_plan(copy.shape, copy.dtype, copy.layout, to);
+    st.cause = cause;
+    st.implicit = implicit;
     st.ins = {v};
     st.outs = {out};
     ex.steps.push_back(std::move(st));
@@ -127,6 +136,7 @@ struct Lowerer {
                      inner_am.axis_types());
     known.insert(known.begin(), inner);  // found first by the body's equations
     for (size_t i = 0; i < e.ins.size(); ++i) {
+      because("shard_map in_specs", false);
       const ArrayType& t = e.ins[i]->type;
       const ArrayType& bt = body.in_vars[i]->type;
       int v = reshard(val.at(e.ins[i].get()),
@@ -138,6 +148,7 @@ struct Lowerer {
     }
     lower_program(body);
     for (size_t j = 0; j < e.outs.size(); ++j) {
+      because("shard_map out_specs", false);
       const ArrayType& bt = body.out_vars[j]->type;
       int w =
           reshard(val.at(body.out_vars[j].get()), layout_on(inner, bt.sharding.spec(), bt.ndim()));
@@ -166,6 +177,8 @@ struct Lowerer {
     Executable::Step st;
     st.prim = e.prim;
     st.mesh = m;
+    st.cause = e.prim->name();
+    because(std::string("operand 0 of ") + e.prim->name(), true);
     const std::vector<std::string>& axes = c ? c->axes() : lc->p().axes;
     // Elementwise collectives keep the value's layout along the non-manual axes (partial
     // manual): group members share those coordinates, so their local blocks line up.
@@ -241,6 +254,7 @@ struct Lowerer {
       st.coll_ids.push_back(std::move(ids));
     }
     ex.steps.push_back(std::move(st));
+    because(std::string("result of ") + e.prim->name(), true);
     val[e.outs[0].get()] = reshard(out, layout_on(m, t.sharding.spec(), t.ndim()));
   }
 
@@ -275,6 +289,7 @@ struct Lowerer {
     st.mesh = me;
     std::vector<NamedSharding> lay;
     for (const auto& v : e.ins) {
+      because("operand " + std::to_string(lay.size()) + " of " + e.prim->name(), true);
       int id = reshard(val.at(v.get()), layout_on(me, v->type.sharding.spec(), v->type.ndim()));
       st.ins.push_back(id);
       lay.push_back(ex.values[id].layout);
@@ -372,6 +387,7 @@ struct Lowerer {
       for (const auto& v : sub->in_vars) val[v.get()] = val.at(e.ins[k++].get());
       lower_program(*sub);
       for (size_t j = 0; j < e.outs.size(); ++j) {
+        because("result " + std::to_string(j) + " of a nested jit", true);
         const ArrayType& t = e.outs[j]->type;
         val[e.outs[j].get()] =
             reshard(val.at(sub->out_vars[j].get()),
@@ -388,6 +404,7 @@ struct Lowerer {
     const Mesh me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh_for(eqn_mesh(e));
     if (std::string_view(e.prim->name()) == "reshard") {
       // A pure layout change: one reshard step, no kernel.
+      because("reshard", false);
       const ArrayType& t = e.outs[0]->type;
       val[e.outs[0].get()] =
           reshard(val.at(e.ins[0].get()), layout_on(me, t.sharding.spec(), t.ndim()));
@@ -402,6 +419,7 @@ struct Lowerer {
     st.fn = find_kernel(e.prim->name());
     st.mesh = me;
     for (size_t i = 0; i < e.ins.size(); ++i) {
+      because("operand " + std::to_string(i) + " of " + e.prim->name(), true);
       int v = reshard(val.at(e.ins[i].get()), layout_on(me, l.in[i], in_t[i].ndim()));
       st.ins.push_back(v);
       st.in_local.push_back({ex.values[v].layout.shard_shape(in_t[i].shape), in_t[i].dtype});
@@ -428,6 +446,9 @@ struct Lowerer {
     outs = st.outs;
     ex.steps.push_back(std::move(st));
     for (size_t j = 0; j < e.outs.size(); ++j) {
+      because((e.outs.size() > 1 ? "result " + std::to_string(j) + " of " : std::string("result of ")) +
+                  e.prim->name(),
+              true);
       const ArrayType& t = out_t[j];
       val[e.outs[j].get()] = reshard(outs[j], layout_on(me, t.sharding.spec(), t.ndim()));
     }
@@ -473,6 +494,7 @@ std::shared_ptr<const Executable> lower(
   for (size_t o = 0; o < p.out_vars.size(); ++o) {
     int v = lw.val.at(p.out_vars[o].get());
     if (o < out_layouts.size() && out_layouts[o]) {
+      lw.because("jit out_shardings", false);
       // A layout on an abstract mesh (jit out_shardings by spec) takes that mesh's devices.
       const NamedSharding& l = *out_layouts[o];
       int rank = static_cast<int>(lw.ex.values[v].shape.size());

@@ -9,6 +9,7 @@
 
 #include "tsr/backends/kernel.h"
 #include "tsr/core/program.h"
+#include "tsr/transforms.h"
 #include "tsr/prims/collectives_layout.h"
 #include "tsr/sharding/reshard_plan.h"
 
@@ -64,6 +65,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
     // A loop or a branch (cond, while, scan): its bodies run on the devices, in the
     // device's task, without returning to the host per iteration.
     std::shared_ptr<const Control> ctl;
+    // What asked for this data movement (comm report): "operand 1 of dot_general",
+    // "psum"; implicit when the partitioner inserted it rather than the program.
+    std::string cause;
+    bool implicit = false;
   };
   /** A control-flow step's bodies, lowered on the step's mesh (loops keep their carry
    *  buffers on the device, double-buffered; xs/ys slices are read and written in place). */
@@ -110,6 +115,9 @@ class Executable : public std::enable_shared_from_this<Executable> {
   void run_body(int di, const std::vector<void*>& in, const std::vector<void*>& out,
                 std::vector<void*>& scratch) const;
 };
+
+/** Every communication of `ex` (and of its loop and branch bodies). */
+CommReport comm_report(const Executable& ex);
 
 /** Lowers a program for inputs laid out as `in_layouts` (concrete). Optional
  *  `out_layouts` force output placements (jit out_shardings). */

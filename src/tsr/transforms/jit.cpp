@@ -1,6 +1,8 @@
 // jit: trace once per input signature (types + static arguments), lower once per
 // input layout, run the executable. Inside another trace a call records one
 // `jit` equation holding the sub-program (nested jit).
+#include <iostream>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -319,6 +321,37 @@ struct JitCore::Impl {
     return e;
   }
 
+  // JitOptions::implicit_comm (else TSR_IMPLICIT_COMM): communication the program did
+  // not write is refused or reported when the call is lowered.
+  void check_implicit_comm(const Executable& ex) const {
+    ImplicitComm mode = opts.implicit_comm ? *opts.implicit_comm : env_implicit_comm();
+    if (mode == ImplicitComm::Allow) return;
+    for (const auto& ev : comm_report(ex).events) {
+      if (!ev.implicit) continue;
+      if (mode == ImplicitComm::Warn) {
+        std::cerr << "tsr: [jit] " << opts.name << ": implicit " << ev.str() << "\n";
+        continue;
+      }
+      throw ShardingTypeError(
+          "[jit] " + opts.name + ": the partitioner inserted " + ev.str() +
+          ". Got communication the program does not write (implicit_comm=error); expected "
+          "only reshard, out_shardings and shard_map collectives to move data. Reshard "
+          "explicitly where the data should move, or set JitOptions::implicit_comm (or "
+          "TSR_IMPLICIT_COMM) to warn or allow.");
+    }
+  }
+
+  static ImplicitComm env_implicit_comm() {
+    const char* v = std::getenv("TSR_IMPLICIT_COMM");
+    if (!v || !*v) return ImplicitComm::Allow;
+    std::string s(v);
+    if (s == "allow") return ImplicitComm::Allow;
+    if (s == "warn") return ImplicitComm::Warn;
+    if (s == "error") return ImplicitComm::Error;
+    throw ValueError("[jit] TSR_IMPLICIT_COMM=" + s +
+                     " is not a mode. Got that; expected allow, warn or error. Set one of them.");
+  }
+
   std::shared_ptr<const Executable> exe_for(Entry& e, const std::vector<Array>& args) {
     std::vector<NamedSharding> layouts;
     for (const auto& c : e.prog->consts) {
@@ -332,6 +365,7 @@ struct JitCore::Impl {
         if (l == layouts) return ex;
     }
     auto ex = detail::lower(*e.prog, layouts, e.out_layouts);
+    check_implicit_comm(*ex);
     std::lock_guard<std::mutex> lock(mu);
     if (e.exes.size() > 64) e.exes.clear();
     e.exes.emplace_back(std::move(layouts), ex);
@@ -389,7 +423,7 @@ Lowered JitCore::lower(const std::vector<Array>& args0, const tree::Structure& i
   for (const auto& a : args) check_concrete(a, "lower");
   auto e = impl_->entry_for(args, in, fn);
   auto ex = impl_->exe_for(*e, args);
-  return Lowered{e->prog->str(), ex->str()};
+  return Lowered{e->prog->str(), ex->str(), comm_report(*ex)};
 }
 
 }  // namespace tsr::detail
