@@ -1143,6 +1143,62 @@ Step d_custom_vjp_chain(Gen& g) {
     return cv(x, in);
   });
 }
+/** cond on a predicate computed from x: the sub-chain, or the sub-chain with its
+ *  derivative stopped (equal types; the derivative tells which branch ran). */
+Step d_cond(Gen& g) {
+  Chain ch = sub_chain(g);
+  return composite("cond", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    auto f = [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); };
+    auto h = [f](const Array& y, const Ins& ins) { return stop_gradient(f(y, ins)); };
+    return cond(sum(astype(x, float32)) > 0.0, f, h, x, in);
+  });
+}
+/** lax.map (a scan) over x's leading dimension of a sub-chain drawn for x[0]. */
+Step d_map(Gen& g) {
+  if (g.rank() == 0 || g.xs()[0] == 0) return d_cond(g);
+  Array x0 = g.x, sx0 = g.sx;
+  std::optional<PartitionSpec> xspec0 = g.xspec;
+  bool ok0 = g.shadow_ok;
+  g.x = tsr::index(x0, {0});
+  if (g.shadow_ok && g.sx.valid()) try {
+      g.sx = tsr::index(reshard(g.sx, P()), {0});
+    } catch (const tsr::Error&) {
+      g.shadow_ok = false;
+    }
+  if (g.xspec) {
+    std::vector<PartitionEntry> e = g.xspec->entries();
+    if (!e.empty()) e.erase(e.begin());
+    g.xspec = PartitionSpec(e);
+  }
+  Chain ch = sub_chain(g);
+  g.x = x0;
+  g.sx = sx0;
+  g.xspec = xspec0;
+  g.shadow_ok = ok0;
+  return composite("map", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    return tsr::map([st, c, in](const Array& y) { return run_chain(st, c, y, in); }, x);
+  });
+}
+/** fori_loop of two steps of a sub-chain (refused alike when it changes x's type). */
+Step d_fori(Gen& g) {
+  Chain ch = sub_chain(g);
+  return composite("fori_loop", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    return fori_loop(
+        0, 2, [&](const Array&, const Array& y) { return run_chain(st, c, y, in); }, x);
+  });
+}
+/** while_loop over (counter, x) applying the sub-chain twice (forward-mode only: the
+ *  derivative check's vjp is refused alike by the oracle). */
+Step d_while(Gen& g) {
+  Chain ch = sub_chain(g);
+  return composite("while_loop", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
+    using C = std::pair<Array, Array>;
+    return while_loop([](const C& k) { return k.first < 2; },
+                      [&](const C& k) { return C(k.first + 1, run_chain(st, c, k.second, in)); },
+                      C(full({}, 0.0, int32), x))
+        .second;
+  });
+}
 
 #define UN(f)                                                                                     \
   {                                                                                               \
@@ -1294,6 +1350,10 @@ const std::vector<OpDef>& vocabulary() {
       {"custom_vjp(chain)", 1, false, false, d_custom_vjp_chain},
       {"vmap(chain)", 1, false, false, d_vmap},
       {"shard_map", 2, false, false, d_shard_map},
+      {"cond", 1, false, false, d_cond},
+      {"map(chain)", 1, false, false, d_map},
+      {"fori_loop(chain)", 1, false, false, d_fori},
+      {"while_loop(chain)", 1, false, false, d_while},
   };
   return v;
 }
