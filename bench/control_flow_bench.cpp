@@ -36,7 +36,7 @@ void BM_ForiJit(benchmark::State& st) {
   f(x).block_until_ready();
   for (auto _ : st) f(x).block_until_ready();
   st.SetItemsProcessed(st.iterations() * kSteps);
-  st.counters["us_per_iter"] = benchmark::Counter(
+  st.counters["per_iter"] = benchmark::Counter(
       static_cast<double>(st.iterations() * kSteps),
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
 }
