@@ -31,6 +31,11 @@ struct MeshCase {
   std::vector<int> shape;
   std::vector<std::string> names;
 };
+// ctest lists a case by its mesh, not a byte dump.
+void PrintTo(const MeshCase& m, std::ostream* os) {
+  *os << "mesh";
+  for (int d : m.shape) *os << "_" << d;
+}
 
 class S5 : public ::testing::TestWithParam<MeshCase> {
  protected:

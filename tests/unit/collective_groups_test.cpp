@@ -183,6 +183,8 @@ struct Param {
   Ctx ctx;
   std::string name;
 };
+// ctest lists a case by its name, not a byte dump.
+void PrintTo(const Param& p, std::ostream* os) { *os << p.name; }
 
 std::vector<Param> params() {
   struct M {

@@ -20,7 +20,7 @@ struct MeshCase {
   PartitionSpec xs;     // and [n, 8, 8] xs (dim 0 unsharded)
 };
 
-std::ostream& operator<<(std::ostream& os, const MeshCase& c) { return os << c.name; }
+void PrintTo(const MeshCase& c, std::ostream* os) { *os << c.name; }
 
 const std::vector<MeshCase>& meshes() {
   static const std::vector<MeshCase> m = {
