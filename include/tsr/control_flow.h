@@ -70,6 +70,8 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
 Array cond_index(const Array& pred);
 /** The clamped i32 index of switch (integer scalar). */
 Array switch_index(const Array& index, size_t n);
+/** map's check: every leaf unsharded along dim 0 (spec §12.16's text for lax.map). */
+void check_map_leaves(const std::vector<Array>& leaves);
 /** x[from:to] along dim 0. */
 Array leading_slice(const Array& x, int64_t from, int64_t to);
 /** Raises the structure mismatch between branches or carries. */
@@ -216,8 +218,9 @@ auto map(const F& f, const X& xs, MapOptions o = {}) {
   auto step = [&](const std::tuple<>&, const X& x) {
     return std::pair<std::tuple<>, Y>(std::tuple<>{}, f(x));
   };
-  if (o.batch_size <= 0) return scan(step, std::tuple<>{}, xs).second;
   auto [xl, xst] = tree::flatten(xs);
+  detail::check_map_leaves(xl);
+  if (o.batch_size <= 0) return scan(step, std::tuple<>{}, xs).second;
   const int64_t n = xl.empty() ? 0 : xl[0].shape()[0];
   const int64_t bs = o.batch_size, full_n = n / bs * bs;
   std::vector<Array> head, tail;

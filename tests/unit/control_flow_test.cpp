@@ -272,6 +272,67 @@ TEST(ControlFlowAd, CheckpointedScanBodyRecomputesAndGivesTheSameGrad) {
   EXPECT_HAS(text, "checkpoint");
 }
 
+TEST(ControlFlowAd, GradOfForiLoopEqualsGradOfTheUnrolledLoop) {
+  auto looped = [](const Array& x, const Array& w) {
+    return sum(fori_loop(0, 5, [&](const Array& i, const Array& c) {
+      return tanh(c * w + i.astype(float64));
+    }, x));
+  };
+  auto unrolled = [](const Array& x, const Array& w) {
+    Array c = x;
+    for (int i = 0; i < 5; ++i) c = tanh(c * w + static_cast<double>(i));
+    return sum(c);
+  };
+  Array x = f64({4}, 0.3, -0.2), w = f64({4}, 0.2, 0.4);
+  auto [a0, a1] = grad(looped, argnums<0, 1>)(x, w);
+  auto [b0, b1] = grad(unrolled, argnums<0, 1>)(x, w);
+  test::expect_close(b0, a0, 1e-12, "d/dx");
+  test::expect_close(b1, a1, 1e-12, "d/dw");
+  auto [j0, j1] = jit(grad(looped, argnums<0, 1>))(x, w);
+  test::expect_close(b1, j1, 1e-12, "jit d/dw");
+}
+
+TEST(ControlFlowShardMap, LoopsWithCollectivesRunOnEachDevice) {
+  Mesh m = make_mesh({8}, {"x"});
+  // Doubling until the global sum passes 1000: the predicate is a psum (invariant).
+  auto body = [](const Array& b) {
+    return while_loop([](const Array& c) { return psum(sum(c), "x") < 1000.0f; },
+                      [](const Array& c) { return c * 2.0f; }, b);
+  };
+  Array x = put(full({8}, 1.0), m, P("x"));
+  Array got = jit(shard_map(body, {.mesh = m, .in_specs = P("x"), .out_specs = P("x")}))(x);
+  expect_close(full({8}, 128.0), got, "8 * 128 > 1000");
+  // A scan whose body all-reduces, and its gradient through shard_map.
+  auto f = [](const Array& b) {
+    auto [c, ys] = scan([](const Array& c, const Array& xi) {
+      Array n = sin(c) + psum(xi, "x");
+      return std::pair<Array, Array>(n, n);
+    }, pvary(zeros({}), {"x"}), b);
+    return reshape(c + sum(ys), {1});
+  };
+  auto sm = shard_map(f, {.mesh = m, .in_specs = P(nullptr), .out_specs = P("x")});
+  Array xs = put(test::ramp({3}, 0.25, 0.1), m, P());
+  Array y = jit(sm)(xs);
+  Array c = zeros({});
+  Array acc = zeros({});
+  for (int i = 0; i < 3; ++i) {
+    c = sin(c) + xs[i] * 8.0f;
+    acc = acc + c;
+  }
+  expect_close(broadcast_to(c + acc, {8}), y, "scan with psum");
+  Array g = grad([&](const Array& v) { return sum(sm(v)); })(xs);
+  Array g1 = grad([&](const Array& v) {
+    Array c = zeros({});
+    Array acc = zeros({});
+    for (int i = 0; i < 3; ++i) {
+      c = sin(c) + v[i] * 8.0f;
+      acc = acc + c;
+    }
+    return (c + acc) * 8.0f;
+  })(test::ramp({3}, 0.25, 0.1));
+  expect_close(g1, g, "grad through shard_map(scan(psum))");
+}
+
 // ---- vmap ------------------------------------------------------------------------------
 
 TEST(ControlFlowVmap, BatchedPredicateSelects) {
@@ -340,6 +401,10 @@ TEST(ControlFlowErrors, XsMustBeUnshardedAlongDimZero) {
          zeros({4}), {.length = 3});
   });
   EXPECT_HAS(l, "scan got `length` argument of 3 which disagrees with leading axis sizes [4]");
+  std::string mp = error_of<ValueError>([&] {
+    tsr::map([](const Array& r) { return r; }, put(zeros({8, 2}), m, P("x")));
+  });
+  EXPECT_HAS(mp, "0th dimension of leaf passed to `tsr::map` should be replicated");
 }
 
 TEST(ControlFlowErrors, BranchesMustAgree) {

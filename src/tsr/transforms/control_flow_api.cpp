@@ -28,6 +28,15 @@ Array leading_slice(const Array& x, int64_t from, int64_t to) {
   return slice(x, start, limit);
 }
 
+void check_map_leaves(const std::vector<Array>& leaves) {
+  for (const auto& x : leaves)
+    if (x.ndim() > 0 && !entries_of(x.type())[0].axes().empty())
+      throw ValueError("[map] 0th dimension of leaf passed to `tsr::map` should be replicated. Got " +
+                       short_type(x.type()) + " (" + x.type().sharding.spec().repr() +
+                       "); expected dim 0 unsharded. Reshard it (tsr::reshard), or vmap over a "
+                       "sharded dimension instead.");
+}
+
 void check_same_structure(const tree::Structure& a, const tree::Structure& b, const char* api,
                           const std::string& what) {
   if (a == b) return;
