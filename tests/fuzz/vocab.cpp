@@ -1084,10 +1084,8 @@ Step d_jit(Gen& g) {
     return jit([st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); })(x, in);
   });
 }
-/** vmap over x's leading dimension of a sub-chain drawn for one example (x[0]); the
- *  inputs are unbatched. A scalar x gets a nested jit instead. */
-Step d_vmap(Gen& g) {
-  if (g.rank() == 0 || g.xs()[0] == 0) return d_jit(g);
+/** A sub-chain drawn for one example x[0] (vmap and map apply it per slice). */
+Chain example_chain(Gen& g) {
   Array x0 = g.x, sx0 = g.sx;
   std::optional<PartitionSpec> xspec0 = g.xspec;
   bool ok0 = g.shadow_ok;
@@ -1108,6 +1106,13 @@ Step d_vmap(Gen& g) {
   g.sx = sx0;
   g.xspec = xspec0;
   g.shadow_ok = ok0;
+  return ch;
+}
+/** vmap over x's leading dimension of a sub-chain drawn for one example (x[0]); the
+ *  inputs are unbatched. A scalar x gets a nested jit instead. */
+Step d_vmap(Gen& g) {
+  if (g.rank() == 0 || g.xs()[0] == 0) return d_jit(g);
+  Chain ch = example_chain(g);
   return composite("vmap", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
     auto f = [st, c](const Array& y, const Ins& ins) { return run_chain(st, c, y, ins); };
     return vmap(f, {.in_axes = {0, none}})(x, in);
@@ -1156,25 +1161,7 @@ Step d_cond(Gen& g) {
 /** lax.map (a scan) over x's leading dimension of a sub-chain drawn for x[0]. */
 Step d_map(Gen& g) {
   if (g.rank() == 0 || g.xs()[0] == 0) return d_cond(g);
-  Array x0 = g.x, sx0 = g.sx;
-  std::optional<PartitionSpec> xspec0 = g.xspec;
-  bool ok0 = g.shadow_ok;
-  g.x = tsr::index(x0, {0});
-  if (g.shadow_ok && g.sx.valid()) try {
-      g.sx = tsr::index(reshard(g.sx, P()), {0});
-    } catch (const tsr::Error&) {
-      g.shadow_ok = false;
-    }
-  if (g.xspec) {
-    std::vector<PartitionEntry> e = g.xspec->entries();
-    if (!e.empty()) e.erase(e.begin());
-    g.xspec = PartitionSpec(e);
-  }
-  Chain ch = sub_chain(g);
-  g.x = x0;
-  g.sx = sx0;
-  g.xspec = xspec0;
-  g.shadow_ok = ok0;
+  Chain ch = example_chain(g);
   return composite("map", ch, [st = ch.steps](const Ctx& c, const Array& x, const Ins& in) {
     return tsr::map([st, c, in](const Array& y) { return run_chain(st, c, y, in); }, x);
   });

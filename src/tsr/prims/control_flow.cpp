@@ -109,6 +109,24 @@ void check_invariant_pred(const char* op, const char* what, const ArrayType& pre
                        (std::string(op) == "cond" ? "branches." : "loop."));
 }
 
+// A loop's carry k must come out of the body with its input type (no implicit pvary).
+void check_carry(const std::string& what, const ArrayType& in, const ArrayType& out, size_t k) {
+  if (in == out && in.dtype == out.dtype) return;
+  std::set<std::string> more;
+  std::set_difference(out.vma.begin(), out.vma.end(), in.vma.begin(), in.vma.end(),
+                      std::inserter(more, more.end()));
+  const std::string c = "carry[" + std::to_string(k) + "]";
+  throw TypeError(what + ", but they differ: the input carry component " + c + " has type " +
+                  in.str() + " but the corresponding output carry component has type " +
+                  out.str() + ad::mismatch(in, out) +
+                  ". Got different types; expected equal ones." +
+                  (more.empty() ? " Make the body return the carry's shapes, dtypes and shardings "
+                                  "(tsr::reshard or astype the output)."
+                                : " This might be fixed by applying `tsr::pvary(..., " +
+                                      axes_tuple(more) +
+                                      ")` to the initial carry value corresponding to " + c + "."));
+}
+
 // Which carries depend on the flagged inputs: `step(carry flags)` gives the body's
 // unknown outputs; iterate to a fixed point (a carry stays unknown once it is).
 std::vector<bool> carry_fixed_point(std::vector<bool> carry,
@@ -160,6 +178,19 @@ bool same_bodies(const std::vector<ProgramPtr>& a, const std::vector<ProgramPtr>
 }
 
 }  // namespace
+
+void check_xs_unsharded(const std::vector<ArrayType>& xs) {
+  std::vector<std::string> bad;
+  for (const auto& x : xs)
+    if (x.ndim() > 0 && !entries_of(x)[0].axes().empty()) bad.push_back(x.sharding.spec().repr());
+  if (bad.empty()) return;
+  std::string got = "(";
+  for (size_t i = 0; i < bad.size(); ++i) got += (i ? ", " : "") + bad[i];
+  throw ValueError("[scan] 0th dimension of all xs should be replicated. Got " + got +
+                   (bad.size() == 1 ? ",)" : ")") +
+                   "; expected dim 0 unsharded. Reshard xs so that dim 0 is not sharded "
+                   "(tsr::reshard), or scan over another dimension.");
+}
 
 ArrayType slice_type(const ArrayType& t) {
   std::vector<PartitionEntry> e = entries_of(t);
@@ -417,22 +448,8 @@ std::vector<ArrayType> While::infer(const std::vector<ArrayType>& in) const {
   std::vector<ArrayType> want = cat(slice(in, ncc_, ncc_ + nbc_), carry);
   if (bout.size() == carry.size())
     for (size_t k = 0; k < carry.size(); ++k)
-      if (!(bout[k] == carry[k]) || bout[k].dtype != carry[k].dtype) {
-        std::set<std::string> more;
-        std::set_difference(bout[k].vma.begin(), bout[k].vma.end(), carry[k].vma.begin(),
-                            carry[k].vma.end(), std::inserter(more, more.end()));
-        throw TypeError(
-            "[while_loop] body_fun output and input must have identical types, but they differ: "
-            "the input carry component carry[" +
-            std::to_string(k) + "] has type " + carry[k].str() +
-            " but the corresponding output carry component has type " + bout[k].str() +
-            ad::mismatch(carry[k], bout[k]) + ". Got different types; expected equal ones." +
-            (more.empty() ? " Make body_fun return the carry's shapes, dtypes and shardings."
-                          : " This might be fixed by applying `tsr::pvary(..., " +
-                                axes_tuple(more) +
-                                ")` to the initial carry value corresponding to carry[" +
-                                std::to_string(k) + "]."));
-      }
+      check_carry("[while_loop] body_fun output and input must have identical types", carry[k],
+                  bout[k], k);
   check_body_inputs("while_loop", "body_fun", *body_, want);
   if (bout.size() != carry.size())
     throw TypeError("[while_loop] body_fun returns " + std::to_string(bout.size()) +
@@ -614,7 +631,6 @@ Batched While::batch(const std::vector<Array>& args, const std::vector<int>& dim
 
 std::vector<ArrayType> Scan::infer(const std::vector<ArrayType>& in) const {
   std::vector<ArrayType> xs = slice(in, nc_ + nk_, in.size());
-  std::vector<std::string> bad;
   for (const auto& x : xs) {
     if (x.ndim() == 0 || x.shape[0] != length_)
       throw ValueError("[scan] scan got `length` argument of " + std::to_string(length_) +
@@ -622,16 +638,8 @@ std::vector<ArrayType> Scan::infer(const std::vector<ArrayType>& in) const {
                        (x.ndim() == 0 ? std::string("() (a scalar)") : std::to_string(x.shape[0])) +
                        ". Got that; expected every xs leaf to have length " +
                        std::to_string(length_) + " along dim 0. Pass xs of equal length.");
-    if (!entries_of(x)[0].axes().empty()) bad.push_back(x.sharding.spec().repr());
   }
-  if (!bad.empty()) {
-    std::string got = "(";
-    for (size_t i = 0; i < bad.size(); ++i) got += (i ? ", " : "") + bad[i];
-    throw ValueError("[scan] 0th dimension of all xs should be replicated. Got " + got +
-                     (bad.size() == 1 ? ",)" : ")") +
-                     "; expected dim 0 unsharded. Reshard xs so that dim 0 is not sharded "
-                     "(tsr::reshard), or scan over another dimension.");
-  }
+  check_xs_unsharded(xs);
   std::vector<ArrayType> carry = slice(in, nc_, nc_ + nk_);
   std::vector<ArrayType> bout = body_->out_types();
   if (bout.size() < nk_)
@@ -639,23 +647,8 @@ std::vector<ArrayType> Scan::infer(const std::vector<ArrayType>& in) const {
                     " values. Got that; expected at least the " + std::to_string(nk_) +
                     " carries. This is a bug in Tessera: please report it.");
   for (size_t k = 0; k < nk_; ++k)
-    if (!(bout[k] == carry[k]) || bout[k].dtype != carry[k].dtype) {
-      std::set<std::string> more;
-      std::set_difference(bout[k].vma.begin(), bout[k].vma.end(), carry[k].vma.begin(),
-                          carry[k].vma.end(), std::inserter(more, more.end()));
-      throw TypeError(
-          "[scan] scan body function carry input and carry output must have equal types, but "
-          "they differ: the input carry component carry[" +
-          std::to_string(k) + "] has type " + carry[k].str() +
-          " but the corresponding output carry component has type " + bout[k].str() +
-          ad::mismatch(carry[k], bout[k]) + ". Got different types; expected equal ones." +
-          (more.empty() ? " Make the body return the carry's shapes, dtypes and shardings "
-                          "(tsr::reshard or astype the output)."
-                        : " This might be fixed by applying `tsr::pvary(..., " +
-                              axes_tuple(more) +
-                              ")` to the initial carry value corresponding to carry[" +
-                              std::to_string(k) + "]."));
-    }
+    check_carry("[scan] scan body function carry input and carry output must have equal types",
+                carry[k], bout[k], k);
   std::vector<ArrayType> want = slice(in, 0, nc_ + nk_);
   for (const auto& x : xs) want.push_back(slice_type(x));
   check_body_inputs("scan", "body", *body_, want);

@@ -132,6 +132,8 @@ class Scan : public detail::Primitive {
   int unroll_;
 };
 
+/** Refuses xs sharded along dim 0 (spec §12.16's ValueError). */
+void check_xs_unsharded(const std::vector<ArrayType>& xs);
 /** The type of one slice along dim 0 of t (the dim must be unsharded). */
 ArrayType slice_type(const ArrayType& t);
 /** t stacked `length` times along a new unsharded leading dim. */

@@ -163,17 +163,7 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
     throw ValueError("[scan] scan got a negative `length` " + std::to_string(length) +
                      ". Got that; expected >= 0. Pass a trip count.");
   std::vector<ArrayType> in_t = types_of(init);
-  std::vector<std::string> bad;
-  for (const auto& x : xs)
-    if (!entries_of(x.type())[0].axes().empty()) bad.push_back(x.type().sharding.spec().repr());
-  if (!bad.empty()) {
-    std::string got = "(";
-    for (size_t i = 0; i < bad.size(); ++i) got += (i ? ", " : "") + bad[i];
-    throw ValueError("[scan] 0th dimension of all xs should be replicated. Got " + got +
-                     (bad.size() == 1 ? ",)" : ")") +
-                     "; expected dim 0 unsharded. Reshard xs so that dim 0 is not sharded "
-                     "(tsr::reshard), or scan over another dimension.");
-  }
+  prim::check_xs_unsharded(types_of(xs));
   for (const auto& x : xs) in_t.push_back(prim::slice_type(x.type()));
   Program bp = trace_program(body, in_t);
   const size_t nk = n_carry_out();

@@ -33,6 +33,24 @@ std::vector<bool> unknown_flags(const Eqn& e, const std::unordered_set<const Var
   return flags;
 }
 
+// shard_map's split (manual-spmd §5.3), or control flow's: false for the others.
+bool split_with_residuals(const Primitive& p, const std::vector<bool>& flags, EqnSplit& out) {
+  if (split_control(p, flags, out)) return true;
+  const auto* sm = dynamic_cast<const prim::ShardMap*>(&p);
+  if (!sm) return false;
+  prim::ShardMap::Split sp = sm->split_residuals(flags);
+  out.known = sp.known;
+  out.unknown = sp.unknown;
+  out.unknown_outs = sp.unknown_outs;
+  // A residual that is a known input is passed as that input; the others are returned.
+  for (size_t r = 0; r < sp.num_res; ++r)
+    out.unknown_ins.push_back(sp.res_input[r] >= 0 ? sp.res_input[r]
+                                                   : -static_cast<int>(out.num_res++) - 1);
+  for (size_t i = 0; i < flags.size(); ++i)
+    if (flags[i]) out.unknown_ins.push_back(static_cast<int>(i));
+  return true;
+}
+
 }  // namespace
 
 // A free function over the two primitives rather than a virtual on Primitive: the
@@ -103,9 +121,10 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
       known_eqns.push_back(e);
       continue;
     }
-    if (EqnSplit sp; !all && split_control(*e.prim, flags, sp)) {
-      // Control flow: the known side runs the known part of the loop or branch and saves
-      // residuals; the unknown side reads them (never the known inputs' primal work).
+    if (EqnSplit sp; !all && split_with_residuals(*e.prim, flags, sp)) {
+      // shard_map and control flow: the known side runs the known part of the body and
+      // saves residuals; the unknown side reads them (never redoing the known inputs'
+      // primal work, or a shard_map body's collectives).
       Eqn ke, ue;
       std::vector<ArrayType> kt;
       if (sp.known_ins.empty())
@@ -141,43 +160,6 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
     if (!body || all) {
       unknown_eqns.push_back(e);
       for (const auto& v : e.outs) unknown.insert(v.get());
-      continue;
-    }
-    if (const auto* sm = dynamic_cast<const prim::ShardMap*>(e.prim.get())) {
-      // A known and an unknown shard_map with residuals saved between them (§5.3):
-      // the tangent side does not redo the body's primal work (or its collectives).
-      prim::ShardMap::Split sp = sm->split_residuals(flags);
-      Eqn ke, ue;
-      std::vector<ArrayType> kt;
-      for (size_t i = 0; i < e.ins.size(); ++i)
-        if (!flags[i]) {
-          ke.ins.push_back(e.ins[i]);
-          kt.push_back(e.ins[i]->type);
-        }
-      for (size_t j = 0; j < e.outs.size(); ++j) {
-        if (!sp.unknown_outs[j]) {
-          ke.outs.push_back(e.outs[j]);
-          continue;
-        }
-        ue.outs.push_back(e.outs[j]);
-        unknown.insert(e.outs[j].get());
-      }
-      std::vector<ArrayType> ot = sp.known->infer(kt);
-      for (size_t r = 0, k = ke.outs.size(); r < sp.num_res; ++r) {
-        if (sp.res_input[r] >= 0) {
-          ue.ins.push_back(e.ins[static_cast<size_t>(sp.res_input[r])]);
-          continue;
-        }
-        auto v = std::make_shared<Var>(Var{ot.at(k++)});
-        ke.outs.push_back(v);
-        ue.ins.push_back(v);
-      }
-      for (size_t i = 0; i < e.ins.size(); ++i)
-        if (flags[i]) ue.ins.push_back(e.ins[i]);
-      ke.prim = sp.known;
-      ue.prim = sp.unknown;
-      if (!ke.outs.empty()) known_eqns.push_back(std::move(ke));
-      unknown_eqns.push_back(std::move(ue));
       continue;
     }
     // Remat: the known side computes the known outputs from the known inputs; the
