@@ -755,28 +755,55 @@ EqnSplit Scan::split(const std::vector<bool>& unknown_ins) const {
   std::vector<bool> bflags = unknown_ins;
   for (size_t k = 0; k < nk_; ++k) bflags[nc_ + k] = sp.unknown_outs[k];
   PartialEval pe = partial_eval(*body_, bflags, sp.unknown_outs);
-  sp.num_res = pe.num_res;
   auto nknown = [&](size_t from, size_t to) {
     size_t c = 0;
     for (size_t i = from; i < to; ++i) c += bflags[i] ? 0 : 1;
     return c;
   };
   const size_t kc = nknown(0, nc_), kk = nknown(nc_, nc_ + nk_);
+  const size_t r = pe.num_res;
+  // A residual that is a known constant of the body is loop-invariant: the unknown scan
+  // takes it as a constant (the outer operand) instead of a copy stacked per iteration.
+  Program& k = pe.known;
+  const size_t first_res = k.out_vars.size() - r;
+  std::vector<int> fwd(r, -1);  // per residual: the scan operand it is, or -1
+  for (size_t q = 0; q < r; ++q)
+    for (size_t i = 0; i < nc_; ++i)
+      if (!bflags[i] && k.out_vars[first_res + q] == body_->in_vars[i]) fwd[q] = static_cast<int>(i);
+  std::vector<VarPtr> kouts(k.out_vars.begin(), k.out_vars.begin() + static_cast<long>(first_res));
+  std::vector<size_t> fwd_res, stacked_res;
+  for (size_t q = 0; q < r; ++q) {
+    if (fwd[q] >= 0) {
+      fwd_res.push_back(q);
+      continue;
+    }
+    stacked_res.push_back(q);
+    kouts.push_back(k.out_vars[first_res + q]);
+  }
+  k.out_vars = kouts;
+  sp.num_res = stacked_res.size();
   // Known scan: (known consts, known carries, known xs) -> (known carries, known ys,
   // residuals stacked as extra ys).
-  sp.known = with(std::make_shared<const Program>(pe.known), kc, kk, reverse_);
+  sp.known = with(std::make_shared<const Program>(k), kc, kk, reverse_);
   for (size_t i = 0; i < n; ++i)
     if (!bflags[i]) sp.known_ins.push_back(static_cast<int>(i));
-  // Unknown scan: (unknown consts, unknown carries, residuals, unknown xs).
+  // Unknown scan: (unknown consts, forwarded constants, unknown carries, stacked
+  // residuals, unknown xs); pe.unknown's inputs are (residuals, unknown inputs).
   Program u = pe.unknown;
-  const size_t uc = nc_ - kc, uk = nk_ - kk, r = pe.num_res;
-  std::vector<size_t> order = range(r, r + uc + uk);
-  order = cat(order, range(0, r));
+  const size_t uc = nc_ - kc, uk = nk_ - kk;
+  std::vector<size_t> order = range(r, r + uc);
+  order = cat(order, fwd_res);
+  order = cat(order, range(r + uc, r + uc + uk));
+  order = cat(order, stacked_res);
   order = cat(order, range(r + uc + uk, u.in_vars.size()));
-  sp.unknown = with(reorder_inputs(std::move(u), order), uc, uk, reverse_);
-  for (size_t i = 0; i < nc_ + nk_; ++i)
+  sp.unknown = with(reorder_inputs(std::move(u), order), uc + fwd_res.size(), uk, reverse_);
+  for (size_t i = 0; i < nc_; ++i)
     if (bflags[i]) sp.unknown_ins.push_back(static_cast<int>(i));
-  for (size_t q = 0; q < r; ++q) sp.unknown_ins.push_back(-static_cast<int>(q) - 1);
+  for (size_t q : fwd_res) sp.unknown_ins.push_back(fwd[q]);
+  for (size_t i = nc_; i < nc_ + nk_; ++i)
+    if (bflags[i]) sp.unknown_ins.push_back(static_cast<int>(i));
+  for (size_t q = 0; q < stacked_res.size(); ++q)
+    sp.unknown_ins.push_back(-static_cast<int>(q) - 1);
   for (size_t i = nc_ + nk_; i < n; ++i)
     if (bflags[i]) sp.unknown_ins.push_back(static_cast<int>(i));
   return sp;
