@@ -31,7 +31,8 @@ Array start(int devices) {
 void BM_ForiJit(benchmark::State& st) {
   Array x = start(static_cast<int>(st.range(0)));
   auto f = jit([](const Array& v) {
-    return fori_loop(0, kSteps, [](const Array&, const Array& c) { return c * 0.999f + 1.0f; }, v);
+    return fori_loop(
+        0, kSteps, [](const Array&, const Array& c) { return c * 0.999f + 1.0f; }, v);
   });
   f(x).block_until_ready();
   for (auto _ : st) f(x).block_until_ready();

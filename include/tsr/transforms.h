@@ -46,11 +46,11 @@ struct JitOptions {
 /** One communication a lowered program performs (beyond JAX: what the partitioner
  *  inserted is listed next to what the program wrote). */
 struct CommEvent {
-  std::string kind;              /**< all_reduce, all_gather, reduce_scatter, all_to_all, permute, broadcast */
+  std::string kind; /**< all_reduce, all_gather, reduce_scatter, all_to_all, permute, broadcast */
   std::vector<std::string> axes; /**< the mesh axes it communicates over */
   int64_t bytes_per_device = 0;  /**< bytes of the largest block each device sends or receives */
-  std::string cause;             /**< the op that asked for it: "psum", "operand 1 of dot_general" */
-  bool implicit = false;         /**< inserted by the partitioner, not written by the program */
+  std::string cause;     /**< the op that asked for it: "psum", "operand 1 of dot_general" */
+  bool implicit = false; /**< inserted by the partitioner, not written by the program */
   /** "all_reduce over ('x',), 4096 B per device: result of reduce_sum [implicit]". */
   std::string str() const;
 };

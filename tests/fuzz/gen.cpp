@@ -252,17 +252,17 @@ std::string error_class(const std::exception_ptr& e);
 namespace {
 bool composite(const OpDef& d) {
   static const std::set<std::string> names = {
-      "checkpoint",  "jit",  "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",
-      "cond",        "map(chain)", "fori_loop(chain)",  "while_loop(chain)"};
+      "checkpoint", "jit",        "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",
+      "cond",       "map(chain)", "fori_loop(chain)",  "while_loop(chain)"};
   return names.count(d.name) > 0;
 }
 // The autodiff and transform entries (shard_map too), drawn more often than their share
 // of the table.
 bool autodiff(const OpDef& d) {
   static const std::set<std::string> names = {
-      "stop_gradient",     "custom_jvp",        "custom_vjp",  "checkpoint", "jit",
-      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)", "shard_map",
-      "cond",              "map(chain)",        "fori_loop(chain)", "while_loop(chain)"};
+      "stop_gradient",     "custom_jvp",        "custom_vjp",       "checkpoint", "jit",
+      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",      "shard_map",  "cond",
+      "map(chain)",        "fori_loop(chain)",  "while_loop(chain)"};
   return names.count(d.name) > 0;
 }
 }  // namespace

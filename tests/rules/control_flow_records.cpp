@@ -23,10 +23,12 @@ std::vector<Record> control_flow_records() {
                      "cond_on_a_reduction",
                      {{{8, 4}}},
                      one([](const std::vector<Array>& a) {
-                       return cond(sum(a[0]) > 0.0, [](const Array& x) { return sin(x) * x; },
-                                   [](const Array& x) { return x * 3.0; }, a[0]) +
-                              cond(sum(a[0]) < 0.0, [](const Array& x) { return sin(x) * x; },
-                                   [](const Array& x) { return x * 3.0; }, a[0]);
+                       return cond(
+                                  sum(a[0]) > 0.0, [](const Array& x) { return sin(x) * x; },
+                                  [](const Array& x) { return x * 3.0; }, a[0]) +
+                              cond(
+                                  sum(a[0]) < 0.0, [](const Array& x) { return sin(x) * x; },
+                                  [](const Array& x) { return x * 3.0; }, a[0]);
                      }),
                      carry_specs()});
   // A scan whose body mixes the carry with a slice; xs' dim 0 stays unsharded.

@@ -58,26 +58,28 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
   if (::testing::Test::HasFailure()) return;
   gradcheck::Derivatives want = gradcheck::derivatives(fn, base, gc.rev, gc.fwd);
   scope.reset();
-  int ran = for_each_layout(rec, make_grad, [&](const std::vector<Array>& in, const std::string& what) {
-    try {
-      (void)rec.fn(in);
-    } catch (const Error&) {
-      return true;  // the rule refuses this layout (the Rules test checks how)
-    }
-    gradcheck::Derivatives got = gradcheck::derivatives(rec.fn, in, gc.rev, gc.fwd);
-    EXPECT_EQ(got.tangents.size(), want.tangents.size()) << what;
-    for (size_t j = 0; j < got.tangents.size() && j < want.tangents.size(); ++j)
-      if (is_floating(got.tangents[j].dtype()))
-        expect_same(want.tangents[j], got.tangents[j], tol, what + " jvp output " + std::to_string(j));
-    for (size_t i = 0; i < got.cotangents.size(); ++i) {
-      if (!is_floating(in[i].dtype())) continue;
-      expect_same(want.cotangents[i], got.cotangents[i], tol,
-                  what + " vjp input " + std::to_string(i));
-      EXPECT_EQ(typeof(got.cotangents[i]).str(), detail::ct_type(typeof(in[i])).str())
-          << what << ": the cotangent of input " << i << " has its cotangent type";
-    }
-    return !::testing::Test::HasFailure();
-  });
+  int ran =
+      for_each_layout(rec, make_grad, [&](const std::vector<Array>& in, const std::string& what) {
+        try {
+          (void)rec.fn(in);
+        } catch (const Error&) {
+          return true;  // the rule refuses this layout (the Rules test checks how)
+        }
+        gradcheck::Derivatives got = gradcheck::derivatives(rec.fn, in, gc.rev, gc.fwd);
+        EXPECT_EQ(got.tangents.size(), want.tangents.size()) << what;
+        for (size_t j = 0; j < got.tangents.size() && j < want.tangents.size(); ++j)
+          if (is_floating(got.tangents[j].dtype()))
+            expect_same(want.tangents[j], got.tangents[j], tol,
+                        what + " jvp output " + std::to_string(j));
+        for (size_t i = 0; i < got.cotangents.size(); ++i) {
+          if (!is_floating(in[i].dtype())) continue;
+          expect_same(want.cotangents[i], got.cotangents[i], tol,
+                      what + " vjp input " + std::to_string(i));
+          EXPECT_EQ(typeof(got.cotangents[i]).str(), detail::ct_type(typeof(in[i])).str())
+              << what << ": the cotangent of input " << i << " has its cotangent type";
+        }
+        return !::testing::Test::HasFailure();
+      });
   EXPECT_GT(ran, 0) << rec.name << ": no sharded layout ran";
 }
 

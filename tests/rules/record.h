@@ -79,9 +79,9 @@ tsr::Array make(const In& in, int salt, const tsr::Placement& where);
 tsr::Array make_grad(const In& in, int salt, const tsr::Placement& where);
 /** A mesh the driver runs records on. */
 struct MeshCase {
-  std::string label;               /**< "(2,4)" */
-  std::vector<int> sizes;          /**< axis sizes */
-  std::vector<std::string> names;  /**< axis names */
+  std::string label;              /**< "(2,4)" */
+  std::vector<int> sizes;         /**< axis sizes */
+  std::vector<std::string> names; /**< axis names */
 };
 /** Meshes (1), (2), (8), (2,4). */
 const std::vector<MeshCase>& meshes();
@@ -94,8 +94,9 @@ using MakeInput = std::function<tsr::Array(const In&, int, const tsr::Placement&
  *  the mesh has and whose inputs it divides, with the mesh as the context mesh;
  *  `what` names the record, mesh and specs. body returns false to stop. Returns how
  *  many layouts ran. */
-int for_each_layout(const Record& rec, const MakeInput& make_input,
-                    const std::function<bool(const std::vector<tsr::Array>&, const std::string&)>& body);
+int for_each_layout(
+    const Record& rec, const MakeInput& make_input,
+    const std::function<bool(const std::vector<tsr::Array>&, const std::string&)>& body);
 
 /** A record's name as a gtest parameter name (non-alphanumerics become '_'). */
 std::string record_name(const ::testing::TestParamInfo<Record>& info);

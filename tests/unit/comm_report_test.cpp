@@ -30,7 +30,8 @@ TEST(CommReport, ASumOverAShardedDimIsAnImplicitAllReduce) {
 
 TEST(CommReport, WrittenCommunicationIsNotImplicit) {
   Mesh m = mesh8();
-  Lowered g = jit([&](const Array& x) { return reshard(x, NamedSharding(m, P())); }).lower(sharded(m));
+  Lowered g =
+      jit([&](const Array& x) { return reshard(x, NamedSharding(m, P())); }).lower(sharded(m));
   ASSERT_EQ(g.comm_report().events.size(), 1u) << g.comm_report().str();
   EXPECT_EQ(g.comm_report().events[0].kind, "all_gather");
   EXPECT_EQ(g.comm_report().events[0].bytes_per_device, 256);
@@ -51,7 +52,8 @@ TEST(CommReport, WrittenCommunicationIsNotImplicit) {
 TEST(CommReport, LoopBodiesAreListedWithWhereTheyRun) {
   Mesh m = mesh8();
   auto f = [](const Array& x) {
-    return fori_loop(0, 3, [](const Array&, const Array& c) { return c + sum(c); }, x);
+    return fori_loop(
+        0, 3, [](const Array&, const Array& c) { return c + sum(c); }, x);
   };
   Lowered l = jit(f).lower(sharded(m));
   ASSERT_EQ(l.comm_report().events.size(), 1u) << l.comm_report().str();

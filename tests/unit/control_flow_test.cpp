@@ -59,7 +59,8 @@ class ControlFlow : public ::testing::TestWithParam<std::tuple<MeshCase, bool>> 
 TEST_P(ControlFlow, FoRiLoopWithStaticBounds) {
   Mesh m = mesh();
   auto f = [](const Array& x) {
-    return fori_loop(0, 50, [](const Array&, const Array& c) { return c * 0.999f + 1.0f; }, x);
+    return fori_loop(
+        0, 50, [](const Array&, const Array& c) { return c * 0.999f + 1.0f; }, x);
   };
   Array want = x0();
   for (int i = 0; i < 50; ++i) want = want * 0.999f + 1.0f;
@@ -71,7 +72,8 @@ TEST_P(ControlFlow, FoRiLoopWithStaticBounds) {
 TEST_P(ControlFlow, FoRiLoopReadsTheIndex) {
   Mesh m = mesh();
   auto f = [](const Array& x) {
-    return fori_loop(2, 7, [](const Array& i, const Array& c) { return c + i.astype(float32); }, x);
+    return fori_loop(
+        2, 7, [](const Array& i, const Array& c) { return c + i.astype(float32); }, x);
   };
   expect_close(x0() + 20.0f, run(f, put(x0(), m, spec())), "sum of 2..6");
 }
@@ -79,8 +81,8 @@ TEST_P(ControlFlow, FoRiLoopReadsTheIndex) {
 TEST_P(ControlFlow, FoRiLoopWithTracedBoundsIsAWhileLoop) {
   Mesh m = mesh();
   auto f = [](const Array& x, const Array& n) {
-    return fori_loop(full({}, 0.0, int32), n, [](const Array&, const Array& c) { return c * 2.0f; },
-                     x);
+    return fori_loop(
+        full({}, 0.0, int32), n, [](const Array&, const Array& c) { return c * 2.0f; }, x);
   };
   expect_close(x0() * 8.0f, run(f, put(x0(), m, spec()), full({}, 3.0, int32)), "three doublings");
 }
@@ -104,11 +106,12 @@ TEST_P(ControlFlow, ScanCarriesAndStacks) {
   Array xs = test::ramp({5, 8, 8}, 0.01, 0.5);
   PartitionSpec xspec = std::get<0>(GetParam()).xs;
   auto f = [](const Array& c0, const Array& x) {
-    return scan([](const Array& c, const Array& xi) {
-                  Array n = c * 0.5f + xi;
-                  return std::pair<Array, Array>(n, sin(n));
-                },
-                c0, x);
+    return scan(
+        [](const Array& c, const Array& xi) {
+          Array n = c * 0.5f + xi;
+          return std::pair<Array, Array>(n, sin(n));
+        },
+        c0, x);
   };
   Array c = x0();
   std::vector<Array> ys;
@@ -143,16 +146,17 @@ TEST_P(ControlFlow, ReverseScan) {
 TEST_P(ControlFlow, CondAndSwitch) {
   Mesh m = mesh();
   auto f = [](const Array& x) {
-    return cond(sum(x) > 0.0f, [](const Array& a) { return a * 2.0f; },
-                [](const Array& a) { return -a; }, x);
+    return cond(
+        sum(x) > 0.0f, [](const Array& a) { return a * 2.0f; }, [](const Array& a) { return -a; },
+        x);
   };
   Array x = put(x0(), m, spec());
   expect_close(-(x0() - 10.0f), run(f, put(x0() - 10.0f, m, spec())), "false branch");
   expect_close((x0() + 10.0f) * 2.0f, run(f, put(x0() + 10.0f, m, spec())), "true branch");
   auto g = [](const Array& i, const Array& a) {
-    std::vector<std::function<Array(const Array&)>> br = {
-        [](const Array& v) { return v + 1.0f; }, [](const Array& v) { return v * v; },
-        [](const Array& v) { return sin(v); }};
+    std::vector<std::function<Array(const Array&)>> br = {[](const Array& v) { return v + 1.0f; },
+                                                          [](const Array& v) { return v * v; },
+                                                          [](const Array& v) { return sin(v); }};
     return switch_case(i, br, a);
   };
   expect_close(x0() * x0(), run(g, full({}, 1.0, int32), x), "branch 1");
@@ -203,7 +207,9 @@ INSTANTIATE_TEST_SUITE_P(Meshes, ControlFlow,
 
 // ---- derivatives (one device, float64: check_grads) ------------------------------------
 
-Array f64(const Shape& s, double step, double start) { return test::ramp(s, step, start).astype(float64); }
+Array f64(const Shape& s, double step, double start) {
+  return test::ramp(s, step, start).astype(float64);
+}
 
 TEST(ControlFlowAd, ScanPassesCheckGrads) {
   gradcheck::check_grads(
@@ -229,10 +235,9 @@ TEST(ControlFlowAd, FoRiLoopAndCondPassCheckGrads) {
   for (double p : {1.0, -1.0})
     gradcheck::check_grads(
         [p](const std::vector<Array>& a) {
-          return std::vector<Array>{cond(full({}, p, float64) > 0.0,
-                                         [](const Array& x, const Array& y) { return sin(x) * y; },
-                                         [](const Array& x, const Array&) { return exp(x); }, a[0],
-                                         a[1])};
+          return std::vector<Array>{cond(
+              full({}, p, float64) > 0.0, [](const Array& x, const Array& y) { return sin(x) * y; },
+              [](const Array& x, const Array&) { return exp(x); }, a[0], a[1])};
         },
         {f64({3}, 0.3, -0.2), f64({3}, 0.2, 0.4)}, {}, p > 0 ? "cond true" : "cond false");
 }
@@ -259,7 +264,8 @@ TEST(ControlFlowAd, LoopInvariantResidualsAreNotStacked) {
   // The tangent body reads w: saved once (a constant of the linear scan), not as
   // f64[5,7] (one copy per iteration).
   auto loss = [](const Array& c0, const Array& w) {
-    return sum(fori_loop(0, 5, [&](const Array&, const Array& c) { return c * w; }, c0));
+    return sum(fori_loop(
+        0, 5, [&](const Array&, const Array& c) { return c * w; }, c0));
   };
   Array c0 = f64({7}, 0.3, -0.2), w = f64({7}, 0.1, 0.9);
   std::string text = make_jaxpr(grad(loss), c0, w);  // d/dc0 reads w only
@@ -274,9 +280,7 @@ TEST(ControlFlowAd, CheckpointedScanBodyRecomputesAndGivesTheSameGrad) {
     Array n = sin(c) * x + c;
     return std::pair<Array, Array>(n, n);
   };
-  auto loss = [&](const Array& c0, const Array& xs) {
-    return sum(scan(body, c0, xs).first);
-  };
+  auto loss = [&](const Array& c0, const Array& xs) { return sum(scan(body, c0, xs).first); };
   auto loss_ck = [&](const Array& c0, const Array& xs) {
     return sum(scan(checkpoint(body), c0, xs).first);
   };
@@ -288,9 +292,8 @@ TEST(ControlFlowAd, CheckpointedScanBodyRecomputesAndGivesTheSameGrad) {
 
 TEST(ControlFlowAd, GradOfForiLoopEqualsGradOfTheUnrolledLoop) {
   auto looped = [](const Array& x, const Array& w) {
-    return sum(fori_loop(0, 5, [&](const Array& i, const Array& c) {
-      return tanh(c * w + i.astype(float64));
-    }, x));
+    return sum(fori_loop(
+        0, 5, [&](const Array& i, const Array& c) { return tanh(c * w + i.astype(float64)); }, x));
   };
   auto unrolled = [](const Array& x, const Array& w) {
     Array c = x;
@@ -318,10 +321,12 @@ TEST(ControlFlowShardMap, LoopsWithCollectivesRunOnEachDevice) {
   expect_close(full({8}, 128.0), got, "8 * 128 > 1000");
   // A scan whose body all-reduces, and its gradient through shard_map.
   auto f = [](const Array& b) {
-    auto [c, ys] = scan([](const Array& c, const Array& xi) {
-      Array n = sin(c) + psum(xi, "x");
-      return std::pair<Array, Array>(n, n);
-    }, pvary(zeros({}), {"x"}), b);
+    auto [c, ys] = scan(
+        [](const Array& c, const Array& xi) {
+          Array n = sin(c) + psum(xi, "x");
+          return std::pair<Array, Array>(n, n);
+        },
+        pvary(zeros({}), {"x"}), b);
     return reshape(c + sum(ys), {1});
   };
   auto sm = shard_map(f, {.mesh = m, .in_specs = P(nullptr), .out_specs = P("x")});
@@ -351,8 +356,9 @@ TEST(ControlFlowShardMap, LoopsWithCollectivesRunOnEachDevice) {
 
 TEST(ControlFlowVmap, BatchedPredicateSelects) {
   auto f = [](const Array& x) {
-    return cond(x[0] > 0.0f, [](const Array& a) { return a * 2.0f; },
-                [](const Array& a) { return a - 100.0f; }, x);
+    return cond(
+        x[0] > 0.0f, [](const Array& a) { return a * 2.0f; },
+        [](const Array& a) { return a - 100.0f; }, x);
   };
   Array xs = test::ramp({6, 3}, 0.5, -4.0);
   std::vector<Array> rows;
@@ -365,8 +371,7 @@ TEST(ControlFlowVmap, BatchedWhileRunsEachExampleItsOwnTripCount) {
   auto f = [](const Array& x) {
     using C = std::pair<Array, Array>;
     return while_loop([](const C& c) { return c.first < c.second; },
-                      [](const C& c) { return C(c.first + 1.0f, c.second); },
-                      C(zeros({}), x))
+                      [](const C& c) { return C(c.first + 1.0f, c.second); }, C(zeros({}), x))
         .first;
   };
   Array xs = array<float>({0.5f, 3.0f, 7.5f, -1.0f});
@@ -375,8 +380,9 @@ TEST(ControlFlowVmap, BatchedWhileRunsEachExampleItsOwnTripCount) {
 
 TEST(ControlFlowVmap, BatchedScanAndFori) {
   auto f = [](const Array& c0, const Array& xs) {
-    return scan([](const Array& c, const Array& x) { return std::pair<Array, Array>(c * x, c + x); },
-                c0, xs);
+    return scan(
+        [](const Array& c, const Array& x) { return std::pair<Array, Array>(c * x, c + x); }, c0,
+        xs);
   };
   Array c0 = test::ramp({4, 2}, 0.5, 1.0), xs = test::ramp({4, 3, 2}, 0.1, 0.2);
   auto [bc, by] = vmap(f)(c0, xs);
@@ -391,14 +397,16 @@ TEST(ControlFlowVmap, BatchedScanAndFori) {
 
 TEST(ControlFlowErrors, CarryTypesMustMatch) {
   std::string e = error_of<TypeError>([] {
-    fori_loop(0, 3, [](const Array&, const Array& c) { return c.astype(float64); }, zeros({3}));
+    fori_loop(
+        0, 3, [](const Array&, const Array& c) { return c.astype(float64); }, zeros({3}));
   });
   EXPECT_HAS(e, "[scan] scan body function carry input and carry output must have equal types");
   EXPECT_HAS(e, "the dtypes do not match");
   Mesh m = make_mesh({8}, {"x"});
   std::string s = error_of<TypeError>([&] {
-    fori_loop(0, 3, [&](const Array&, const Array& c) { return reshard(c, NamedSharding(m, P())); },
-              put(zeros({8}), m, P("x")));
+    fori_loop(
+        0, 3, [&](const Array&, const Array& c) { return reshard(c, NamedSharding(m, P())); },
+        put(zeros({8}), m, P("x")));
   });
   EXPECT_HAS(s, "the shardings do not match");
 }
@@ -423,22 +431,25 @@ TEST(ControlFlowErrors, XsMustBeUnshardedAlongDimZero) {
 
 TEST(ControlFlowErrors, BranchesMustAgree) {
   std::string e = error_of<TypeError>([] {
-    cond(full({}, 1.0, bool_), [](const Array& a) { return a; },
-         [](const Array& a) { return sum(a); }, zeros({3}));
+    cond(
+        full({}, 1.0, bool_), [](const Array& a) { return a; },
+        [](const Array& a) { return sum(a); }, zeros({3}));
   });
   EXPECT_HAS(e, "cond branches must have equal output types but they differ");
   Mesh m = make_mesh({8}, {"x"});
   std::string s = error_of<TypeError>([&] {
-    cond(full({}, 1.0, bool_), [](const Array& a) { return a; },
-         [&](const Array& a) { return reshard(a, NamedSharding(m, P())); },
-         put(zeros({8}), m, P("x")));
+    cond(
+        full({}, 1.0, bool_), [](const Array& a) { return a; },
+        [&](const Array& a) { return reshard(a, NamedSharding(m, P())); },
+        put(zeros({8}), m, P("x")));
   });
   EXPECT_HAS(s, "the shardings do not match");
   std::string t = error_of<TypeError>([] {
-    cond(full({}, 1.0, bool_), [](const Array& a) { return std::make_pair(a, a); },
-         [](const Array& a) { return std::make_pair(a, a); }, zeros({3}));
-    cond(zeros({2}), [](const Array& a) { return a; }, [](const Array& a) { return a; },
-         zeros({3}));
+    cond(
+        full({}, 1.0, bool_), [](const Array& a) { return std::make_pair(a, a); },
+        [](const Array& a) { return std::make_pair(a, a); }, zeros({3}));
+    cond(
+        zeros({2}), [](const Array& a) { return a; }, [](const Array& a) { return a; }, zeros({3}));
   });
   EXPECT_HAS(t, "Pred must be a scalar");
 }
@@ -446,18 +457,19 @@ TEST(ControlFlowErrors, BranchesMustAgree) {
 TEST(ControlFlowErrors, ShardMapCarriesKeepTheirVaryingAxes) {
   Mesh m = make_mesh({8}, {"x"});
   auto body = [](const Array& b) {
-    return fori_loop(0, 2, [&](const Array&, const Array& c) { return c + b; }, zeros_like(b[0]));
+    return fori_loop(
+        0, 2, [&](const Array&, const Array& c) { return c + b; }, zeros_like(b[0]));
   };
   std::string e = error_of<TypeError>([&] {
-    shard_map(body, {.mesh = m, .in_specs = P("x"), .out_specs = P("x")})(
-        put(zeros({8}), m, P("x")));
+    shard_map(body,
+              {.mesh = m, .in_specs = P("x"), .out_specs = P("x")})(put(zeros({8}), m, P("x")));
   });
   EXPECT_HAS(e, "carry input and carry output must have equal types");
   EXPECT_HAS(e, "tsr::pvary(..., ('x',))");
   // With the pvary the same loop runs on each device's block.
   auto ok = [](const Array& b) {
-    Array c = fori_loop(0, 3, [&](const Array&, const Array& c) { return c + b; },
-                        pvary(zeros_like(b), {"x"}));
+    Array c = fori_loop(
+        0, 3, [&](const Array&, const Array& c) { return c + b; }, pvary(zeros_like(b), {"x"}));
     return psum(c, "x");
   };
   Array x = put(test::ramp({8}, 1.0, 0.0), m, P("x"));
@@ -468,8 +480,9 @@ TEST(ControlFlowErrors, ShardMapCarriesKeepTheirVaryingAxes) {
 TEST(ControlFlowErrors, AVaryingPredicateCannotGuardACollective) {
   Mesh m = make_mesh({8}, {"x"});
   auto body = [](const Array& b) {
-    return cond(b[0] > 0.0f, [](const Array& a) { return psum(a, "x"); },
-                [](const Array& a) { return psum(a * 2.0f, "x"); }, b);
+    return cond(
+        b[0] > 0.0f, [](const Array& a) { return psum(a, "x"); },
+        [](const Array& a) { return psum(a * 2.0f, "x"); }, b);
   };
   std::string e = error_of<ValueError>([&] {
     shard_map(body, {.mesh = m, .in_specs = P("x"), .out_specs = P()})(put(zeros({8}), m, P("x")));
@@ -478,15 +491,15 @@ TEST(ControlFlowErrors, AVaryingPredicateCannotGuardACollective) {
 }
 
 TEST(ControlFlowErrors, ReadingATracedPredicateNamesCond) {
-  std::string e = error_of<ValueError>([] {
-    jit([](const Array& x) { return x.item<bool>() ? x : -x; })(full({}, 1.0, bool_));
-  });
+  std::string e = error_of<ValueError>(
+      [] { jit([](const Array& x) { return x.item<bool>() ? x : -x; })(full({}, 1.0, bool_)); });
   EXPECT_HAS(e, "use cond / while_loop");
 }
 
 TEST(ControlFlowPrint, ProgramsShowTheirBodies) {
   auto f = [](const Array& x) {
-    return fori_loop(0, 4, [](const Array&, const Array& c) { return c * 2.0f; }, x);
+    return fori_loop(
+        0, 4, [](const Array&, const Array& c) { return c * 2.0f; }, x);
   };
   Lowered l = jit(f).lower(zeros({4}));
   EXPECT_HAS(l.program, "scan[length=4");

@@ -23,8 +23,8 @@ using namespace tsr::detail;
 namespace {
 
 const bool registered = register_primitive("cond") && register_primitive("while") &&
-                        register_primitive("scan") &&
-                        declare_ad("cond", AdKind::Linear) && declare_ad("scan", AdKind::Linear) &&
+                        register_primitive("scan") && declare_ad("cond", AdKind::Linear) &&
+                        declare_ad("scan", AdKind::Linear) &&
                         declare_ad("while", AdKind::Differentiable);
 
 template <class T>
@@ -91,7 +91,8 @@ void check_body_inputs(const char* op, const char* what, const Program& body,
     if (!(want[i] == got[i]) || want[i].dtype != got[i].dtype)
       throw TypeError(std::string("[") + op + "] operand " + std::to_string(i) + " of the " + what +
                       " has type " + got[i].str() + ". Got that; expected " + want[i].str() +
-                      ad::mismatch(want[i], got[i]) + ". This is a bug in Tessera: please report it.");
+                      ad::mismatch(want[i], got[i]) +
+                      ". This is a bug in Tessera: please report it.");
 }
 
 // Devices that disagree on a predicate run different collectives: refuse (a hang).
@@ -101,8 +102,8 @@ void check_invariant_pred(const char* op, const char* what, const ArrayType& pre
   for (const Program* b : bodies)
     if (has_collective(*b))
       throw ValueError(std::string("[") + op + "] the " + what + " varies over manual axes " +
-                       axes_tuple(pred.vma) +
-                       " but the body runs a collective. Got a varying " + what +
+                       axes_tuple(pred.vma) + " but the body runs a collective. Got a varying " +
+                       what +
                        "; expected an invariant one, so that every device runs the same "
                        "collectives. Make it invariant (psum/pmax it, or compute it from "
                        "invariant values), or move the collective out of the " +
@@ -117,20 +118,20 @@ void check_carry(const std::string& what, const ArrayType& in, const ArrayType& 
                       std::inserter(more, more.end()));
   const std::string c = "carry[" + std::to_string(k) + "]";
   throw TypeError(what + ", but they differ: the input carry component " + c + " has type " +
-                  in.str() + " but the corresponding output carry component has type " +
-                  out.str() + ad::mismatch(in, out) +
-                  ". Got different types; expected equal ones." +
-                  (more.empty() ? " Make the body return the carry's shapes, dtypes and shardings "
-                                  "(tsr::reshard or astype the output)."
-                                : " This might be fixed by applying `tsr::pvary(..., " +
-                                      axes_tuple(more) +
-                                      ")` to the initial carry value corresponding to " + c + "."));
+                  in.str() + " but the corresponding output carry component has type " + out.str() +
+                  ad::mismatch(in, out) + ". Got different types; expected equal ones." +
+                  (more.empty()
+                       ? " Make the body return the carry's shapes, dtypes and shardings "
+                         "(tsr::reshard or astype the output)."
+                       : " This might be fixed by applying `tsr::pvary(..., " + axes_tuple(more) +
+                             ")` to the initial carry value corresponding to " + c + "."));
 }
 
 // Which carries depend on the flagged inputs: `step(carry flags)` gives the body's
 // unknown outputs; iterate to a fixed point (a carry stays unknown once it is).
-std::vector<bool> carry_fixed_point(std::vector<bool> carry,
-                                    const std::function<std::vector<bool>(const std::vector<bool>&)>& step) {
+std::vector<bool> carry_fixed_point(
+    std::vector<bool> carry,
+    const std::function<std::vector<bool>(const std::vector<bool>&)>& step) {
   for (;;) {
     std::vector<bool> out = step(carry);
     bool changed = false;
@@ -220,10 +221,10 @@ std::vector<ArrayType> Cond::infer(const std::vector<ArrayType>& in) const {
                     "; expected i32[]. Pass a bool predicate to tsr::cond or an integer scalar "
                     "index to tsr::switch_case.");
   if (!unreduced_of(in[0]).empty())
-    throw ShardingTypeError("[cond] the branch index is unreduced over " +
-                            axes_tuple(unreduced_of(in[0])) +
-                            ". Got " + short_type(in[0]) +
-                            "; expected a value every device holds whole. Reshard it to P() first.");
+    throw ShardingTypeError(
+        "[cond] the branch index is unreduced over " + axes_tuple(unreduced_of(in[0])) + ". Got " +
+        short_type(in[0]) +
+        "; expected a value every device holds whole. Reshard it to P() first.");
   std::vector<ArrayType> ops = slice(in, 1, in.size());
   for (const auto& b : branches_) check_body_inputs("cond", "branch", *b, ops);
   std::vector<ArrayType> out = branches_[0]->out_types();
@@ -233,11 +234,11 @@ std::vector<ArrayType> Cond::infer(const std::vector<ArrayType>& in) const {
       if (out[j] == ob[j] && out[j].dtype == ob[j].dtype) continue;
       std::string hint;
       std::set<std::string> more;
-      std::set_difference(ob[j].vma.begin(), ob[j].vma.end(), out[j].vma.begin(),
-                          out[j].vma.end(), std::inserter(more, more.end()));
+      std::set_difference(ob[j].vma.begin(), ob[j].vma.end(), out[j].vma.begin(), out[j].vma.end(),
+                          std::inserter(more, more.end()));
       std::set<std::string> less;
-      std::set_difference(out[j].vma.begin(), out[j].vma.end(), ob[j].vma.begin(),
-                          ob[j].vma.end(), std::inserter(less, less.end()));
+      std::set_difference(out[j].vma.begin(), out[j].vma.end(), ob[j].vma.begin(), ob[j].vma.end(),
+                          std::inserter(less, less.end()));
       if (!less.empty())
         hint = " This might be fixed by applying `tsr::pvary(..., " + axes_tuple(less) +
                ")` to output " + std::to_string(j) + " of branch " + std::to_string(b) + ".";
@@ -245,8 +246,9 @@ std::vector<ArrayType> Cond::infer(const std::vector<ArrayType>& in) const {
         hint = " This might be fixed by applying `tsr::pvary(..., " + axes_tuple(more) +
                ")` to output " + std::to_string(j) + " of branch 0.";
       else
-        hint = " Make every branch return the same shapes, dtypes and shardings (tsr::reshard "
-               "one of them).";
+        hint =
+            " Make every branch return the same shapes, dtypes and shardings (tsr::reshard "
+            "one of them).";
       throw TypeError("[cond] cond branches must have equal output types but they differ. Got " +
                       out[j].str() + " from branch 0 and " + ob[j].str() + " from branch " +
                       std::to_string(b) + " for output " + std::to_string(j) +
@@ -337,8 +339,8 @@ EqnSplit Cond::split(const std::vector<bool>& unknown_ins) const {
   for (const auto& b : branches_) {
     pes.push_back(partial_eval(*b, f, sp.unknown_outs));
     const Program& k = pes.back().known;
-    res_t.push_back(types_of(slice(k.out_vars, k.out_vars.size() - pes.back().num_res,
-                                   k.out_vars.size())));
+    res_t.push_back(
+        types_of(slice(k.out_vars, k.out_vars.size() - pes.back().num_res, k.out_vars.size())));
     sp.num_res += pes.back().num_res;
   }
   std::vector<ArrayType> known_t;
@@ -395,7 +397,8 @@ std::vector<Array> Cond::transpose(const std::vector<Array>& cts,
   for (const auto& b : branches_) {
     Program tp = transpose_program(*b, linear, "grad");
     if (!tp.consts.empty())
-      throw TypeError("[cond] the transpose of a branch captured arrays. This is a bug in Tessera.");
+      throw TypeError(
+          "[cond] the transpose of a branch captured arrays. This is a bug in Tessera.");
     tb.push_back(std::make_shared<const Program>(std::move(tp)));
   }
   std::vector<Array> r = detail::bind(std::make_shared<Cond>(std::move(tb)), args);
@@ -469,7 +472,8 @@ std::vector<std::pair<std::string, const Program*>> While::bodies() const {
 
 bool While::equals(const Primitive& o) const {
   const auto* w = dynamic_cast<const While*>(&o);
-  return w && w->ncc_ == ncc_ && w->nbc_ == nbc_ && same_bodies({cond_, body_}, {w->cond_, w->body_});
+  return w && w->ncc_ == ncc_ && w->nbc_ == nbc_ &&
+         same_bodies({cond_, body_}, {w->cond_, w->body_});
 }
 
 size_t While::hash() const { return std::hash<std::string>()("while") ^ (ncc_ * 31 + nbc_); }
@@ -478,8 +482,8 @@ bool While::uses_axis_name(const std::string& n) const {
   return program_uses(*cond_, n) || program_uses(*body_, n);
 }
 
-std::vector<Array> While::jvp(const std::vector<Array>& primals,
-                              const std::vector<Array>& tangents, std::vector<Array>& outs) const {
+std::vector<Array> While::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                              std::vector<Array>& outs) const {
   const size_t nk = primals.size() - ncc_ - nbc_;
   // Every float carry gets a tangent (zeros where none comes in): the loop's tangent
   // carry must have one type every iteration.
@@ -559,8 +563,9 @@ EqnSplit While::split(const std::vector<bool>& unknown_ins) const {
       sp.known_ins.push_back(static_cast<int>(i));
   // The unknown side recomputes the whole loop and returns the unknown carries.
   auto whole = std::static_pointer_cast<const While>(shared_from_this());
-  std::vector<ArrayType> all_t = cat(cat(slice(cond_->in_types(), 0, ncc_), slice(body_->in_types(), 0, nbc_)),
-                                     slice(body_->in_types(), nbc_, nbc_ + nk));
+  std::vector<ArrayType> all_t =
+      cat(cat(slice(cond_->in_types(), 0, ncc_), slice(body_->in_types(), 0, nbc_)),
+          slice(body_->in_types(), nbc_, nbc_ + nk));
   ProgramPtr up = trace_closed(
       [&](const std::vector<Array>& a) {
         std::vector<Array> r = detail::bind(whole, a), out;
@@ -569,8 +574,8 @@ EqnSplit While::split(const std::vector<bool>& unknown_ins) const {
         return out;
       },
       all_t, "while_loop");
-  sp.unknown = std::make_shared<JitCall>(up, "while_loop",
-                                         std::vector<std::optional<NamedSharding>>{});
+  sp.unknown =
+      std::make_shared<JitCall>(up, "while_loop", std::vector<std::optional<NamedSharding>>{});
   for (size_t i = 0; i < n; ++i) sp.unknown_ins.push_back(static_cast<int>(i));
   return sp;
 }
@@ -622,9 +627,10 @@ Batched While::batch(const std::vector<Array>& args, const std::vector<int>& dim
         return next;
       },
       b2t, "while_loop");
-  std::vector<Array> in2 = cat(cat(slice(in, 0, ncc_), slice(in, 0, ncc_ + nbc_)),
-                               slice(in, ncc_ + nbc_, in.size()));
-  return {detail::bind(std::make_shared<While>(c2, b2, ncc_, ncc_ + nbc_), in2), std::vector<int>(nk, 0)};
+  std::vector<Array> in2 =
+      cat(cat(slice(in, 0, ncc_), slice(in, 0, ncc_ + nbc_)), slice(in, ncc_ + nbc_, in.size()));
+  return {detail::bind(std::make_shared<While>(c2, b2, ncc_, ncc_ + nbc_), in2),
+          std::vector<int>(nk, 0)};
 }
 
 // ---- scan ------------------------------------------------------------------------------
@@ -669,8 +675,8 @@ std::vector<std::pair<std::string, const Program*>> Scan::bodies() const {
 
 bool Scan::equals(const Primitive& o) const {
   const auto* s = dynamic_cast<const Scan*>(&o);
-  return s && s->nc_ == nc_ && s->nk_ == nk_ && s->length_ == length_ &&
-         s->reverse_ == reverse_ && s->unroll_ == unroll_ && same_bodies({body_}, {s->body_});
+  return s && s->nc_ == nc_ && s->nk_ == nk_ && s->length_ == length_ && s->reverse_ == reverse_ &&
+         s->unroll_ == unroll_ && same_bodies({body_}, {s->body_});
 }
 
 size_t Scan::hash() const {
@@ -716,7 +722,8 @@ std::vector<Array> Scan::jvp(const std::vector<Array>& primals, const std::vecto
   order = cat(order, range(nc_ + nk_, n));
   order = cat(order, range(n + tc.size() + tk.size(), jp.in_vars.size()));
   std::vector<bool> fy;
-  for (size_t j = 0; j < ny; ++j) fy.push_back(has_tangent_space(body_->out_vars[nk_ + j]->type.dtype));
+  for (size_t j = 0; j < ny; ++j)
+    fy.push_back(has_tangent_space(body_->out_vars[nk_ + j]->type.dtype));
   const size_t nkt = count(fk), nyt = count(fy);
   std::vector<VarPtr> o = slice(jp.out_vars, 0, nk_);
   o = cat(o, slice(jp.out_vars, nk_ + ny, nk_ + ny + nkt));
@@ -738,11 +745,11 @@ std::vector<Array> Scan::jvp(const std::vector<Array>& primals, const std::vecto
 }
 
 std::vector<bool> Scan::unknown_outs(const std::vector<bool>& unknown_ins) const {
-  std::vector<bool> c = slice(unknown_ins, 0, nc_), x = slice(unknown_ins, nc_ + nk_, unknown_ins.size());
-  std::vector<bool> carry = carry_fixed_point(slice(unknown_ins, nc_, nc_ + nk_),
-                                              [&](const std::vector<bool>& k) {
-                                                return unknown_outputs(*body_, cat(cat(c, k), x));
-                                              });
+  std::vector<bool> c = slice(unknown_ins, 0, nc_),
+                    x = slice(unknown_ins, nc_ + nk_, unknown_ins.size());
+  std::vector<bool> carry = carry_fixed_point(
+      slice(unknown_ins, nc_, nc_ + nk_),
+      [&](const std::vector<bool>& k) { return unknown_outputs(*body_, cat(cat(c, k), x)); });
   std::vector<bool> u = unknown_outputs(*body_, cat(cat(c, carry), x));
   for (size_t k = 0; k < nk_; ++k) u[k] = carry[k];
   return u;
@@ -769,7 +776,8 @@ EqnSplit Scan::split(const std::vector<bool>& unknown_ins) const {
   std::vector<int> fwd(r, -1);  // per residual: the scan operand it is, or -1
   for (size_t q = 0; q < r; ++q)
     for (size_t i = 0; i < nc_; ++i)
-      if (!bflags[i] && k.out_vars[first_res + q] == body_->in_vars[i]) fwd[q] = static_cast<int>(i);
+      if (!bflags[i] && k.out_vars[first_res + q] == body_->in_vars[i])
+        fwd[q] = static_cast<int>(i);
   std::vector<VarPtr> kouts(k.out_vars.begin(), k.out_vars.begin() + static_cast<long>(first_res));
   std::vector<size_t> fwd_res, stacked_res;
   for (size_t q = 0; q < r; ++q) {
@@ -871,8 +879,8 @@ std::vector<Array> Scan::transpose(const std::vector<Array>& cts,
         for (size_t i = 0; i < nx; ++i)
           if (ins[nc_ + nk_ + i].linear()) {
             ArrayType t = ct_type(b.in_vars[nc_ + nk_ + i]->type);
-            out.push_back(ad::coerce(ad::instantiate(got[nc_ + nk_ + i], t, l), t, "scan",
-                                     "cotangent"));
+            out.push_back(
+                ad::coerce(ad::instantiate(got[nc_ + nk_ + i], t, l), t, "scan", "cotangent"));
           }
         return out;
       },
@@ -880,8 +888,8 @@ std::vector<Array> Scan::transpose(const std::vector<Array>& cts,
   std::vector<Array> args = cat(cat(cat(cat(cat(tp.consts, nlc), acc), ctc), nlx), cty);
   const size_t ntc = tp.consts.size();
   std::vector<Array> r = detail::bind(with(std::make_shared<const Program>(lift_consts(tp)),
-                                   ntc + nlc.size(), acc.size() + nk_, !reverse_),
-                              args);
+                                           ntc + nlc.size(), acc.size() + nk_, !reverse_),
+                                      args);
   std::vector<Array> out(ins.size());
   size_t q = 0;
   for (size_t i = 0; i < nc_; ++i)

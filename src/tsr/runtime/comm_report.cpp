@@ -83,8 +83,8 @@ void add_steps(const Executable& ex, const std::string& where, std::vector<CommE
       continue;
     }
     if (st.coll == C::None || st.coll == C::AxisIndex) continue;
-    static const char* kinds[] = {"",        "all_reduce", "",         "all_gather", "reduce_scatter",
-                                  "permute", "all_to_all", "broadcast"};
+    static const char* kinds[] = {
+        "", "all_reduce", "", "all_gather", "reduce_scatter", "permute", "all_to_all", "broadcast"};
     e.kind = kinds[static_cast<int>(st.coll)];
     if (const auto* c = dynamic_cast<const prim::Collective*>(st.prim.get())) e.axes = c->axes();
     if (const auto* l = dynamic_cast<const prim::LayoutCollective*>(st.prim.get()))

@@ -446,9 +446,10 @@ struct Lowerer {
     outs = st.outs;
     ex.steps.push_back(std::move(st));
     for (size_t j = 0; j < e.outs.size(); ++j) {
-      because((e.outs.size() > 1 ? "result " + std::to_string(j) + " of " : std::string("result of ")) +
-                  e.prim->name(),
-              true);
+      because(
+          (e.outs.size() > 1 ? "result " + std::to_string(j) + " of " : std::string("result of ")) +
+              e.prim->name(),
+          true);
       const ArrayType& t = out_t[j];
       val[e.outs[j].get()] = reshard(outs[j], layout_on(me, t.sharding.spec(), t.ndim()));
     }
@@ -719,7 +720,7 @@ void Executable::run_body(int di, const std::vector<void*>& in, const std::vecto
       s[static_cast<size_t>(outputs[o])] = out[o];
   if (di >= 0) run_device(di, s);
   for (size_t o = 0; o < outputs.size(); ++o) {
-    const void* src = out_input[o] >= 0 ? in[static_cast<size_t>(out_input[o])]
+    const void* src = out_input[o] >= 0                     ? in[static_cast<size_t>(out_input[o])]
                       : out_first[o] != static_cast<int>(o) ? out[static_cast<size_t>(out_first[o])]
                                                             : nullptr;
     if (src && src != out[o])
@@ -738,7 +739,9 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
   using K = Executable::Control::Kind;
   const Executable::Control& c = *st.ctl;
   const size_t p = static_cast<size_t>(pos);
-  auto bytes = [&](int v) { return std::max<size_t>(ex.values[static_cast<size_t>(v)].local_bytes, 1); };
+  auto bytes = [&](int v) {
+    return std::max<size_t>(ex.values[static_cast<size_t>(v)].local_bytes, 1);
+  };
   std::vector<void*> in, out, scratch;
   if (c.kind == K::Cond) {
     int32_t idx = *static_cast<const int32_t*>(slots[static_cast<size_t>(st.ins[0])]);
@@ -776,7 +779,8 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
         for (size_t i = 0; i < nconst; ++i) in.push_back(slots[static_cast<size_t>(st.ins[i])]);
         for (size_t k = 0; k < nk; ++k) in.push_back(cur[k]);
         for (size_t i = 0; i < nx; ++i)
-          in.push_back(at_byte(slots[static_cast<size_t>(st.ins[nconst + nk + i])], idx * c.x_bytes[i]));
+          in.push_back(
+              at_byte(slots[static_cast<size_t>(st.ins[nconst + nk + i])], idx * c.x_bytes[i]));
         for (size_t k = 0; k < nk; ++k) out.push_back(last_parity ? fin[k] : tmp[k]);
         for (size_t j = 0; j < c.y_bytes.size(); ++j)
           out.push_back(at_byte(ensure(st.outs[nk + j]), idx * c.y_bytes[j]));
@@ -809,7 +813,8 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
       }
     }
     for (size_t k = 0; k < nk; ++k)
-      if (cur[k] != fin[k]) std::memcpy(fin[k], cur[k], ex.values[static_cast<size_t>(st.outs[k])].local_bytes);
+      if (cur[k] != fin[k])
+        std::memcpy(fin[k], cur[k], ex.values[static_cast<size_t>(st.outs[k])].local_bytes);
   } catch (...) {
     release();
     throw;

@@ -9,9 +9,9 @@
 
 #include "tsr/backends/kernel.h"
 #include "tsr/core/program.h"
-#include "tsr/transforms.h"
 #include "tsr/prims/collectives_layout.h"
 #include "tsr/sharding/reshard_plan.h"
+#include "tsr/transforms.h"
 
 namespace tsr::detail {
 
@@ -76,12 +76,12 @@ class Executable : public std::enable_shared_from_this<Executable> {
     enum class Kind : uint8_t { Cond, While, Scan } kind = Kind::Cond;
     /** Cond: the branches; While: cond then body; Scan: the body. */
     std::vector<std::shared_ptr<const Executable>> subs;
-    size_t n_consts = 0;   // Scan: constants; While: the predicate's constants
-    size_t n_consts2 = 0;  // While: the body's constants
-    size_t n_carry = 0;    // While, Scan
-    int64_t length = 0;    // Scan
-    bool reverse = false;  // Scan
-    std::vector<size_t> x_bytes, y_bytes;  // Scan: one slice of each xs / ys, per device
+    size_t n_consts = 0;                    // Scan: constants; While: the predicate's constants
+    size_t n_consts2 = 0;                   // While: the body's constants
+    size_t n_carry = 0;                     // While, Scan
+    int64_t length = 0;                     // Scan
+    bool reverse = false;                   // Scan
+    std::vector<size_t> x_bytes, y_bytes;   // Scan: one slice of each xs / ys, per device
     std::vector<std::vector<int>> sub_dev;  // per sub, per flat position: its DeviceRun, or -1
     std::vector<size_t> n_groups;           // per flat position: the bodies' collectives
   };

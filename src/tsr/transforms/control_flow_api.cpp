@@ -31,10 +31,11 @@ Array leading_slice(const Array& x, int64_t from, int64_t to) {
 void check_map_leaves(const std::vector<Array>& leaves) {
   for (const auto& x : leaves)
     if (x.ndim() > 0 && !entries_of(x.type())[0].axes().empty())
-      throw ValueError("[map] 0th dimension of leaf passed to `tsr::map` should be replicated. Got " +
-                       short_type(x.type()) + " (" + x.type().sharding.spec().repr() +
-                       "); expected dim 0 unsharded. Reshard it (tsr::reshard), or vmap over a "
-                       "sharded dimension instead.");
+      throw ValueError(
+          "[map] 0th dimension of leaf passed to `tsr::map` should be replicated. Got " +
+          short_type(x.type()) + " (" + x.type().sharding.spec().repr() +
+          "); expected dim 0 unsharded. Reshard it (tsr::reshard), or vmap over a "
+          "sharded dimension instead.");
 }
 
 void check_same_structure(const tree::Structure& a, const tree::Structure& b, const char* api,
@@ -54,7 +55,8 @@ Array cond_index(const Array& pred) {
   if (pred.dtype() == DType::Bool) return astype(pred, DType::Int32);
   if (!is_integer(pred.dtype()) && !is_floating(pred.dtype()))
     throw TypeError(std::string("[cond] Pred type must be either boolean or number, got ") +
-                    dtype_name(pred.dtype()) + ". Got that dtype; expected bool or a number. "
+                    dtype_name(pred.dtype()) +
+                    ". Got that dtype; expected bool or a number. "
                     "Compare it to get a bool.");
   return astype(not_equal(pred, 0), DType::Int32);
 }
@@ -119,10 +121,10 @@ std::vector<Array> while_flat(const FlatFn& cond, const FlatFn& body,
   args.insert(args.end(), bp.consts.begin(), bp.consts.end());
   args.insert(args.end(), init.begin(), init.end());
   const size_t ncc = cp.consts.size(), nbc = bp.consts.size();
-  return detail::bind(std::make_shared<prim::While>(std::make_shared<const Program>(lift_consts(cp)),
-                                            std::make_shared<const Program>(lift_consts(bp)), ncc,
-                                            nbc),
-              args);
+  return detail::bind(
+      std::make_shared<prim::While>(std::make_shared<const Program>(lift_consts(cp)),
+                                    std::make_shared<const Program>(lift_consts(bp)), ncc, nbc),
+      args);
 }
 
 std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
@@ -139,24 +141,24 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
     std::vector<std::string> lens;
     for (const auto& x : xs) {
       if (x.ndim() == 0)
-        throw ValueError("[scan] scan got value with no leading axis to scan over: " +
-                         short_type(x.type()) +
-                         ". Got a scalar in xs; expected arrays of rank >= 1. Pass it as a "
-                         "constant the body captures instead.");
+        throw ValueError(
+            "[scan] scan got value with no leading axis to scan over: " + short_type(x.type()) +
+            ". Got a scalar in xs; expected arrays of rank >= 1. Pass it as a "
+            "constant the body captures instead.");
       lens.push_back(std::to_string(x.shape()[0]));
     }
     length = xs[0].shape()[0];
-    bool equal = std::all_of(xs.begin(), xs.end(),
-                             [&](const Array& x) { return x.shape()[0] == length; });
+    bool equal =
+        std::all_of(xs.begin(), xs.end(), [&](const Array& x) { return x.shape()[0] == length; });
     if (!equal || (o.length && *o.length != length)) {
       std::string l = "[";
       for (size_t i = 0; i < lens.size(); ++i) l += (i ? ", " : "") + lens[i];
-      throw ValueError(
-          std::string("[scan] ") +
-          (o.length ? "scan got `length` argument of " + std::to_string(*o.length) +
-                          " which disagrees with leading axis sizes " + l + "]"
-                    : "scan got values with different leading axis sizes: " + l + "]") +
-          ". Got those; expected one length along dim 0. Pass xs of equal length.");
+      throw ValueError(std::string("[scan] ") +
+                       (o.length
+                            ? "scan got `length` argument of " + std::to_string(*o.length) +
+                                  " which disagrees with leading axis sizes " + l + "]"
+                            : "scan got values with different leading axis sizes: " + l + "]") +
+                       ". Got those; expected one length along dim 0. Pass xs of equal length.");
     }
   }
   if (length < 0)
@@ -171,9 +173,9 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
   args.insert(args.end(), init.begin(), init.end());
   args.insert(args.end(), xs.begin(), xs.end());
   const size_t nc = bp.consts.size();
-  return detail::bind(std::make_shared<prim::Scan>(std::make_shared<const Program>(lift_consts(bp)), nc,
-                                           nk, length, o.reverse, o.unroll),
-              args);
+  return detail::bind(std::make_shared<prim::Scan>(std::make_shared<const Program>(lift_consts(bp)),
+                                                   nc, nk, length, o.reverse, o.unroll),
+                      args);
 }
 
 }  // namespace tsr::detail

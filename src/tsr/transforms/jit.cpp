@@ -1,8 +1,8 @@
 // jit: trace once per input signature (types + static arguments), lower once per
 // input layout, run the executable. Inside another trace a call records one
 // `jit` equation holding the sub-program (nested jit).
-#include <iostream>
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <unordered_map>
 
