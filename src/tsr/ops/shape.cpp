@@ -303,8 +303,9 @@ Array with_sharding_constraint(const Array& x, const ShardingArg& sharding) {
           "[with_sharding_constraint] The spec of NamedSharding passed to "
           "with_sharding_constraint can only refer to Auto axes of the mesh. Got spec=" +
           spec.repr() + " and mesh=" + m.str() + ". You probably meant to use `reshard` API?");
-  // Auto axes: a hint for the Auto propagation pass (a later issue); the type is unchanged.
-  return x;
+  // Auto axes: a hard constraint for the Auto propagation pass; the type is unchanged.
+  if (m.auto_axes().empty()) return x;
+  return detail::bind1(std::make_shared<prim::ShardingConstraint>(spec, m), {x});
 }
 
 }  // namespace tsr

@@ -12,6 +12,7 @@
 #include "tsr/error.h"
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/shard_map.h"
+#include "tsr/sharding/propagate.h"
 
 namespace tsr::detail {
 namespace {
@@ -33,6 +34,25 @@ struct Lowerer {
   Mesh mesh;  // the program's mesh
   std::unordered_map<const Var*, int> val;
   std::vector<Mesh> known;  // concrete meshes met so far (inputs, placements, renamings)
+  const AutoLayouts* chosen = nullptr;  // the Auto pass's layouts, on meshes with Auto axes
+
+  // `m` with every axis Explicit (same devices), for partial results over Auto axes.
+  const Mesh& explicit_twin(const Mesh& m) {
+    std::vector<AxisType> types(m.axis_sizes().size(), AxisType::Explicit);
+    Mesh t(m.devices(), m.axis_sizes(), m.axis_names(), types);
+    for (const Mesh& k : known)
+      if (k == t) return k;
+    return known.emplace_back(std::move(t));
+  }
+
+  // The layout of value v: what the Auto pass chose, else its type's spec.
+  const PartitionSpec& spec_of_var(const Var& v) const {
+    if (chosen) {
+      auto it = chosen->var.find(&v);
+      if (it != chosen->var.end()) return it->second;
+    }
+    return v.type.sharding.spec();
+  }
 
   // The devices of an abstract mesh: a concrete mesh already met with that
   // abstract mesh, else the context mesh, else the program's devices under the new
@@ -261,7 +281,7 @@ struct Lowerer {
         const ArrayType& t = e.outs[j]->type;
         val[e.outs[j].get()] =
             reshard(val.at(sub->out_vars[j].get()),
-                    layout_on(mesh_for(t.sharding.mesh()), t.sharding.spec(), t.ndim()));
+                    layout_on(mesh_for(t.sharding.mesh()), spec_of_var(*e.outs[j]), t.ndim()));
       }
       return;
     }
@@ -272,17 +292,22 @@ struct Lowerer {
     }
     // A copy: `known` may grow (and move its elements) while this equation lowers.
     const Mesh me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh_for(eqn_mesh(e));
-    if (std::string_view(e.prim->name()) == "reshard") {
+    if (std::string_view(e.prim->name()) == "reshard" ||
+        std::string_view(e.prim->name()) == "sharding_constraint") {
       // A pure layout change: one reshard step, no kernel.
       const ArrayType& t = e.outs[0]->type;
       val[e.outs[0].get()] =
-          reshard(val.at(e.ins[0].get()), layout_on(me, t.sharding.spec(), t.ndim()));
+          reshard(val.at(e.ins[0].get()), layout_on(me, spec_of_var(*e.outs[0]), t.ndim()));
       return;
     }
     std::vector<ArrayType> in_t, out_t;
     for (const auto& v : e.ins) in_t.push_back(v->type);
     for (const auto& v : e.outs) out_t.push_back(v->type);
-    Lowering l = e.prim->partition(in_t, out_t);
+    // On Auto axes the kernel is partitioned by the layout types the pass chose.
+    auto picked = chosen ? chosen->eqn.find(&e) : decltype(chosen->eqn)::const_iterator();
+    const bool use_pick = chosen && picked != chosen->eqn.end();
+    Lowering l = e.prim->partition(use_pick ? picked->second.in : in_t,
+                                   use_pick ? picked->second.out : out_t);
     Executable::Step st;
     st.prim = e.prim;
     st.fn = find_kernel(e.prim->name());
@@ -295,7 +320,14 @@ struct Lowerer {
     std::vector<int> outs;
     for (size_t j = 0; j < e.outs.size(); ++j) {
       const ArrayType& t = out_t[j];
-      int v = add_value(t.shape, t.dtype, t.weak, layout_on(me, l.out[j], t.ndim()));
+      // A partial result over an Auto axis (the pass's row-parallel dot) lives on the
+      // same devices with that axis typed Explicit: concrete unreduced sets name only
+      // Explicit axes.
+      bool partial_auto = false;
+      for (const auto& a : l.out[j].unreduced())
+        partial_auto = partial_auto || me.abstract_mesh().axis_type(a) != AxisType::Explicit;
+      const Mesh& om = partial_auto ? explicit_twin(me) : me;
+      int v = add_value(t.shape, t.dtype, t.weak, layout_on(om, l.out[j], t.ndim()));
       st.outs.push_back(v);
       st.out_local.push_back({ex.values[v].layout.shard_shape(t.shape), t.dtype});
     }
@@ -315,7 +347,7 @@ struct Lowerer {
     ex.steps.push_back(std::move(st));
     for (size_t j = 0; j < e.outs.size(); ++j) {
       const ArrayType& t = out_t[j];
-      val[e.outs[j].get()] = reshard(outs[j], layout_on(me, t.sharding.spec(), t.ndim()));
+      val[e.outs[j].get()] = reshard(outs[j], layout_on(me, spec_of_var(*e.outs[j]), t.ndim()));
     }
   }
 };
@@ -340,7 +372,7 @@ std::shared_ptr<const Executable> lower(
     const Program& p, const std::vector<NamedSharding>& in_layouts,
     const std::vector<std::optional<NamedSharding>>& out_layouts) {
   auto ex = std::make_shared<Executable>();
-  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}, {}};
+  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}, nullptr, {}};
   for (const auto& l : in_layouts)
     if (l.concrete_mesh() && !l.concrete_mesh()->empty()) {
       bool seen = false;
@@ -355,6 +387,9 @@ std::shared_ptr<const Executable> lower(
     ex->inputs.push_back(v);
     lw.val[in_vars[i].get()] = v;
   }
+  std::unique_ptr<AutoLayouts> chosen =
+      propagate_auto(p, lw.mesh.abstract_mesh(), in_layouts, out_layouts);
+  lw.chosen = chosen.get();
   lw.lower_program(p);
   for (size_t o = 0; o < p.out_vars.size(); ++o) {
     int v = lw.val.at(p.out_vars[o].get());

@@ -1,0 +1,157 @@
+// The Auto-axis propagation pass (docs/design/0013): spec §14's examples, with_sharding
+// _constraint merging, and the Megatron layouts of an MLP and an attention block.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <tsr/tsr.h>
+
+#include <regex>
+
+#include "support/error_of.h"
+
+using namespace tsr;
+
+namespace {
+
+// Occurrences of `what` in `s`.
+int count_of(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + what.size())) ++n;
+  return n;
+}
+
+std::vector<float> mlp_ref(const std::vector<float>& x, const std::vector<float>& w1,
+                           const std::vector<float>& w2, int b, int d, int h) {
+  std::vector<float> hid(static_cast<size_t>(b * h)), y(static_cast<size_t>(b * d));
+  for (int i = 0; i < b; ++i)
+    for (int j = 0; j < h; ++j) {
+      float s = 0;
+      for (int k = 0; k < d; ++k) s += x[i * d + k] * w1[k * h + j];
+      hid[i * h + j] = std::max(s, 0.f);
+    }
+  for (int i = 0; i < b; ++i)
+    for (int j = 0; j < d; ++j) {
+      float s = 0;
+      for (int k = 0; k < h; ++k) s += hid[i * h + k] * w2[k * d + j];
+      y[i * d + j] = s;
+    }
+  return y;
+}
+
+void expect_near(const std::vector<float>& a, const std::vector<float>& b, float tol = 1e-4f) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], tol * std::max(1.f, std::fabs(a[i]))) << "at " << i;
+}
+
+}  // namespace
+
+// Spec §14, mesh (x: Explicit, y: Auto): the type keeps x only; the contraction over y
+// is computed sharded (partial sums) and reduced once.
+TEST(AutoPropagation, Spec14MixedExplicitX) {
+  Mesh m = make_mesh({2, 2}, {"x", "y"}, {AxisType::Explicit, AxisType::Auto});
+  MeshScope scope(m);
+  Array v = arange(64.f).reshape({8, 8}) / 64.f;
+  Array arr = device_put(v, P("x", "y"));
+  Array arr2 = device_put(v, P("y", nullptr));
+  EXPECT_EQ(typeof(arr).str(), "f32[8@x,8]");
+  EXPECT_EQ(typeof(arr2).str(), "f32[8,8]");
+  auto f = [](const Array& a, const Array& b) { return matmul(sin(a * 2.f), b); };
+  Array r = jit(f)(arr, arr2);
+  EXPECT_EQ(typeof(r).str(), "f32[8@x,8]");
+  EXPECT_EQ(r.sharding().spec().normalized(2), P("x", nullptr));
+  expect_near(r.to_vector<float>(), matmul(sin(v * 2.f), v).to_vector<float>());
+  std::string local = jit(f).lower(arr, arr2).local;
+  EXPECT_EQ(count_of(local, "all_reduce"), 1) << local;
+}
+
+// Spec §14, mesh (x: Auto, y: Explicit): the type is replicated; the concrete layout is
+// the pass's choice (JAX's compiler picked P('x'); ours keeps rhs's x on its free dim).
+TEST(AutoPropagation, Spec14MixedExplicitY) {
+  Mesh m = make_mesh({2, 2}, {"x", "y"}, {AxisType::Auto, AxisType::Explicit});
+  MeshScope scope(m);
+  Array a = arange(16.f).reshape({8, 2});
+  Array b = arange(16.f).reshape({2, 8});
+  Array arr = device_put(a, P(nullptr, "y"));
+  Array arr2 = device_put(b, P(nullptr, "x"));
+  EXPECT_EQ(typeof(arr).str(), "f32[8,2@y]");
+  EXPECT_EQ(typeof(arr2).str(), "f32[2,8]");
+  Array r = jit([](const Array& p, const Array& q) { return matmul(p, q); })(arr, arr2);
+  EXPECT_EQ(typeof(r).str(), "f32[8,8]");
+  // Never sharded along the Explicit y behind the type's back.
+  const PartitionSpec got = r.sharding().spec().normalized(2);
+  for (const auto& e : got.entries())
+    for (const auto& ax : e.axes()) EXPECT_NE(ax, "y");
+  expect_near(r.to_vector<float>(), matmul(a, b).to_vector<float>());
+}
+
+// Spec §13.3: on a mixed mesh the constraint appends its Auto axes to the type's
+// Explicit ones (explicit major).
+TEST(AutoPropagation, ShardingConstraintMergesExplicitAndAuto) {
+  Mesh m = make_mesh({4, 2}, {"x", "y"}, {AxisType::Explicit, AxisType::Auto});
+  MeshScope scope(m);
+  Array x = device_put(iota({8, 2}, int32), P("x"));
+  EXPECT_EQ(typeof(x).str(), "i32[8@x,2]");
+  auto f = jit([](const Array& a) { return with_sharding_constraint(a, P("y")); });
+  Array r = f(x);
+  EXPECT_EQ(typeof(r).str(), "i32[8@x,2]");
+  EXPECT_EQ(r.sharding().spec().normalized(2), P(Axes{"x", "y"}, nullptr));
+  EXPECT_EQ(r.to_vector<int>(), iota({8, 2}, int32).to_vector<int>());
+  // Eagerly too.
+  Array e = with_sharding_constraint(x, P("y"));
+  EXPECT_EQ(e.sharding().spec().normalized(2), P(Axes{"x", "y"}, nullptr));
+  // Explicit axes are refused in the spec (E-text of §13.3).
+  EXPECT_THAT(error_of<ValueError>([&] { (void)with_sharding_constraint(x, P("x")); }),
+              ::testing::HasSubstr("can only refer to Auto axes of the mesh"));
+}
+
+// A constraint inside an all-Auto program is a hard constraint at that point, and
+// propagates backward to the producer (no reshard between them).
+TEST(AutoPropagation, ShardingConstraintIsHardAndPropagatesBackward) {
+  Mesh m = make_mesh({8}, {"d"}, {AxisType::Auto});
+  MeshScope scope(m);
+  Array x = device_put(arange(64.f).reshape({8, 8}), P());
+  auto f = [](const Array& a) {
+    Array s = with_sharding_constraint(sin(a), P(nullptr, "d"));
+    return cos(s);
+  };
+  Array r = jit(f)(x);
+  EXPECT_EQ(r.sharding().spec().normalized(2), P(nullptr, "d"));
+  expect_near(r.to_vector<float>(), cos(sin(arange(64.f).reshape({8, 8}))).to_vector<float>());
+  std::string local = jit(f).lower(x).local;
+  EXPECT_EQ(count_of(local, "all_to_allv"), 0) << local;
+}
+
+// The MLP with only inputs annotated: column- then row-parallel, one all-reduce.
+TEST(AutoPropagation, MlpGetsMegatronLayout) {
+  Mesh m = make_mesh({2, 4}, {"data", "model"}, {AxisType::Auto, AxisType::Auto});
+  MeshScope scope(m);
+  const int b = 8, d = 16, h = 32;
+  Array xv = (arange(static_cast<float>(b * d)).reshape({b, d}) / 100.f) - 0.5f;
+  Array w1v = cos(arange(static_cast<float>(d * h)).reshape({d, h}));
+  Array w2v = sin(arange(static_cast<float>(h * d)).reshape({h, d}));
+  Array x = device_put(xv, P("data", nullptr));
+  Array w1 = device_put(w1v, P(nullptr, "model"));
+  Array w2 = device_put(w2v, P("model", nullptr));
+  auto mlp = [](const Array& x, const Array& w1, const Array& w2) {
+    return matmul(maximum(matmul(x, w1), 0.f), w2);
+  };
+  Array y = jit(mlp)(x, w1, w2);
+  EXPECT_EQ(typeof(y).str(), "f32[8,16]");
+  EXPECT_EQ(y.sharding().spec().normalized(2), P("data", nullptr));
+  expect_near(y.to_vector<float>(), mlp_ref(xv.to_vector<float>(), w1v.to_vector<float>(),
+                                            w2v.to_vector<float>(), b, d, h));
+  std::string local = jit(mlp).lower(x, w1, w2).local;
+  EXPECT_EQ(count_of(local, "all_reduce"), 1) << local;
+  EXPECT_EQ(count_of(local, "all_to_allv"), 0) << local;
+  EXPECT_HAS(local, "%3:f32(4, 8) = dot_general");  // hidden: (data, model) blocks
+  EXPECT_HAS(local, "P('data', None, unreduced={'model'}, unreduced_kind=sum) -> P('data', None)");
+  // Unannotated (replicated) weights: the pass still picks the same split.
+  Array w1r = device_put(w1v, P()), w2r = device_put(w2v, P());
+  std::string local2 = jit(mlp).lower(x, w1r, w2r).local;
+  EXPECT_EQ(count_of(local2, "all_reduce"), 1) << local2;
+  EXPECT_HAS(local2, "%4:f32(4, 8) = dot_general");
+  EXPECT_EQ(count_of(local2, "all_to_allv"), 0) << local2;
+  Array y2 = jit(mlp)(x, w1r, w2r);
+  expect_near(y2.to_vector<float>(), y.to_vector<float>());
+}
