@@ -287,7 +287,9 @@ TEST(RulesCoverage, EveryPrimitiveHasARuleRecordAndAKernel) {
         "psum", "pmax", "pmin", "pvary", "axis_index",
         // Collectives lower to comm steps (Group calls), not kernels.
         "all_gather", "all_gather_invariant", "reduce_scatter", "ppermute", "all_to_all",
-        "pbroadcast"};
+        "pbroadcast",
+        // A layout constraint lowers to a reshard step.
+        "sharding_constraint"};
     if (!kernel_free.count(p)) {
       EXPECT_TRUE(detail::has_kernel(p.c_str())) << "no cpu kernel for " << p;
     }

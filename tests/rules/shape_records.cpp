@@ -41,6 +41,12 @@ std::vector<Record> shape_records() {
       {{P()}, {P("x")}, {P("x", "y")}});
   add({"reshape"}, "reshape_merge_two_sharded", {{{2, 4}}},
       [](auto& a) { return reshape(a[0], {8}); }, {{P("x", "y")}});
+  // On Explicit meshes an UNCONSTRAINED constraint is a no-op; the Auto table
+  // (auto_table_test.cpp) runs it as the sharding_constraint primitive.
+  add(
+      {"sharding_constraint"}, "wsc_unconstrained", {{{8, 4}}},
+      [](auto& a) { return with_sharding_constraint(sin(a[0]), P(UNCONSTRAINED, UNCONSTRAINED)); },
+      s2());
   add(
       {"transpose"}, "transpose", {{{8, 4}}}, [](auto& a) { return transpose(a[0]); }, s2());
   add({"transpose"}, "transpose3", {{{2, 8, 4}}},

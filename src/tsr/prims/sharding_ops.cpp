@@ -9,10 +9,10 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("reshard") && register_primitive("jit") &&
-                        declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Differentiable) &&
-                        register_primitive("sharding_constraint") &&
-                        declare_ad("sharding_constraint", AdKind::Linear);
+const bool registered =
+    register_primitive("reshard") && register_primitive("jit") &&
+    declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Differentiable) &&
+    register_primitive("sharding_constraint") && declare_ad("sharding_constraint", AdKind::Linear);
 }
 
 void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op) {
@@ -60,8 +60,8 @@ PartitionSpec ShardingConstraint::merged(const ArrayType& t, const PartitionSpec
   for (int d = 0; d < rank; ++d) {
     Axes axes = typed[d].axes();
     const bool open = d < spec_.size() && spec_.entries()[d].is_unconstrained();
-    const Axes& extra = open ? f.entries()[d].axes()
-                             : (d < spec_.size() ? spec_.entries()[d].axes() : Axes{});
+    const Axes& extra =
+        open ? f.entries()[d].axes() : (d < spec_.size() ? spec_.entries()[d].axes() : Axes{});
     for (const auto& a : extra)
       if (mesh_.axis_index(a) >= 0 && mesh_.axis_type(a) == AxisType::Auto) axes.push_back(a);
     out.emplace_back(axes);

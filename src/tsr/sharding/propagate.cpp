@@ -163,7 +163,22 @@ struct Pass {
           in[i] = make_type(t.shape, t.dtype, t.weak, pm, spec_of(pe));
           out = e.prim->infer(in);
         } catch (const std::exception&) {
-          continue;  // the rule refuses it: this dim does not shard through the op
+          // Rules that want equal operand shardings (select_n, concatenate): probe
+          // dim d of every operand of the same rank and size together.
+          std::vector<int> joint;
+          for (size_t o = 0; o < e.ins.size(); ++o) {
+            const ArrayType& u = e.ins[o]->type;
+            if (o == i || u.ndim() != t.ndim() || u.shape[d] != t.shape[d]) continue;
+            in[o] = make_type(u.shape, u.dtype, u.weak, pm, spec_of(pe));
+            joint.push_back(offset[o] + d);
+          }
+          try {
+            if (joint.empty()) continue;
+            out = e.prim->infer(in);
+          } catch (const std::exception&) {
+            continue;  // the rule refuses it: this dim does not shard through the op
+          }
+          for (int o : joint) unite(o, offset[i] + d);
         }
         for (size_t j = 0; j < out.size(); ++j) {
           auto oe = entries_of(out[j]);
@@ -182,7 +197,8 @@ struct Pass {
     std::set<int> paired;
     if (const auto* dot = dynamic_cast<const prim::DotGeneral*>(e.prim.get()))
       for (size_t k = 0; k < dot->dims().lhs_contract.size(); ++k) {
-        int a = offset[0] + dot->dims().lhs_contract[k], b = offset[1] + dot->dims().rhs_contract[k];
+        int a = offset[0] + dot->dims().lhs_contract[k],
+            b = offset[1] + dot->dims().rhs_contract[k];
         unite(a, b);
         paired.insert(find(b));
       }
@@ -323,6 +339,7 @@ struct Pass {
       for (const auto& en : cur.back().entries()) any_sharded = any_sharded || !en.is_none();
     }
     const size_t nf = f.ins.size();
+    const bool is_dot = dynamic_cast<const prim::DotGeneral*>(e.prim.get()) != nullptr;
     std::vector<std::vector<Axes>> opts(nf, std::vector<Axes>{Axes{}});
     auto offer = [&](size_t k, const Axes& a) {
       if (std::find(opts[k].begin(), opts[k].end(), a) == opts[k].end()) opts[k].push_back(a);
@@ -335,9 +352,11 @@ struct Pass {
         for (const auto& want : it->second)
           if (d < want.size()) offer(k, part(want.entries()[d], am, true));
       }
-      // Sharding spreads from sharded operands: a factor that reaches a result (or a
-      // contracting pair) may take any Auto axis once some operand is sharded.
-      if (any_sharded && (!f.outs[k].empty() || f.pair[k]))
+      // A dot_general with a sharded operand may split its other operand along any
+      // Auto axis (a free local slice of a replicated weight: Megatron's column and row
+      // layers). Elsewhere sharding only follows operands and consumers: inventing it
+      // would trade later communication for less compute.
+      if (is_dot && any_sharded && (!f.outs[k].empty() || f.pair[k]))
         for (const auto& a : autos) offer(k, Axes{a});
     }
     // Keep the search small: drop the last-offered options of the largest lists first.
@@ -372,11 +391,13 @@ struct Pass {
     if (!best) {
       // Nothing the rule accepts (it cannot fail on the types themselves): typed layouts.
       res.eqn.erase(&e);
-      for (size_t j = 0; j < e.outs.size(); ++j) res.var[e.outs[j].get()] = type_spec(e.outs[j]->type);
+      for (size_t j = 0; j < e.outs.size(); ++j)
+        res.var[e.outs[j].get()] = type_spec(e.outs[j]->type);
       for (const auto& v : e.ins) next_demand[v.get()].push_back(type_spec(v->type));
       return;
     }
-    for (size_t i = 0; i < e.ins.size(); ++i) next_demand[e.ins[i].get()].push_back(best->in_want[i]);
+    for (size_t i = 0; i < e.ins.size(); ++i)
+      next_demand[e.ins[i].get()].push_back(best->in_want[i]);
     for (size_t j = 0; j < e.outs.size(); ++j) res.var[e.outs[j].get()] = best->out_spec[j];
     res.eqn[&e] = std::move(best->types);
   }
@@ -411,7 +432,8 @@ struct Pass {
           res.var[e.outs[j].get()] = same ? s : type_spec(t);
         }
       } else if (const auto* wsc = dynamic_cast<const prim::ShardingConstraint*>(e.prim.get())) {
-        PartitionSpec s = wsc->merged(e.outs[0]->type, layout(e.ins[0])).normalized(e.outs[0]->type.ndim());
+        PartitionSpec s =
+            wsc->merged(e.outs[0]->type, layout(e.ins[0])).normalized(e.outs[0]->type.ndim());
         res.var[e.outs[0].get()] = s;
         next_demand[e.ins[0].get()].push_back(s);
       } else if (std::string_view(name) == "reshard" || opaque(e, am)) {
