@@ -155,3 +155,58 @@ TEST(AutoPropagation, MlpGetsMegatronLayout) {
   Array y2 = jit(mlp)(x, w1r, w2r);
   expect_near(y2.to_vector<float>(), y.to_vector<float>());
 }
+
+namespace {
+
+// One attention block: per-head projections, softmax attention, output projection,
+// residual. Written with no sharding annotations.
+Array attention(const Array& x, const Array& wq, const Array& wk, const Array& wv, const Array& wo,
+                int heads) {
+  const int64_t b = x.shape()[0], s = x.shape()[1], hd = wq.shape()[1];
+  auto split = [&](const Array& t) { return reshape(t, {b, s, heads, hd / heads}); };
+  Array q = split(matmul(x, wq)), k = split(matmul(x, wk)), v = split(matmul(x, wv));
+  Array att = softmax(einsum("bshd,bthd->bhst", {q, k}) * 0.25f, -1);
+  Array o = reshape(einsum("bhst,bthd->bshd", {att, v}), {b, s, hd});
+  return x + matmul(o, wo);
+}
+
+}  // namespace
+
+// Two attention blocks with batch on `data` and the projections on `model` (columns
+// of wq/wk/wv, rows of wo): heads stay split on `model` through the attention, and
+// each block ends in exactly one all-reduce (Megatron's attention layout).
+TEST(AutoPropagation, AttentionGetsMegatronLayout) {
+  Mesh m = make_mesh({2, 4}, {"data", "model"}, {AxisType::Auto, AxisType::Auto});
+  const int b = 4, s = 8, d = 16, heads = 4;
+  auto weights = [&](int salt) {
+    std::vector<Array> w;
+    for (int i = 0; i < 4; ++i)
+      w.push_back(
+          sin(arange(static_cast<float>(d * d)).reshape({d, d}) * (0.01f * (salt + i + 1))));
+    return w;
+  };
+  std::vector<Array> w1 = weights(0), w2 = weights(4);
+  Array xv = cos(arange(static_cast<float>(b * s * d)).reshape({b, s, d}) * 0.1f);
+  auto block2 = [&](const std::vector<Array>& a) {
+    Array h = attention(a[0], a[1], a[2], a[3], a[4], heads);
+    return std::vector<Array>{attention(h, a[5], a[6], a[7], a[8], heads)};
+  };
+  std::vector<Array> host = {xv};
+  host.insert(host.end(), w1.begin(), w1.end());
+  host.insert(host.end(), w2.begin(), w2.end());
+  std::vector<float> want = block2(host)[0].to_vector<float>();
+  MeshScope scope(m);
+  std::vector<Array> in = {device_put(xv, P("data"))};
+  for (const auto* w : {&w1, &w2})
+    for (int i = 0; i < 4; ++i)
+      in.push_back(device_put((*w)[i], i < 3 ? P(nullptr, "model") : P("model", nullptr)));
+  auto f = jit(block2);
+  Array y = f(in)[0];
+  expect_near(want, y.to_vector<float>(), 1e-3f);
+  EXPECT_EQ(y.sharding().spec().normalized(3), P("data", nullptr, nullptr));
+  std::string local = f.lower(in).local;
+  EXPECT_EQ(count_of(local, "all_reduce"), 2) << local;
+  EXPECT_EQ(count_of(local, "all_to_allv"), 0) << local;
+  // Scores per device: batch / data, heads / model.
+  EXPECT_HAS(local, ":f32(2, 1, 8, 8) = dot_general");
+}

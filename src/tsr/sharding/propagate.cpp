@@ -55,17 +55,21 @@ double local_bytes(const Shape& s, DType dt, const PartitionSpec& spec, const Ab
 
 // The cost model (docs/design/0013 §3): bytes each device sends or receives, then the
 // elements a device computes (work replicated across devices), then local copy bytes.
+// `moved` is the part of `comm` that reshuffles a layout (all-to-all, gather) rather
+// than reducing a partial result; `bias` weighs it more in one of the strategies.
 struct Cost {
-  double comm = 0, compute = 0, copy = 0;
+  double comm = 0, compute = 0, copy = 0, moved = 0, bias = 0;
   Cost& operator+=(const Cost& o) {
     comm += o.comm;
     compute += o.compute;
     copy += o.copy;
+    moved += o.moved;
     return *this;
   }
   bool operator<(const Cost& o) const {
     auto lt = [](double a, double b) { return a < b - 1e-9 * std::max(1.0, b); };
-    if (lt(comm, o.comm) || lt(o.comm, comm)) return lt(comm, o.comm);
+    const double x = comm + bias, y = o.comm + o.bias;
+    if (lt(x, y) || lt(y, x)) return lt(x, y);
     if (lt(compute, o.compute) || lt(o.compute, compute)) return lt(compute, o.compute);
     return lt(copy, o.copy);
   }
@@ -89,7 +93,13 @@ Cost move_cost(const PartitionSpec& a, const PartitionSpec& b, const Shape& s, D
     const Axes &p = x.entries()[d].axes(), &q = y.entries()[d].axes();
     local = local && p.size() <= q.size() && std::equal(p.begin(), p.end(), q.begin());
   }
-  (local ? c.copy : c.comm) += local_bytes(s, dt, y, m);
+  const double bytes = local_bytes(s, dt, y, m);
+  if (local) {
+    c.copy += bytes;
+  } else {
+    c.comm += bytes;
+    c.moved += bytes;
+  }
   return c;
 }
 
@@ -114,6 +124,8 @@ struct Pass {
   AutoLayouts& res;
   std::unordered_map<const Var*, std::vector<PartitionSpec>> demand, next_demand;
   std::unordered_map<const Eqn*, Factors> factors;
+  double sticky = 1;  // weight of reshuffled bytes when choosing (1: bytes as they are)
+  Cost total;         // what the sweep's layouts cost, unweighted
 
   PartitionSpec type_spec(const ArrayType& t) const {
     return t.sharding.spec().normalized(t.ndim());
@@ -233,7 +245,7 @@ struct Pass {
   }
 
   struct Choice {
-    Cost cost;
+    Cost cost, own;  // own: without the consumers' side
     AutoLayouts::EqnTypes types;
     std::vector<PartitionSpec> in_want, out_spec;
   };
@@ -321,11 +333,16 @@ struct Pass {
       const ArrayType& t = e.outs[j]->type;
       c.cost += move_cost(l.out[j], c.out_spec[j], t.shape, t.dtype, am);
       c.cost.compute += local_bytes(t.shape, DType::UInt8, l.out[j].normalized(t.ndim()), am);
+    }
+    c.own = c.cost;
+    for (size_t j = 0; j < e.outs.size(); ++j) {
+      const ArrayType& t = e.outs[j]->type;
       auto it = demand.find(e.outs[j].get());
       if (it != demand.end())
         for (const auto& want : it->second)
           c.cost += move_cost(c.out_spec[j], want, t.shape, t.dtype, am);
     }
+    c.cost.bias = (sticky - 1) * c.cost.moved;
     return true;
   }
 
@@ -360,12 +377,12 @@ struct Pass {
         for (const auto& a : autos) offer(k, Axes{a});
     }
     // Keep the search small: drop the last-offered options of the largest lists first.
-    auto total = [&] {
+    auto combos = [&] {
       double n = 1;
       for (const auto& o : opts) n *= static_cast<double>(o.size());
       return n;
     };
-    while (total() > 729) {
+    while (combos() > 729) {
       auto big = std::max_element(opts.begin(), opts.end(),
                                   [](const auto& a, const auto& b) { return a.size() < b.size(); });
       big->pop_back();
@@ -396,10 +413,16 @@ struct Pass {
       for (const auto& v : e.ins) next_demand[v.get()].push_back(type_spec(v->type));
       return;
     }
+    total += best->own;
     for (size_t i = 0; i < e.ins.size(); ++i)
       next_demand[e.ins[i].get()].push_back(best->in_want[i]);
     for (size_t j = 0; j < e.outs.size(); ++j) res.var[e.outs[j].get()] = best->out_spec[j];
     res.eqn[&e] = std::move(best->types);
+  }
+
+  // Adds what moving v to layout `to` costs to the sweep's total.
+  void charge(const VarPtr& v, const PartitionSpec& to) {
+    total += move_cost(layout(v), to, v->type.shape, v->type.dtype, am);
   }
 
   void sweep(const Program& p) {
@@ -434,14 +457,19 @@ struct Pass {
       } else if (const auto* wsc = dynamic_cast<const prim::ShardingConstraint*>(e.prim.get())) {
         PartitionSpec s =
             wsc->merged(e.outs[0]->type, layout(e.ins[0])).normalized(e.outs[0]->type.ndim());
+        charge(e.ins[0], s);
         res.var[e.outs[0].get()] = s;
         next_demand[e.ins[0].get()].push_back(s);
       } else if (std::string_view(name) == "reshard" || opaque(e, am)) {
         for (const auto& v : e.outs) res.var[v.get()] = type_spec(v->type);
         if (std::string_view(name) == "reshard") {
           next_demand[e.ins[0].get()].push_back(type_spec(e.outs[0]->type));
+          charge(e.ins[0], type_spec(e.outs[0]->type));
         } else {
-          for (const auto& v : e.ins) next_demand[v.get()].push_back(type_spec(v->type));
+          for (const auto& v : e.ins) {
+            next_demand[v.get()].push_back(type_spec(v->type));
+            charge(v, type_spec(v->type));
+          }
         }
       } else {
         choose(e);
@@ -456,17 +484,17 @@ std::unique_ptr<AutoLayouts> propagate_auto(
     const Program& p, const AbstractMesh& mesh, const std::vector<NamedSharding>& in_layouts,
     const std::vector<std::optional<NamedSharding>>& out_layouts) {
   if (mesh.empty() || mesh.auto_axes().empty()) return nullptr;
-  auto res = std::make_unique<AutoLayouts>();
   std::vector<std::pair<std::string, AxisType>> u;
   for (const auto& a : mesh.auto_axes()) u.emplace_back(a, AxisType::Explicit);
-  Pass pass{mesh, mesh.update_axis_types(u), mesh.auto_axes(), *res, {}, {}, {}};
+  const AbstractMesh ex = mesh.update_axis_types(u);
   std::vector<VarPtr> in_vars = p.const_vars;
   in_vars.insert(in_vars.end(), p.in_vars.begin(), p.in_vars.end());
   std::unordered_map<const Var*, PartitionSpec> seeds;
   for (size_t i = 0; i < in_vars.size() && i < in_layouts.size(); ++i) {
     const ArrayType& t = in_vars[i]->type;
     const NamedSharding& l = in_layouts[i];
-    seeds[in_vars[i].get()] = l.mesh() == mesh ? l.spec().normalized(t.ndim()) : pass.type_spec(t);
+    seeds[in_vars[i].get()] =
+        l.mesh() == mesh ? l.spec().normalized(t.ndim()) : t.sharding.spec().normalized(t.ndim());
   }
   std::unordered_map<const Var*, std::vector<PartitionSpec>> out_demand;
   for (size_t o = 0; o < p.out_vars.size() && o < out_layouts.size(); ++o)
@@ -474,18 +502,38 @@ std::unique_ptr<AutoLayouts> propagate_auto(
       out_demand[p.out_vars[o].get()].push_back(
           out_layouts[o]->spec().normalized(p.out_vars[o]->type.ndim()));
   // Forward sweeps, each seeing what the consumers wanted in the one before (the
-  // backward information), until no layout changes.
-  for (int s = 0; s < 4; ++s) {
-    auto before = res->var;
-    res->var = seeds;
-    pass.next_demand = out_demand;
-    pass.sweep(p);
-    pass.demand = std::move(pass.next_demand);
-    pass.next_demand.clear();
-    res->sweeps = s + 1;
-    if (s > 0 && before == res->var) break;
+  // backward information), until no layout changes. Two strategies: bytes as they
+  // are, and reshuffles weighed 4x while choosing (greedy choices are myopic: an
+  // all-to-all that is cheap here can force more downstream); the program keeps the
+  // one whose layouts move fewer bytes in total (docs/design/0013 §3).
+  std::unique_ptr<AutoLayouts> best;
+  Cost best_total;
+  for (double sticky : {1.0, 4.0}) {
+    auto cur = std::make_unique<AutoLayouts>();
+    Pass pass{mesh, ex, mesh.auto_axes(), *cur, {}, {}, {}, sticky, {}};
+    for (int s = 0; s < 4; ++s) {
+      auto before = cur->var;
+      cur->var = seeds;
+      pass.total = Cost{};
+      pass.next_demand = out_demand;
+      pass.sweep(p);
+      for (const auto& [var, wants] : out_demand) {
+        auto it = cur->var.find(var);
+        if (it != cur->var.end())
+          for (const auto& w : wants)
+            pass.total += move_cost(it->second, w, var->type.shape, var->type.dtype, mesh);
+      }
+      pass.demand = std::move(pass.next_demand);
+      pass.next_demand.clear();
+      cur->sweeps = s + 1;
+      if (s > 0 && before == cur->var) break;
+    }
+    if (!best || pass.total < best_total) {
+      best = std::move(cur);
+      best_total = pass.total;
+    }
   }
-  return res;
+  return best;
 }
 
 }  // namespace tsr::detail
