@@ -41,12 +41,21 @@ std::vector<Record> shape_records() {
       {{P()}, {P("x")}, {P("x", "y")}});
   add({"reshape"}, "reshape_merge_two_sharded", {{{2, 4}}},
       [](auto& a) { return reshape(a[0], {8}); }, {{P("x", "y")}});
-  // On Explicit meshes an UNCONSTRAINED constraint is a no-op; the Auto table
-  // (auto_table_test.cpp) runs it as the sharding_constraint primitive.
+  // The sharding_constraint primitive binds on Auto axes only: run it inside
+  // auto_axes (which also puts auto_axes through jit, grad and vmap).
   add(
-      {"sharding_constraint"}, "wsc_unconstrained", {{{8, 4}}},
-      [](auto& a) { return with_sharding_constraint(sin(a[0]), P(UNCONSTRAINED, UNCONSTRAINED)); },
+      {"sharding_constraint"}, "wsc_in_auto_axes", {{{8, 4}}},
+      [](auto& a) {
+        auto f = [](const Array& x) {
+          return with_sharding_constraint(sin(x), P(UNCONSTRAINED, UNCONSTRAINED));
+        };
+        return auto_axes(f, {.out_sharding = typeof(a[0]).sharding.spec()})(a[0]);
+      },
       s2());
+  r.back().grad = Record::Grad::Skip;
+  r.back().grad_why =
+      "grad replays auto_axes' body outside its abstract mesh scope (refused by the context-mesh "
+      "check, E4); tests/unit/auto_propagation_test.cpp differentiates wsc on an Auto mesh";
   add(
       {"transpose"}, "transpose", {{{8, 4}}}, [](auto& a) { return transpose(a[0]); }, s2());
   add({"transpose"}, "transpose3", {{{2, 8, 4}}},

@@ -210,3 +210,75 @@ TEST(AutoPropagation, AttentionGetsMegatronLayout) {
   // Scores per device: batch / data, heads / model.
   EXPECT_HAS(local, ":f32(2, 1, 8, 8) = dot_general");
 }
+
+// auto_axes (spec §13.4): the sum of two differently sharded values, refused by the
+// Explicit rule, runs with the axis Auto and comes back as out_sharding says.
+TEST(AutoAxes, OverridesTheTypeSystem) {
+  Mesh m = make_mesh({4}, {"X"});
+  MeshScope scope(m);
+  Array a = device_put(arange(16.f).reshape({4, 4}), P("X", nullptr));
+  Array b = device_put(arange(16.f).reshape({4, 4}) * 2.f, P(nullptr, "X"));
+  EXPECT_THAT(error_of<ShardingTypeError>([&] { (void)(a + b); }),
+              ::testing::HasSubstr("illegally sharded result"));
+  auto add = [](const Array& x, const Array& y) { return x + y; };
+  Array r = auto_axes(add, {.out_sharding = P("X", nullptr)})(a, b);
+  EXPECT_EQ(typeof(r).str(), "f32[4@X,4]");
+  EXPECT_EQ(r.to_vector<float>(), (arange(16.f) * 3.f).to_vector<float>());
+  // Under jit too.
+  Array j = jit([&](const Array& x, const Array& y) {
+    return auto_axes(add, {.out_sharding = P("X", nullptr)})(x, y);
+  })(a, b);
+  EXPECT_EQ(typeof(j).str(), "f32[4@X,4]");
+  EXPECT_EQ(j.to_vector<float>(), r.to_vector<float>());
+  // Missing out_sharding, and a mesh that is not the context's.
+  EXPECT_THAT(error_of<TypeError>([&] { (void)auto_axes(add, {})(a, b); }),
+              ::testing::HasSubstr("Missing required keyword argument: 'out_sharding'"));
+  Mesh other = make_mesh({2}, {"Z"});
+  EXPECT_THAT(error_of<ValueError>(
+                  [&] { (void)auto_axes(add, {.out_sharding = NamedSharding(other, P())})(a, b); }),
+              ::testing::HasSubstr("must match the mesh passed to shardings"));
+}
+
+// explicit_axes (spec §13.5): inside, the axis is Explicit and in types; outside the
+// result drops it again.
+TEST(AutoAxes, ExplicitAxesTypesInside) {
+  Mesh m = make_mesh({4}, {"X"}, {AxisType::Auto});
+  MeshScope scope(m);
+  Array a = device_put(arange(16.f).reshape({4, 4}), P("X", nullptr));
+  EXPECT_EQ(typeof(a).str(), "f32[4,4]");
+  std::string inside;
+  auto f = [&](const Array& x) {
+    inside = typeof(x).str();
+    return sin(x);
+  };
+  Array r = explicit_axes(f, {.in_sharding = P("X", nullptr)})(a);
+  EXPECT_EQ(inside, "f32[4@X,4]");
+  EXPECT_EQ(typeof(r).str(), "f32[4,4]");
+  EXPECT_EQ(r.to_vector<float>(), sin(arange(16.f)).to_vector<float>());
+  EXPECT_THAT(error_of<TypeError>([&] { (void)explicit_axes(f, {})(a); }),
+              ::testing::HasSubstr("Missing required keyword argument: 'in_sharding'"));
+  MeshScope none{Mesh()};
+  EXPECT_THAT(
+      error_of<ValueError>([&] { (void)explicit_axes(f, {.in_sharding = P()})(arange(4.f)); }),
+      ::testing::HasSubstr("Context mesh cannot be empty"));
+}
+
+// The sharding_constraint primitive under grad and vmap on an Auto mesh: the
+// cotangent meets the same constraint, vmap leaves the batch dimension free.
+TEST(AutoPropagation, ShardingConstraintUnderGradAndVmap) {
+  Mesh m = make_mesh({4}, {"d"}, {AxisType::Auto});
+  MeshScope scope(m);
+  Array x = device_put(arange(16.f).reshape({4, 4}) / 16.f, P("d"));
+  auto f = [](const Array& a) {
+    return sum(square(with_sharding_constraint(sin(a), P(nullptr, "d"))));
+  };
+  Array g = jit(grad(f))(x);
+  Array want =
+      2.f * sin(arange(16.f).reshape({4, 4}) / 16.f) * cos(arange(16.f).reshape({4, 4}) / 16.f);
+  expect_near(g.to_vector<float>(), want.to_vector<float>());
+  auto h = [](const Array& a) { return with_sharding_constraint(cos(a), P("d")); };
+  Array v = vmap(h)(x);
+  expect_near(v.to_vector<float>(), cos(arange(16.f).reshape({4, 4}) / 16.f).to_vector<float>());
+  Array vj = jit(vmap(h))(x);
+  expect_near(vj.to_vector<float>(), v.to_vector<float>());
+}

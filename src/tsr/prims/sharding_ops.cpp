@@ -1,5 +1,7 @@
 #include "tsr/prims/sharding_ops.h"
 
+#include <set>
+
 #include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
@@ -56,14 +58,24 @@ PartitionSpec ShardingConstraint::merged(const ArrayType& t, const PartitionSpec
   const int rank = t.ndim();
   auto typed = entries_of(t);
   PartitionSpec f = free.normalized(rank);
+  auto is_auto = [&](const std::string& a) {
+    return mesh_.axis_index(a) >= 0 && mesh_.axis_type(a) == AxisType::Auto;
+  };
+  // Axes the constraint names stay where it puts them; a free dim keeps the others.
+  std::set<std::string> named;
+  for (const auto& e : spec_.entries())
+    if (!e.is_unconstrained()) named.insert(e.axes().begin(), e.axes().end());
   std::vector<PartitionEntry> out;
   for (int d = 0; d < rank; ++d) {
     Axes axes = typed[d].axes();
     const bool open = d < spec_.size() && spec_.entries()[d].is_unconstrained();
-    const Axes& extra =
-        open ? f.entries()[d].axes() : (d < spec_.size() ? spec_.entries()[d].axes() : Axes{});
-    for (const auto& a : extra)
-      if (mesh_.axis_index(a) >= 0 && mesh_.axis_type(a) == AxisType::Auto) axes.push_back(a);
+    if (open) {
+      for (const auto& a : f.entries()[d].axes())
+        if (is_auto(a) && !named.count(a)) axes.push_back(a);
+    } else if (d < spec_.size()) {
+      for (const auto& a : spec_.entries()[d].axes())
+        if (is_auto(a)) axes.push_back(a);
+    }
     out.emplace_back(axes);
   }
   return with_sets_of(out, t.sharding.spec());

@@ -47,7 +47,8 @@ double local_bytes(const Shape& s, DType dt, const PartitionSpec& spec, const Ab
   for (size_t d = 0; d < s.size(); ++d) {
     int64_t k = 1;
     if (d < es.size())
-      for (const auto& a : es[d].axes()) k *= m.axis_size(a);
+      for (const auto& a : es[d].axes())
+        if (m.axis_index(a) >= 0) k *= m.axis_size(a);
     n *= static_cast<double>((s[d] + k - 1) / k);
   }
   return n;
@@ -103,10 +104,22 @@ Cost move_cost(const PartitionSpec& a, const PartitionSpec& b, const Shape& s, D
   return c;
 }
 
+// The abstract mesh an equation computes on: its first typed output's, else input's.
+AbstractMesh eqn_mesh(const Eqn& e, const AbstractMesh& program) {
+  for (const auto& v : e.outs)
+    if (!v->type.sharding.mesh().empty()) return v->type.sharding.mesh();
+  for (const auto& v : e.ins)
+    if (!v->type.sharding.mesh().empty()) return v->type.sharding.mesh();
+  return program;
+}
+
+// Equations the pass leaves to their types: shard_map and collectives, placements on
+// other devices, values with manual axes, meshes without Auto axes, mixed meshes.
 bool opaque(const Eqn& e, const AbstractMesh& am) {
   const Primitive& p = *e.prim;
   if (dynamic_cast<const prim::ShardMap*>(&p) || dynamic_cast<const prim::Collective*>(&p) ||
-      dynamic_cast<const prim::LayoutCollective*>(&p) || p.placement_mesh())
+      dynamic_cast<const prim::LayoutCollective*>(&p) || p.placement_mesh() ||
+      am.auto_axes().empty())
     return true;
   for (const auto& v : e.outs)
     if (!v->type.sharding.mesh().empty() && !(v->type.sharding.mesh() == am)) return true;
@@ -118,9 +131,21 @@ bool opaque(const Eqn& e, const AbstractMesh& am) {
 }
 
 struct Pass {
-  AbstractMesh am;  // the program's mesh
-  AbstractMesh ex;  // the same with every axis Explicit: layouts as types
+  AbstractMesh program;  // the program's mesh
+  AbstractMesh am;       // the mesh of the equation at hand
+  AbstractMesh ex;       // the same with every axis Explicit: layouts as types
   std::vector<std::string> autos;
+
+  // Makes `e`'s mesh the one at hand.
+  void enter(const Eqn& e) {
+    AbstractMesh m = eqn_mesh(e, program);
+    if (m == am) return;
+    am = m;
+    std::vector<std::pair<std::string, AxisType>> u;
+    for (const auto& a : m.auto_axes()) u.emplace_back(a, AxisType::Explicit);
+    ex = m.empty() ? m : m.update_axis_types(u);
+    autos = m.empty() ? std::vector<std::string>{} : m.auto_axes();
+  }
   AutoLayouts& res;
   std::unordered_map<const Var*, std::vector<PartitionSpec>> demand, next_demand;
   std::unordered_map<const Eqn*, Factors> factors;
@@ -422,12 +447,14 @@ struct Pass {
 
   // Adds what moving v to layout `to` costs to the sweep's total.
   void charge(const VarPtr& v, const PartitionSpec& to) {
-    total += move_cost(layout(v), to, v->type.shape, v->type.dtype, am);
+    const AbstractMesh& m = v->type.sharding.mesh().empty() ? program : v->type.sharding.mesh();
+    total += move_cost(layout(v), to, v->type.shape, v->type.dtype, m);
   }
 
   void sweep(const Program& p) {
     for (const Eqn& e : p.eqns) {
       const char* name = e.prim->name();
+      enter(e);
       if (const Program* sub = e.prim->subprogram()) {
         size_t k = 0;
         for (const auto& v : sub->const_vars) res.var[v.get()] = layout(e.ins[k++]);
@@ -437,6 +464,7 @@ struct Pass {
           if (it != demand.end()) demand[sub->out_vars[j].get()] = it->second;
         }
         sweep(*sub);
+        enter(e);
         k = 0;
         for (const auto* vs : {&sub->const_vars, &sub->in_vars})
           for (const auto& v : *vs) {
@@ -478,27 +506,41 @@ struct Pass {
   }
 };
 
+// True when `mesh` or a mesh some equation computes on has Auto axes.
+bool has_auto(const Program& p, const AbstractMesh& mesh) {
+  if (!mesh.empty() && !mesh.auto_axes().empty()) return true;
+  for (const Eqn& e : p.eqns) {
+    if (const Program* sub = e.prim->subprogram())
+      if (has_auto(*sub, mesh)) return true;
+    AbstractMesh m = eqn_mesh(e, mesh);
+    if (!m.empty() && !m.auto_axes().empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<AutoLayouts> propagate_auto(
     const Program& p, const AbstractMesh& mesh, const std::vector<NamedSharding>& in_layouts,
     const std::vector<std::optional<NamedSharding>>& out_layouts) {
-  if (mesh.empty() || mesh.auto_axes().empty()) return nullptr;
+  if (!has_auto(p, mesh)) return nullptr;
   std::vector<std::pair<std::string, AxisType>> u;
   for (const auto& a : mesh.auto_axes()) u.emplace_back(a, AxisType::Explicit);
-  const AbstractMesh ex = mesh.update_axis_types(u);
+  const AbstractMesh ex = mesh.empty() ? mesh : mesh.update_axis_types(u);
   std::vector<VarPtr> in_vars = p.const_vars;
   in_vars.insert(in_vars.end(), p.in_vars.begin(), p.in_vars.end());
   std::unordered_map<const Var*, PartitionSpec> seeds;
   for (size_t i = 0; i < in_vars.size() && i < in_layouts.size(); ++i) {
     const ArrayType& t = in_vars[i]->type;
     const NamedSharding& l = in_layouts[i];
+    const AbstractMesh& tm = t.sharding.mesh().empty() ? mesh : t.sharding.mesh();
     seeds[in_vars[i].get()] =
-        l.mesh() == mesh ? l.spec().normalized(t.ndim()) : t.sharding.spec().normalized(t.ndim());
+        l.mesh() == tm ? l.spec().normalized(t.ndim()) : t.sharding.spec().normalized(t.ndim());
   }
   std::unordered_map<const Var*, std::vector<PartitionSpec>> out_demand;
   for (size_t o = 0; o < p.out_vars.size() && o < out_layouts.size(); ++o)
-    if (out_layouts[o] && out_layouts[o]->mesh() == mesh)
+    if (out_layouts[o] && (out_layouts[o]->mesh() == mesh ||
+                           out_layouts[o]->mesh() == p.out_vars[o]->type.sharding.mesh()))
       out_demand[p.out_vars[o].get()].push_back(
           out_layouts[o]->spec().normalized(p.out_vars[o]->type.ndim()));
   // Forward sweeps, each seeing what the consumers wanted in the one before (the
@@ -510,7 +552,7 @@ std::unique_ptr<AutoLayouts> propagate_auto(
   Cost best_total;
   for (double sticky : {1.0, 4.0}) {
     auto cur = std::make_unique<AutoLayouts>();
-    Pass pass{mesh, ex, mesh.auto_axes(), *cur, {}, {}, {}, sticky, {}};
+    Pass pass{mesh, mesh, ex, mesh.auto_axes(), *cur, {}, {}, {}, sticky, {}};
     for (int s = 0; s < 4; ++s) {
       auto before = cur->var;
       cur->var = seeds;
