@@ -29,6 +29,10 @@ struct Factors {
   std::vector<std::vector<Dim>> outs;
   std::vector<char> pair;
   std::vector<std::vector<int>> of;  // [input][dim] -> factor, -1 for a size-1 dim
+  // The result's layout is a parameter (an out_sharding the AD rules or ops set,
+  // naming Explicit axes only): its Auto part follows the factors, as the
+  // partitioner lays out any out_sharding.
+  bool override = false;
 };
 
 // The axes of `e` whose type on `m` is (or is not) Auto.
@@ -231,6 +235,77 @@ struct Pass {
         }
       }
     }
+    // A rule whose result ignores its operands (an out_sharding parameter): ask the
+    // partitioner instead, one result dimension at a time.
+    bool override = false;
+    if (first_in.empty() && !e.outs.empty()) {
+      std::vector<ArrayType> obase;
+      for (const auto& v : e.outs)
+        obase.push_back(make_type(v->type.shape, v->type.dtype, v->type.weak, pm, P()));
+      // Operand dimensions the partitioner carries into the kernel's results.
+      for (size_t i = 0; i < e.ins.size(); ++i) {
+        const ArrayType& t = e.ins[i]->type;
+        for (int d = 0; d < t.ndim(); ++d) {
+          if (t.shape[d] <= 1) continue;
+          std::vector<ArrayType> in = base;
+          std::vector<PartitionEntry> pe(static_cast<size_t>(t.ndim()));
+          pe[d] = PartitionEntry(probe);
+          Lowering l;
+          try {
+            in[i] = make_type(t.shape, t.dtype, t.weak, pm, spec_of(pe));
+            l = e.prim->partition(in, obase);
+          } catch (const std::exception&) {
+            continue;
+          }
+          PartitionSpec w = l.in[i].normalized(t.ndim());
+          const Axes& kept = w.entries()[d].axes();
+          if (std::find(kept.begin(), kept.end(), probe) == kept.end()) continue;
+          for (size_t j = 0; j < l.out.size() && j < e.outs.size(); ++j) {
+            PartitionSpec o = l.out[j].normalized(e.outs[j]->type.ndim());
+            for (int k = 0; k < e.outs[j]->type.ndim(); ++k) {
+              const Axes& ax = o.entries()[k].axes();
+              if (std::find(ax.begin(), ax.end(), probe) == ax.end()) continue;
+              Dim od{static_cast<int>(j), k};
+              int me = offset[i] + d;
+              reach[static_cast<size_t>(me)].push_back(od);
+              auto [f, fresh] = first_in.emplace(od, me);
+              if (!fresh) unite(me, f->second);
+              override = true;
+            }
+          }
+        }
+      }
+      for (size_t j = 0; j < e.outs.size(); ++j) {
+        const ArrayType& t = e.outs[j]->type;
+        for (int k = 0; k < t.ndim(); ++k) {
+          if (t.shape[k] <= 1) continue;
+          std::vector<ArrayType> out = obase;
+          std::vector<PartitionEntry> pe(static_cast<size_t>(t.ndim()));
+          pe[k] = PartitionEntry(probe);
+          Lowering l;
+          try {
+            out[j] = make_type(t.shape, t.dtype, t.weak, pm, spec_of(pe));
+            l = e.prim->partition(base, out);
+          } catch (const std::exception&) {
+            continue;
+          }
+          for (size_t i = 0; i < e.ins.size() && i < l.in.size(); ++i) {
+            PartitionSpec w = l.in[i].normalized(e.ins[i]->type.ndim());
+            for (int d = 0; d < e.ins[i]->type.ndim(); ++d) {
+              const Axes& ax = w.entries()[d].axes();
+              if (std::find(ax.begin(), ax.end(), probe) == ax.end()) continue;
+              if (e.ins[i]->type.shape[d] <= 1) continue;
+              Dim od{static_cast<int>(j), k};
+              int me = offset[i] + d;
+              reach[static_cast<size_t>(me)].push_back(od);
+              auto [f, fresh] = first_in.emplace(od, me);
+              if (!fresh) unite(me, f->second);
+              override = true;
+            }
+          }
+        }
+      }
+    }
     std::set<int> paired;
     if (const auto* dot = dynamic_cast<const prim::DotGeneral*>(e.prim.get()))
       for (size_t k = 0; k < dot->dims().lhs_contract.size(); ++k) {
@@ -240,6 +315,7 @@ struct Pass {
         paired.insert(find(b));
       }
     Factors f;
+    f.override = override;
     std::map<int, int> id;
     for (size_t i = 0; i < e.ins.size(); ++i) {
       const ArrayType& t = e.ins[i]->type;
@@ -327,6 +403,28 @@ struct Pass {
       }
     }
     if (c.types.out.size() != e.outs.size()) return false;
+    if (f.override) {
+      // The result follows the factors (the partitioner lays out any out_sharding).
+      for (size_t j = 0; j < e.outs.size(); ++j) {
+        const ArrayType& t = e.outs[j]->type;
+        auto le = entries_of(c.types.out[j]);
+        std::set<std::string> used;
+        for (const auto& en : le) used.insert(en.axes().begin(), en.axes().end());
+        for (size_t k = 0; k < f.outs.size(); ++k)
+          for (const auto& [jj, d] : f.outs[k]) {
+            if (jj != static_cast<int>(j)) continue;
+            Axes ax = le[d].axes();
+            for (const auto& a : pick[k])
+              if (used.insert(a).second) ax.push_back(a);
+            le[d] = PartitionEntry(ax);
+          }
+        try {
+          c.types.out[j] = layout_type(t, le);
+        } catch (const std::exception&) {
+          return false;
+        }
+      }
+    }
     for (size_t j = 0; j < e.outs.size(); ++j) {
       const ArrayType& t = e.outs[j]->type;
       ArrayType& lt = c.types.out[j];
