@@ -144,8 +144,9 @@ void Array::copy_to_host(void* dst, DType as) const {
   const auto& impl0 = get(impl_);
   if (!impl0.sharding.spec().unreduced().empty()) {
     // The logical value of an unreduced array is the reduction over its axes.
-    Array reduced = reshard(*this, impl0.sharding.with_spec(impl0.sharding.spec().with_sets(
-                                       {}, impl0.sharding.spec().reduced())));
+    // The type's entries: a concrete layout may name Auto axes, which reshard refuses.
+    const PartitionSpec& ts = impl0.type.sharding.spec();
+    Array reduced = reshard(*this, impl0.sharding.with_spec(ts.with_sets({}, ts.reduced())));
     reduced.copy_to_host(dst, as);
     return;
   }
