@@ -3,7 +3,7 @@
 // Explicit (the batch's sharding in the types: the hand-annotated program) and once
 // with it Auto (the same inputs placed the same way, no annotation in the program:
 // the propagation pass of docs/design/0013 picks every layout). Goal: Auto <= 1.05x
-// Explicit. BM_MlpStepAutoPinned pins the new params replicated (reshard to P()), the
+// Explicit. BM_MlpStepAutoPinned pins the new params replicated (wsc to P()), the
 // Explicit step's layouts; BM_MlpStepAuto/model:4 runs on a (data 2, model 4) mesh
 // with the first two weights on `model` (the pass picks Megatron's split).
 //
@@ -27,8 +27,8 @@ constexpr int kBatch = 256;
 constexpr double kLr = 0.01;
 const mlp::Sizes kSizes{};
 
-// mlp::make_step with the new params pinned replicated (a reshard to P() names no
-// axis, so it is allowed on Auto axes), the layouts of the Explicit step.
+// mlp::make_step with the new params pinned replicated (with_sharding_constraint to
+// P(): a hard constraint on Auto axes), the layouts of the Explicit step.
 auto pinned_step() {
   return jit([](const mlp::Params& p, const Array& x, const Array& y) {
     auto f = [](const mlp::Params& q, const Array& a, const Array& b) {
@@ -36,7 +36,8 @@ auto pinned_step() {
     };
     auto [l, g] = value_and_grad(f)(p, x, y);
     mlp::Params next = tree::map2(
-        [](const Array& w, const Array& dw) { return reshard(w - kLr * dw, P()); }, p, g);
+        [](const Array& w, const Array& dw) { return with_sharding_constraint(w - kLr * dw, P()); },
+        p, g);
     return std::make_pair(next, l);
   });
 }

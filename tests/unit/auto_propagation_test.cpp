@@ -311,3 +311,20 @@ TEST(AutoPropagation, TrainingStepMatchesOneDevice) {
     w2 = b2;
   }
 }
+
+// jit out_shardings naming an Auto axis steer the producers backward: the input is
+// sliced where it is (a local copy), the kernels run on blocks, nothing moves after.
+TEST(AutoPropagation, OutShardingsPropagateBackward) {
+  Mesh m = make_mesh({4}, {"d"}, {AxisType::Auto});
+  MeshScope scope(m);
+  Array x = device_put(arange(32.f).reshape({8, 4}), P());
+  auto f = jit([](const Array& a) { return exp(sin(a) * 2.f); }, {.out_shardings = P("d")});
+  Array r = f(x);
+  EXPECT_EQ(typeof(r).str(), "f32[8,4]");
+  EXPECT_EQ(r.sharding().spec().normalized(2), P("d", nullptr));
+  expect_near(r.to_vector<float>(),
+              exp(sin(arange(32.f).reshape({8, 4})) * 2.f).to_vector<float>());
+  std::string local = f.lower(x).local;
+  EXPECT_EQ(count_of(local, "all_to_allv"), 0) << local;
+  EXPECT_HAS(local, "f32(2, 4) = sin") << f.lower(x).program;
+}

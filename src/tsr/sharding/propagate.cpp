@@ -118,12 +118,12 @@ AbstractMesh eqn_mesh(const Eqn& e, const AbstractMesh& program) {
 }
 
 // Equations the pass leaves to their types: shard_map and collectives, placements on
-// other devices, values with manual axes, meshes without Auto axes, mixed meshes.
+// another mesh, values with manual axes, meshes without Auto axes, mixed meshes.
 bool opaque(const Eqn& e, const AbstractMesh& am) {
   const Primitive& p = *e.prim;
   if (dynamic_cast<const prim::ShardMap*>(&p) || dynamic_cast<const prim::Collective*>(&p) ||
-      dynamic_cast<const prim::LayoutCollective*>(&p) || p.placement_mesh() ||
-      am.auto_axes().empty())
+      dynamic_cast<const prim::LayoutCollective*>(&p) || am.auto_axes().empty() ||
+      (p.placement_mesh() && !(p.placement_mesh()->abstract_mesh() == am)))
     return true;
   for (const auto& v : e.outs)
     if (!v->type.sharding.mesh().empty() && !(v->type.sharding.mesh() == am)) return true;
@@ -152,6 +152,12 @@ struct Pass {
   }
   AutoLayouts& res;
   std::unordered_map<const Var*, std::vector<PartitionSpec>> demand, next_demand;
+  // Backward sweeps visit equations last to first and record each consumer's wish
+  // straight into `demand`, so a wish reaches every producer in one sweep.
+  bool backward = false;
+  std::unordered_map<const Var*, std::vector<PartitionSpec>>& sink() {
+    return backward ? demand : next_demand;
+  }
   std::unordered_map<const Eqn*, Factors> factors;
   double sticky = 1;  // weight of reshuffled bytes when choosing (1: bytes as they are)
   Cost total;         // what the sweep's layouts cost, unweighted
@@ -533,12 +539,11 @@ struct Pass {
       res.eqn.erase(&e);
       for (size_t j = 0; j < e.outs.size(); ++j)
         res.var[e.outs[j].get()] = type_spec(e.outs[j]->type);
-      for (const auto& v : e.ins) next_demand[v.get()].push_back(type_spec(v->type));
+      for (const auto& v : e.ins) sink()[v.get()].push_back(type_spec(v->type));
       return;
     }
     total += best->own;
-    for (size_t i = 0; i < e.ins.size(); ++i)
-      next_demand[e.ins[i].get()].push_back(best->in_want[i]);
+    for (size_t i = 0; i < e.ins.size(); ++i) sink()[e.ins[i].get()].push_back(best->in_want[i]);
     for (size_t j = 0; j < e.outs.size(); ++j) res.var[e.outs[j].get()] = best->out_spec[j];
     res.eqn[&e] = std::move(best->types);
   }
@@ -550,8 +555,8 @@ struct Pass {
   }
 
   void sweep(const Program& p) {
-    for (const Eqn& e : p.eqns) {
-      const char* name = e.prim->name();
+    for (size_t n = 0; n < p.eqns.size(); ++n) {
+      const Eqn& e = p.eqns[backward ? p.eqns.size() - 1 - n : n];
       enter(e);
       if (const Program* sub = e.prim->subprogram()) {
         size_t k = 0;
@@ -566,9 +571,11 @@ struct Pass {
         k = 0;
         for (const auto* vs : {&sub->const_vars, &sub->in_vars})
           for (const auto& v : *vs) {
-            auto it = next_demand.find(v.get());
-            if (it != next_demand.end())
-              for (const auto& w : it->second) next_demand[e.ins[k].get()].push_back(w);
+            auto it = sink().find(v.get());
+            if (it != sink().end()) {
+              std::vector<PartitionSpec> wants = it->second;  // sink() may rehash below
+              for (const auto& w : wants) sink()[e.ins[k].get()].push_back(w);
+            }
             ++k;
           }
         for (size_t j = 0; j < e.outs.size(); ++j) {
@@ -585,17 +592,12 @@ struct Pass {
             wsc->merged(e.outs[0]->type, layout(e.ins[0])).normalized(e.outs[0]->type.ndim());
         charge(e.ins[0], s);
         res.var[e.outs[0].get()] = s;
-        next_demand[e.ins[0].get()].push_back(s);
-      } else if (std::string_view(name) == "reshard" || opaque(e, am)) {
+        sink()[e.ins[0].get()].push_back(s);
+      } else if (opaque(e, am)) {
         for (const auto& v : e.outs) res.var[v.get()] = type_spec(v->type);
-        if (std::string_view(name) == "reshard") {
-          next_demand[e.ins[0].get()].push_back(type_spec(e.outs[0]->type));
-          charge(e.ins[0], type_spec(e.outs[0]->type));
-        } else {
-          for (const auto& v : e.ins) {
-            next_demand[v.get()].push_back(type_spec(v->type));
-            charge(v, type_spec(v->type));
-          }
+        for (const auto& v : e.ins) {
+          sink()[v.get()].push_back(type_spec(v->type));
+          charge(v, type_spec(v->type));
         }
       } else {
         choose(e);
@@ -650,23 +652,33 @@ std::unique_ptr<AutoLayouts> propagate_auto(
   Cost best_total;
   for (double sticky : {1.0, 4.0}) {
     auto cur = std::make_unique<AutoLayouts>();
-    Pass pass{mesh, mesh, ex, mesh.auto_axes(), *cur, {}, {}, {}, sticky, {}};
-    for (int s = 0; s < 4; ++s) {
-      auto before = cur->var;
+    Pass pass{mesh, mesh, ex, mesh.auto_axes(), *cur, {}, {}, false, {}, sticky, {}};
+    // Forward: operands' layouts flow to the consumers, with the wishes as costs.
+    auto forward = [&] {
+      pass.backward = false;
       cur->var = seeds;
       pass.total = Cost{};
-      pass.next_demand = out_demand;
       pass.sweep(p);
+      pass.next_demand.clear();
       for (const auto& [var, wants] : out_demand) {
         auto it = cur->var.find(var);
         if (it != cur->var.end())
           for (const auto& w : wants)
             pass.total += move_cost(it->second, w, var->type.shape, var->type.dtype, mesh);
       }
-      pass.demand = std::move(pass.next_demand);
-      pass.next_demand.clear();
-      cur->sweeps = s + 1;
-      if (s > 0 && before == cur->var) break;
+    };
+    forward();
+    cur->sweeps = 1;
+    for (int s = 0; s < 4; ++s) {
+      auto before = cur->var;
+      // Backward: consumers' wishes (jit out_shardings, constraints, what each kernel
+      // wants given the last forward layouts) flow to the producers.
+      pass.backward = true;
+      pass.demand = out_demand;
+      pass.sweep(p);
+      forward();
+      cur->sweeps += 2;
+      if (before == cur->var) break;
     }
     if (!best || pass.total < best_total) {
       best = std::move(cur);
