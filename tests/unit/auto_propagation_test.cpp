@@ -328,3 +328,17 @@ TEST(AutoPropagation, OutShardingsPropagateBackward) {
   EXPECT_EQ(count_of(local, "all_to_allv"), 0) << local;
   EXPECT_HAS(local, "f32(2, 4) = sin") << f.lower(x).program;
 }
+
+// device_put naming Auto axes under jit: the Explicit part is a reshard, the Auto part
+// a constraint, so jit lays the value out as eager device_put does.
+TEST(AutoPropagation, DevicePutUnderJitNamesAutoAxes) {
+  Mesh m = make_mesh({2, 4}, {"x", "y"}, {AxisType::Explicit, AxisType::Auto});
+  MeshScope scope(m);
+  Array a = arange(32.f).reshape({8, 4});
+  Array e = device_put(a, P("x", "y"));
+  Array j = jit([](const Array& v) { return device_put(v, P("x", "y")); })(a);
+  EXPECT_EQ(typeof(j).str(), typeof(e).str());
+  EXPECT_EQ(typeof(j).str(), "f32[8@x,4]");
+  EXPECT_EQ(j.sharding().spec().normalized(2), e.sharding().spec().normalized(2));
+  EXPECT_EQ(j.to_vector<float>(), a.to_vector<float>());
+}
