@@ -54,8 +54,9 @@ std::vector<Record> shape_records() {
       s2());
   r.back().grad = Record::Grad::Skip;
   r.back().grad_why =
-      "grad replays auto_axes' body outside its abstract mesh scope (refused by the context-mesh "
-      "check, E4); tests/unit/auto_propagation_test.cpp differentiates wsc on an Auto mesh";
+      "the grad check's inputs are host values (no mesh): auto_axes leaves them where they are "
+      "while their tangents are typed on the mesh, and the two meet inside the body; "
+      "tests/unit/auto_propagation_test.cpp differentiates through auto_axes and wsc on meshes";
   add(
       {"transpose"}, "transpose", {{{8, 4}}}, [](auto& a) { return transpose(a[0]); }, s2());
   add({"transpose"}, "transpose3", {{{2, 8, 4}}},

@@ -342,3 +342,23 @@ TEST(AutoPropagation, DevicePutUnderJitNamesAutoAxes) {
   EXPECT_EQ(j.sharding().spec().normalized(2), e.sharding().spec().normalized(2));
   EXPECT_EQ(j.to_vector<float>(), a.to_vector<float>());
 }
+
+// grad through auto_axes: the transforms replay the body under the abstract mesh it
+// was traced under (Eqn::ctx), as JAX does.
+TEST(AutoAxes, GradThroughAutoAxes) {
+  Mesh m = make_mesh({4}, {"X"});
+  MeshScope scope(m);
+  Array a = device_put(arange(16.f).reshape({4, 4}) / 16.f, P("X", nullptr));
+  Array b = device_put(arange(16.f).reshape({4, 4}) / 8.f, P(nullptr, "X"));
+  auto f = [](const Array& x, const Array& y) {
+    auto add = [](const Array& u, const Array& v) { return sin(u) * v; };
+    return sum(auto_axes(add, {.out_sharding = P("X", nullptr)})(x, y));
+  };
+  auto [ga, gb] = grad(f, argnums<0, 1>)(a, b);
+  EXPECT_EQ(typeof(ga).str(), "f32[4@X,4]");
+  Array av = arange(16.f).reshape({4, 4}) / 16.f, bv = arange(16.f).reshape({4, 4}) / 8.f;
+  expect_near(ga.to_vector<float>(), (cos(av) * bv).to_vector<float>());
+  expect_near(gb.to_vector<float>(), sin(av).to_vector<float>());
+  auto [ja, jb] = jit(grad(f, argnums<0, 1>))(a, b);
+  expect_near(ja.to_vector<float>(), ga.to_vector<float>());
+}

@@ -108,6 +108,7 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
       // the tangent side does not redo the body's primal work (or its collectives).
       prim::ShardMap::Split sp = sm->split_residuals(flags);
       Eqn ke, ue;
+      ke.ctx = ue.ctx = e.ctx;
       std::vector<ArrayType> kt;
       for (size_t i = 0; i < e.ins.size(); ++i)
         if (!flags[i]) {
