@@ -362,3 +362,18 @@ TEST(AutoAxes, GradThroughAutoAxes) {
   auto [ja, jb] = jit(grad(f, argnums<0, 1>))(a, b);
   expect_near(ja.to_vector<float>(), ga.to_vector<float>());
 }
+
+// grad through explicit_axes on an Auto mesh.
+TEST(AutoAxes, GradThroughExplicitAxes) {
+  Mesh m = make_mesh({4}, {"X"}, {AxisType::Auto});
+  MeshScope scope(m);
+  Array a = device_put(arange(16.f).reshape({4, 4}) / 16.f, P("X", nullptr));
+  auto f = [](const Array& x) {
+    auto g = [](const Array& u) { return sin(u); };
+    return sum(explicit_axes(g, {.in_sharding = P("X", nullptr)})(x));
+  };
+  Array ga = grad(f)(a);
+  expect_near(ga.to_vector<float>(), cos(arange(16.f).reshape({4, 4}) / 16.f).to_vector<float>());
+  Array gj = jit(grad(f))(a);
+  expect_near(gj.to_vector<float>(), ga.to_vector<float>());
+}
