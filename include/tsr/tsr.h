@@ -2,6 +2,7 @@
 /** Tessera: JAX's parallel-array model in C++. Include this one header. */
 #include "tsr/ad.h"
 #include "tsr/array.h"
+#include "tsr/auto_axes.h"
 #include "tsr/collectives.h"
 #include "tsr/control_flow.h"
 #include "tsr/device.h"

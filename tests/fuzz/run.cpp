@@ -6,6 +6,8 @@
 #include <optional>
 #include <sstream>
 
+#include <cstdlib>
+
 #include "fuzz.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
@@ -117,7 +119,8 @@ double chain_tol(const Case& c, DType dt) {
 }
 
 /** "" when equal; else where the first difference is. */
-std::string compare(const Values& ref, const Values& got, double rtol, bool tolerant, bool partial) {
+std::string compare(const Values& ref, const Values& got, double rtol, bool tolerant,
+                    bool partial) {
   if (ref.size() != got.size() || ref.is_float != got.is_float)
     return "sizes differ: " + std::to_string(ref.size()) + " vs " + std::to_string(got.size());
   if (!ref.is_float) {
@@ -209,7 +212,12 @@ void finish(Outcome& o) {
 Outcome run_sharded(Case& c, bool use_jit) {
   Outcome o;
   const MeshDef& md = meshes()[static_cast<size_t>(c.mesh)];
-  Mesh mesh = make_mesh(md.sizes, md.names);
+  // TSR_FUZZ_AUTO=1: the same chains on all-Auto meshes (the propagation pass lays
+  // them out; out_shardings naming axes are refused there, so expect refusals).
+  static const bool autos = std::getenv("TSR_FUZZ_AUTO") != nullptr;
+  Mesh mesh = make_mesh(
+      md.sizes, md.names,
+      std::vector<AxisType>(md.sizes.size(), autos ? AxisType::Auto : AxisType::Explicit));
   MeshScope scope(mesh);
   Ctx ctx;
   ctx.oracle = false;
@@ -280,7 +288,9 @@ void log_outcome(std::string* log, const char* name, const Outcome& o) {
 // ---- the derivative check --------------------------------------------------------
 
 enum class Mode { Oracle, Eager, Jit };
-const char* mode_name(Mode m) { return m == Mode::Oracle ? "oracle" : m == Mode::Eager ? "eager" : "jit"; }
+const char* mode_name(Mode m) {
+  return m == Mode::Oracle ? "oracle" : m == Mode::Eager ? "eager" : "jit";
+}
 
 /** Deterministic directions, exact in every float type: tangents are quarters in
  *  [-0.75, 0.75], the output cotangent halves in [-1, 1]. */
@@ -354,7 +364,8 @@ Phase run_phase(const Case& c, Mode m, Kind kind, const ArrayType& out_t) {
     }
     if (!fwd) {
       ArrayType ct_t = detail::ct_type(out_t);
-      Array ct = array<double>(direction(numel(out_t.shape), 0, true), out_t.shape).astype(out_t.dtype);
+      Array ct =
+          array<double>(direction(numel(out_t.shape), 0, true), out_t.shape).astype(out_t.dtype);
       if (mesh)
         ct = device_put(ct, NamedSharding(*mesh, PartitionSpec(ct_t.sharding.spec().entries())));
       dirs.push_back(detail::ad::coerce(ct, ct_t, "fuzz", "cotangent"));
@@ -454,8 +465,8 @@ std::optional<Result> judge_refusals(bool o_ok, const std::string& o_cls, const 
 /** The verdict of one phase (jvp or vjp) over the three modes; `tolerant_primal` and
  *  `partial` are the primal comparison's flags (derivatives always compare with a
  *  tolerance: their programs reduce). */
-Result judge_phase(const Case& c, const char* what, const Phase& o, const Phase& e,
-                   const Phase& j, bool tolerant_primal, bool partial, bool bits) {
+Result judge_phase(const Case& c, const char* what, const Phase& o, const Phase& e, const Phase& j,
+                   bool tolerant_primal, bool partial, bool bits) {
   auto res = [&](Verdict v, const std::string& d) {
     return Result{v, one_line(std::string(what) + ": " + d), ""};
   };
@@ -464,8 +475,8 @@ Result judge_phase(const Case& c, const char* what, const Phase& o, const Phase&
     std::string name = k == 0 ? "primal" : std::string(what) + " output " + std::to_string(k);
     const ArrayType &to = typeof(o.outs[k]), &te = typeof(e.outs[k]), &tj = typeof(j.outs[k]);
     if (!(to == o.want[k]))
-      return res(Verdict::Mismatch, name + " type: oracle " + to.str() + ", expected " +
-                                        o.want[k].str());
+      return res(Verdict::Mismatch,
+                 name + " type: oracle " + to.str() + ", expected " + o.want[k].str());
     if (!(te == e.want[k]))
       return res(Verdict::Mismatch,
                  name + " type: eager " + te.str() + ", expected " + e.want[k].str());
@@ -515,7 +526,8 @@ Result ad_check(Case& c, const ArrayType& te, std::string* log, bool tolerant, b
     log_phase(log, what, Mode::Oracle, o);
     log_phase(log, what, Mode::Eager, e);
     log_phase(log, what, Mode::Jit, j);
-    Result r = judge_phase(c, (std::string("ad ") + what).c_str(), o, e, j, tolerant, partial, bits);
+    Result r =
+        judge_phase(c, (std::string("ad ") + what).c_str(), o, e, j, tolerant, partial, bits);
     if (failing(r.verdict)) return Result{r.verdict, r.detail, "fail"};
     // Forward mode through custom_vjp is refused (as JAX): expected, not a rule gap.
     if (k != Kind::Vjp && c.custom_vjp && r.verdict != Verdict::Agree &&
@@ -565,8 +577,7 @@ Result run_case(Case& c, std::string* log, double ad_rate) {
   log_outcome(log, "jit", j);
 
   auto res = [&](Verdict v, std::string d) { return Result{v, one_line(d), ""}; };
-  if (auto r = judge_refusals(c.oracle_ok, c.oracle_err_class, c.oracle_err, e, j, res))
-    return *r;
+  if (auto r = judge_refusals(c.oracle_ok, c.oracle_err_class, c.oracle_err, e, j, res)) return *r;
   const ArrayType& to = typeof(c.oracle_out);
   const ArrayType& te = typeof(e.out);
   const ArrayType& tj = typeof(j.out);

@@ -12,25 +12,24 @@ std::vector<std::vector<PartitionSpec>> specs() {
 }
 
 // softplus with JAX's documented stable rule.
-const auto kSoftplus = custom_jvp(
-    [](const Array& x) { return log1p(exp(x)); },
-    [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
-      auto [x] = p;
-      auto [tx] = t;
-      return std::make_pair(log1p(exp(x)), tx * logistic(x));
-    },
-    "softplus");
+const auto kSoftplus = custom_jvp([](const Array& x) { return log1p(exp(x)); },
+                                  [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+                                    auto [x] = p;
+                                    auto [tx] = t;
+                                    return std::make_pair(log1p(exp(x)), tx * logistic(x));
+                                  },
+                                  "softplus");
 
 // sin with a hand-written vjp that saves cos(x).
-const auto kSinVjp = custom_vjp(
-    [](const Array& x) { return sin(x); },
-    [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
-    [](const Array& c, const Array& g) { return std::make_tuple(g * c); });
+const auto kSinVjp =
+    custom_vjp([](const Array& x) { return sin(x); },
+               [](const Array& x) { return std::make_pair(sin(x), cos(x)); },
+               [](const Array& c, const Array& g) { return std::make_tuple(g * c); });
 
-Record rec(std::vector<std::string> prims, std::string name,
-           std::function<Array(const Array&)> f) {
-  return {std::move(prims), std::move(name), {{{8, 4}}},
-          one([f](const std::vector<Array>& a) { return f(a[0]); }), specs(), 2e-5};
+Record rec(std::vector<std::string> prims, std::string name, std::function<Array(const Array&)> f) {
+  return {std::move(prims), std::move(name),
+          {{{8, 4}}},       one([f](const std::vector<Array>& a) { return f(a[0]); }),
+          specs(),          2e-5};
 }
 
 }  // namespace
@@ -44,10 +43,11 @@ std::vector<Record> ad_records() {
       rec({"custom_vjp_call", "custom_lin"}, "custom_vjp_sin",
           [](const Array& x) { return kSinVjp(x) * x; }),
       rec({"checkpoint"}, "checkpoint_sin_sin",
-          [](const Array& x) { return checkpoint([](const Array& y) { return sin(sin(y)) * y; })(x); }),
-      rec({"jit"}, "jit_nested_under_grad", [](const Array& x) {
-        return jit([](const Array& y) { return sin(y) * y; })(x) + x;
-      }),
+          [](const Array& x) {
+            return checkpoint([](const Array& y) { return sin(sin(y)) * y; })(x);
+          }),
+      rec({"jit"}, "jit_nested_under_grad",
+          [](const Array& x) { return jit([](const Array& y) { return sin(y) * y; })(x) + x; }),
   };
   r[0].grad = Record::Grad::NoFD;
   r[0].grad_why = "stop_gradient's derivative differs from the function's by design";

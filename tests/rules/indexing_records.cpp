@@ -93,11 +93,8 @@ std::vector<Record> indexing_records() {
   // The result laid out unlike the operand: the jvp's x * dP must follow the output
   // (found by the fuzzer).
   r.push_back(rec(
-      {"scatter_mul"}, "mul_rows_out_sharding",
-      {kX, kIdx4, kRows},
-      [](const std::vector<Array>& a) {
-        return a[0].at(a[1]).mul(a[2], {.out_sharding = P("x")});
-      },
+      {"scatter_mul"}, "mul_rows_out_sharding", {kX, kIdx4, kRows},
+      [](const std::vector<Array>& a) { return a[0].at(a[1]).mul(a[2], {.out_sharding = P("x")}); },
       {{P(), P(), P()}, {P(nullptr, "x"), P(), P()}, {P(nullptr, "y"), P("x"), P()}}));
   r.push_back(rec(
       {"scatter_min"}, "min_rows", {kX, kIdx4, kRows},

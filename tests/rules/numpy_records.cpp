@@ -138,9 +138,11 @@ std::vector<Record> numpy_records() {
                                            nan_to_num(log(a[0]), 7.0, 1.0, -2.0)};
                },
                specs()});
-  add({"rem", "select_n"}, "remainder_f32", {{{8, 4}}, {{8, 4}, float32, Gen::Pos}},
+  add(
+      {"rem", "select_n"}, "remainder_f32", {{{8, 4}}, {{8, 4}, float32, Gen::Pos}},
       [](auto& a) { return remainder(a[0], a[1] * -1.0) + a[0] % a[1]; }, specs2());
-  add({"rem", "select_n"}, "remainder_floor_divide_i32",
+  add(
+      {"rem", "select_n"}, "remainder_floor_divide_i32",
       {{{8, 4}, int32, Gen::Int}, {{8, 4}, int32, Gen::Index}},
       [](auto& a) { return floor_divide(a[0], a[1] + 1) * 10 + a[0] % (a[1] - 3); }, specs2());
   return r;

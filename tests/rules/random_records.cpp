@@ -94,14 +94,14 @@ std::vector<Record> random_records() {
   r.push_back({{"random_bits"},
                "bits_key_input",
                {{{2}, uint32, Gen::Int}},
-               one([](const std::vector<Array>& a) { return random::bits(a[0], {4, 2}, uint32); }),
+               one([](const std::vector<Array>& a) {
+                 return random::bits(a[0], {4, 2}, uint32);
+               }),
                {{P()}, {P("x")}}});
   r.push_back({{"random_randint"},
                "randint_key_input",
                {{{2}, uint32, Gen::Int}},
-               one([](const std::vector<Array>& a) {
-                 return random::randint(a[0], {6}, -3, 9);
-               }),
+               one([](const std::vector<Array>& a) { return random::randint(a[0], {6}, -3, 9); }),
                {{P()}, {P("x")}}});
   // split with a sharded out_sharding.
   r.push_back({{"threefry2x32", "iota"},

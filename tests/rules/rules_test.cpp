@@ -289,7 +289,9 @@ TEST(RulesCoverage, EveryPrimitiveHasARuleRecordAndAKernel) {
         "all_gather", "all_gather_invariant", "reduce_scatter", "ppermute", "all_to_all",
         "pbroadcast",
         // Control flow runs its bodies' kernels from loop and branch steps.
-        "cond", "while", "scan"};
+        "cond", "while", "scan",
+        // A layout constraint lowers to a reshard step.
+        "sharding_constraint"};
     if (!kernel_free.count(p)) {
       EXPECT_TRUE(detail::has_kernel(p.c_str())) << "no cpu kernel for " << p;
     }

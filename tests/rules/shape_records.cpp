@@ -41,6 +41,22 @@ std::vector<Record> shape_records() {
       {{P()}, {P("x")}, {P("x", "y")}});
   add({"reshape"}, "reshape_merge_two_sharded", {{{2, 4}}},
       [](auto& a) { return reshape(a[0], {8}); }, {{P("x", "y")}});
+  // The sharding_constraint primitive binds on Auto axes only: run it inside
+  // auto_axes (which also puts auto_axes through jit, grad and vmap).
+  add(
+      {"sharding_constraint"}, "wsc_in_auto_axes", {{{8, 4}}},
+      [](auto& a) {
+        auto f = [](const Array& x) {
+          return with_sharding_constraint(sin(x), P(UNCONSTRAINED, UNCONSTRAINED));
+        };
+        return auto_axes(f, {.out_sharding = typeof(a[0]).sharding.spec()})(a[0]);
+      },
+      s2());
+  r.back().grad = Record::Grad::Skip;
+  r.back().grad_why =
+      "the grad check's inputs are host values (no mesh): auto_axes leaves them where they are "
+      "while their tangents are typed on the mesh, and the two meet inside the body; "
+      "tests/unit/auto_propagation_test.cpp differentiates through auto_axes and wsc on meshes";
   add(
       {"transpose"}, "transpose", {{{8, 4}}}, [](auto& a) { return transpose(a[0]); }, s2());
   add({"transpose"}, "transpose3", {{{2, 8, 4}}},

@@ -227,6 +227,9 @@ const std::map<std::string, std::string>& unbatched() {
        "no operands: batched only over a vmap axis_name (tests/unit/vmap_collectives_test.cpp)"},
       {"custom_lin", "only inside a linearized custom_vjp program, which cannot run forward"},
       {"shard_map", "vmap of shard_map arrives with issue 12 item 5"},
+      {"sharding_constraint",
+       "binds on Auto axes only (records run on Explicit meshes); "
+       "tests/unit/auto_propagation_test.cpp vmaps it on an Auto mesh"},
   };
   return m;
 }

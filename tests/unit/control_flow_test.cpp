@@ -496,6 +496,30 @@ TEST(ControlFlowErrors, ReadingATracedPredicateNamesCond) {
   EXPECT_HAS(e, "use cond / while_loop");
 }
 
+TEST(ControlFlowAuto, LoopsKeepThePassesLayoutOnAutoAxes) {
+  // On an all-Auto mesh types say nothing: the carry stays where the input is, the
+  // body runs on each device's block, and nothing moves.
+  Mesh m = make_mesh({8}, {"x"}, {AxisType::Auto});
+  Array x = put(test::ramp({8, 8}, 0.125, -3.0), m, P("x"));
+  Array xs = put(test::ramp({3, 8, 8}, 0.01, 0.5), m, P(nullptr, "x"));
+  auto f = [](const Array& c0, const Array& v) {
+    auto [c, ys] = scan([](const Array& c, const Array& xi) {
+      Array n = tanh(c + xi);
+      return std::pair<Array, Array>(n, n * 2.0f);
+    }, c0, v);
+    return std::make_pair(fori_loop(0, 4, [](const Array&, const Array& a) { return a * 0.5f; }, c),
+                          ys);
+  };
+  Lowered l = jit(f).lower(x, xs);
+  EXPECT_TRUE(l.comm_report().events.empty()) << l.comm_report().str() << l.local;
+  auto [a, ys] = jit(f)(x, xs);
+  EXPECT_EQ(a.sharding().spec(), P("x", nullptr));
+  EXPECT_EQ(ys.sharding().spec(), P(nullptr, "x", nullptr));
+  auto [wa, wys] = f(test::ramp({8, 8}, 0.125, -3.0), test::ramp({3, 8, 8}, 0.01, 0.5));
+  expect_close(wa, a, "carry");
+  expect_close(wys, ys, "ys");
+}
+
 TEST(ControlFlowPrint, ProgramsShowTheirBodies) {
   auto f = [](const Array& x) {
     return fori_loop(

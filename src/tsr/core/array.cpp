@@ -4,11 +4,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/core/convert.h"
 #include "tsr/error.h"
+#include "tsr/ops.h"
 
 namespace tsr {
 namespace detail {
@@ -144,8 +146,9 @@ void Array::copy_to_host(void* dst, DType as) const {
   const auto& impl0 = get(impl_);
   if (!impl0.sharding.spec().unreduced().empty()) {
     // The logical value of an unreduced array is the reduction over its axes.
-    Array reduced = reshard(*this, impl0.sharding.with_spec(impl0.sharding.spec().with_sets(
-                                       {}, impl0.sharding.spec().reduced())));
+    // The type's entries: a concrete layout may name Auto axes, which reshard refuses.
+    const PartitionSpec& ts = impl0.type.sharding.spec();
+    Array reduced = reshard(*this, impl0.sharding.with_spec(ts.with_sets({}, ts.reduced())));
     reduced.copy_to_host(dst, as);
     return;
   }
@@ -262,8 +265,44 @@ Array from_host(const void* data, DType dtype, const Shape& shape, const Placeme
   return put_host(data, dtype, shape, where, "from_host");
 }
 
+namespace {
+
+// Under a trace, a placement naming Auto axes is a reshard of its Explicit part and a
+// sharding constraint of its Auto part (JAX lowers device_put under jit to a
+// constraint; reshard alone refuses Auto axes). Null when it names none.
+std::optional<Array> traced_auto_put(const Array& x, const Placement& where) {
+  const auto* ps = std::get_if<PartitionSpec>(&where);
+  const auto* ns = std::get_if<NamedSharding>(&where);
+  if ((!ps && !ns) || (ns && !ns->concrete_mesh())) return std::nullopt;
+  AbstractMesh m = ps ? get_abstract_mesh() : ns->mesh();
+  const PartitionSpec& spec = ps ? *ps : ns->spec();
+  if (m.empty()) return std::nullopt;
+  auto is_auto = [&](const std::string& a) {
+    return m.axis_index(a) >= 0 && m.axis_type(a) == AxisType::Auto;
+  };
+  bool any = false;
+  std::vector<PartitionEntry> typed, autos;
+  for (const auto& e : spec.entries()) {
+    Axes t, a;
+    for (const auto& n : e.axes()) (is_auto(n) ? a : t).push_back(n);
+    any = any || !a.empty();
+    typed.emplace_back(t);
+    autos.emplace_back(a);
+  }
+  if (!any) return std::nullopt;
+  PartitionSpec tspec(typed, spec.unreduced(), spec.reduced(), spec.unreduced_kind());
+  Placement tp = ps ? Placement(tspec) : Placement(NamedSharding(*ns->concrete_mesh(), tspec));
+  Array y = reshard(x, tp);
+  return with_sharding_constraint(y, NamedSharding(m, PartitionSpec(autos)));
+}
+
+}  // namespace
+
 Array device_put(const Array& x, const Placement& where) {
-  if (x.valid() && x.impl()->var) return reshard(x, where);  // traced: the reshard primitive
+  if (x.valid() && x.impl()->var) {  // traced: the reshard primitive (+ a constraint)
+    if (auto y = traced_auto_put(x, where)) return *y;
+    return reshard(x, where);
+  }
   NamedSharding s = resolve_placement(where, x.shape(), "device_put");
   if (s == x.sharding()) return x;
   return detail::reshard_to(x, s);

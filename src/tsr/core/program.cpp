@@ -230,4 +230,10 @@ void typecheck(const Program& p) {
   }
 }
 
+EqnMeshScope::EqnMeshScope(const Eqn& e) : EqnMeshScope(e.ctx) {}
+
+EqnMeshScope::EqnMeshScope(const AbstractMesh& m) {
+  if (!m.empty() && !(m == get_abstract_mesh())) scope_.emplace(m);
+}
+
 }  // namespace tsr::detail

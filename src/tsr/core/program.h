@@ -3,6 +3,7 @@
 // typed variables. A Var's identity is its address; names (a, b, ...) are given
 // when printing. Captured arrays (closure constants) are Program inputs too.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,21 @@ struct Eqn {
   PrimPtr prim;             /**< the primitive with its parameters */
   std::vector<VarPtr> ins;  /**< operands */
   std::vector<VarPtr> outs; /**< results */
+  AbstractMesh ctx;         /**< the context abstract mesh it was traced under */
+};
+
+/** Re-enters an equation's context abstract mesh while a transform replays it (JAX's
+ *  eqn.ctx.mesh), so an auto_axes / use_abstract_mesh region differentiates and
+ *  batches under the mesh it was traced under. No-op when it is already current. */
+class EqnMeshScope {
+ public:
+  /** Enters `e.ctx` when it is non-empty and not the current abstract mesh. */
+  explicit EqnMeshScope(const Eqn& e);
+  /** Same for a value's mesh (cotangents accumulated between equations). */
+  explicit EqnMeshScope(const AbstractMesh& m);
+
+ private:
+  std::optional<AbstractMeshScope> scope_;
 };
 
 /** A traced function: inputs, captured constants, equations, outputs. */

@@ -66,6 +66,7 @@ std::vector<Array> Trace::record(PrimPtr prim, const std::vector<Array>& in,
                                  const std::vector<ArrayType>& out_types) {
   Eqn e;
   e.prim = std::move(prim);
+  e.ctx = get_abstract_mesh();
   for (const auto& x : in) e.ins.push_back(var_for(x));
   std::vector<Array> outs;
   for (const auto& t : out_types) {

@@ -303,8 +303,17 @@ Array with_sharding_constraint(const Array& x, const ShardingArg& sharding) {
           "[with_sharding_constraint] The spec of NamedSharding passed to "
           "with_sharding_constraint can only refer to Auto axes of the mesh. Got spec=" +
           spec.repr() + " and mesh=" + m.str() + ". You probably meant to use `reshard` API?");
-  // Auto axes: a hint for the Auto propagation pass (a later issue); the type is unchanged.
-  return x;
+  // Auto axes: a hard constraint for the Auto propagation pass; the type is unchanged.
+  if (m.auto_axes().empty()) return x;
+  // Uneven layouts do not exist here (spec §8.2): refuse a constraint that does not
+  // divide (E22's words).
+  {
+    std::vector<PartitionEntry> e;
+    for (const auto& en : spec.entries())
+      e.push_back(en.is_unconstrained() ? PartitionEntry() : en);
+    NamedSharding(m, PartitionSpec(e)).shard_shape(x.shape());
+  }
+  return detail::bind1(std::make_shared<prim::ShardingConstraint>(spec, m), {x});
 }
 
 }  // namespace tsr

@@ -1,5 +1,7 @@
 #include "tsr/prims/sharding_ops.h"
 
+#include <set>
+
 #include "tsr/prims/common.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
@@ -9,8 +11,10 @@ namespace tsr::prim {
 using namespace tsr::detail;
 
 namespace {
-const bool registered = register_primitive("reshard") && register_primitive("jit") &&
-                        declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Differentiable);
+const bool registered =
+    register_primitive("reshard") && register_primitive("jit") &&
+    declare_ad("reshard", AdKind::Linear) && declare_ad("jit", AdKind::Differentiable) &&
+    register_primitive("sharding_constraint") && declare_ad("sharding_constraint", AdKind::Linear);
 }
 
 void check_unreduced_move(const ArrayType& x, const NamedSharding& dst, const char* op) {
@@ -45,6 +49,60 @@ bool Reshard::equals(const detail::Primitive& o) const {
 }
 
 size_t Reshard::hash() const { return Primitive::hash() * 31 + dst_.mesh().hash(); }
+
+std::vector<ArrayType> ShardingConstraint::infer(const std::vector<ArrayType>& in) const {
+  return {in.at(0)};
+}
+
+PartitionSpec ShardingConstraint::merged(const ArrayType& t, const PartitionSpec& free) const {
+  const int rank = t.ndim();
+  auto typed = entries_of(t);
+  PartitionSpec f = free.normalized(rank);
+  auto is_auto = [&](const std::string& a) {
+    return mesh_.axis_index(a) >= 0 && mesh_.axis_type(a) == AxisType::Auto;
+  };
+  // Axes the constraint names stay where it puts them; a free dim keeps the others.
+  std::set<std::string> named;
+  for (const auto& e : spec_.entries())
+    if (!e.is_unconstrained()) named.insert(e.axes().begin(), e.axes().end());
+  std::vector<PartitionEntry> out;
+  for (int d = 0; d < rank; ++d) {
+    Axes axes = typed[d].axes();
+    const bool open = d < spec_.size() && spec_.entries()[d].is_unconstrained();
+    if (open) {
+      for (const auto& a : f.entries()[d].axes())
+        if (is_auto(a) && !named.count(a)) axes.push_back(a);
+    } else if (d < spec_.size()) {
+      for (const auto& a : spec_.entries()[d].axes())
+        if (is_auto(a)) axes.push_back(a);
+    }
+    out.emplace_back(axes);
+  }
+  return with_sets_of(out, t.sharding.spec());
+}
+
+std::vector<Array> ShardingConstraint::jvp(const std::vector<Array>& primals,
+                                           const std::vector<Array>& tangents,
+                                           std::vector<Array>&) const {
+  return ad::linear_jvp(*this, primals, tangents);
+}
+
+// The cotangent meets the same constraint (JAX's _sharding_constraint_transpose).
+std::vector<Array> ShardingConstraint::transpose(const std::vector<Array>& cts,
+                                                 const std::vector<LinearIn>&) const {
+  return {detail::bind1(std::make_shared<ShardingConstraint>(*this), {cts[0]})};
+}
+
+// The batch dimension is left to the pass (an UNCONSTRAINED entry there).
+detail::Batched ShardingConstraint::batch(const std::vector<Array>& args,
+                                          const std::vector<int>& dims) const {
+  std::vector<PartitionEntry> e = spec_.entries();
+  while (static_cast<int>(e.size()) < args[0].ndim() - 1) e.emplace_back();
+  e.insert(e.begin() + std::min<int>(dims[0], static_cast<int>(e.size())),
+           PartitionEntry(UNCONSTRAINED));
+  auto p = std::make_shared<ShardingConstraint>(PartitionSpec(e), mesh_);
+  return {{detail::bind1(p, args)}, {dims[0]}};
+}
 
 std::vector<ArrayType> JitCall::infer(const std::vector<ArrayType>& in) const {
   std::vector<ArrayType> want = prog_->in_types();

@@ -37,6 +37,31 @@ class Reshard : public detail::Primitive {
   std::optional<Mesh> mesh_;
 };
 
+/** with_sharding_constraint on Auto axes (spec §13.3): the type is unchanged; the Auto
+ *  propagation pass makes the value's layout the type's Explicit entries with `spec`'s
+ *  Auto axes appended (UNCONSTRAINED dims stay free), a hard constraint at this point. */
+class ShardingConstraint : public detail::Primitive {
+ public:
+  /** The user's spec (Auto axes and UNCONSTRAINED only), on `mesh`. */
+  ShardingConstraint(PartitionSpec spec, AbstractMesh mesh)
+      : spec_(std::move(spec)), mesh_(std::move(mesh)) {}
+  /** The constraint as given (not padded). */
+  const PartitionSpec& spec() const { return spec_; }
+  const char* name() const override { return "sharding_constraint"; }
+  std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
+  TSR_DEFINE_JVP;
+  TSR_DEFINE_BATCH;
+  TSR_DEFINE_TRANSPOSE;
+  std::string params() const override { return "sharding=" + spec_.repr(); }
+  /** The concrete layout of a value of type `t`: Explicit entries major, then the
+   *  constraint's Auto axes; an UNCONSTRAINED dim keeps `free`'s Auto axes. */
+  PartitionSpec merged(const ArrayType& t, const PartitionSpec& free) const;
+
+ private:
+  PartitionSpec spec_;
+  AbstractMesh mesh_;
+};
+
 /** A call of a jitted function inside another trace (nested jit). */
 class JitCall : public detail::Primitive {
  public:

@@ -11,8 +11,10 @@
 #include "tsr/core/primitive.h"
 #include "tsr/error.h"
 #include "tsr/prims/collectives.h"
+#include "tsr/prims/common.h"
 #include "tsr/prims/control_flow.h"
 #include "tsr/prims/shard_map.h"
+#include "tsr/sharding/propagate.h"
 
 namespace tsr::detail {
 namespace {
@@ -36,6 +38,25 @@ struct Lowerer {
   Mesh mesh;  // the program's mesh
   std::unordered_map<const Var*, int> val;
   std::vector<Mesh> known;  // concrete meshes met so far (inputs, placements, renamings)
+  const AutoLayouts* chosen = nullptr;  // the Auto pass's layouts, on meshes with Auto axes
+
+  // `m` with every axis Explicit (same devices), for partial results over Auto axes.
+  const Mesh& explicit_twin(const Mesh& m) {
+    std::vector<AxisType> types(m.axis_sizes().size(), AxisType::Explicit);
+    Mesh t(m.devices(), m.axis_sizes(), m.axis_names(), types);
+    for (const Mesh& k : known)
+      if (k == t) return k;
+    return known.emplace_back(std::move(t));
+  }
+
+  // The layout of value v: what the Auto pass chose, else its type's spec.
+  const PartitionSpec& spec_of_var(const Var& v) const {
+    if (chosen) {
+      auto it = chosen->var.find(&v);
+      if (it != chosen->var.end()) return it->second;
+    }
+    return v.type.sharding.spec();
+  }
 
   // The devices of an abstract mesh: a concrete mesh already met with that
   // abstract mesh, else the context mesh, else the program's devices under the new
@@ -258,53 +279,98 @@ struct Lowerer {
     val[e.outs[0].get()] = reshard(out, layout_on(m, t.sharding.spec(), t.ndim()));
   }
 
-  // A closed body lowered on this program's meshes, its inputs and outputs at the given
-  // layouts (a separate Executable the control step runs per iteration or branch).
-  std::shared_ptr<const Executable> lower_sub(const Program& p,
-                                              const std::vector<NamedSharding>& in_layouts,
-                                              const std::vector<NamedSharding>& out_layouts) {
+  // A closed body lowered on this program's meshes with its inputs at the given layouts
+  // and its outputs at `out_layouts` where set (else where the body leaves them: its
+  // types' layouts, or on Auto axes what the propagation pass chose for the body).
+  std::shared_ptr<const Executable> lower_sub(
+      const Program& p, const Mesh& on, const std::vector<NamedSharding>& in_layouts,
+      const std::vector<std::optional<NamedSharding>>& out_layouts) {
     auto sub = std::make_shared<Executable>();
-    Lowerer lw{*sub, mesh, {}, known, {}};
+    Lowerer lw{*sub, mesh, {}, known, nullptr, {}};
     for (size_t i = 0; i < p.in_vars.size(); ++i) {
       const ArrayType& t = p.in_vars[i]->type;
       int v = lw.add_value(t.shape, t.dtype, t.weak, in_layouts[i]);
       sub->inputs.push_back(v);
       lw.val[p.in_vars[i].get()] = v;
     }
+    std::unique_ptr<AutoLayouts> picked =
+        propagate_auto(p, on.abstract_mesh(), in_layouts, out_layouts);
+    lw.chosen = picked.get();
     lw.lower_program(p);
-    for (size_t o = 0; o < p.out_vars.size(); ++o)
-      sub->outputs.push_back(lw.reshard(lw.val.at(p.out_vars[o].get()), out_layouts[o]));
+    lw.because("a body's output layout", true);
+    for (size_t o = 0; o < p.out_vars.size(); ++o) {
+      int v = lw.val.at(p.out_vars[o].get());
+      sub->outputs.push_back(out_layouts[o] ? lw.reshard(v, *out_layouts[o]) : v);
+    }
     schedule(*sub);
     return sub;
+  }
+
+  // The layout a control-flow operand keeps: where it is (on Auto axes, what the pass
+  // chose), else its type's on `me`; xs keep dim 0 unsharded (slices are contiguous).
+  NamedSharding operand_layout(int v, const ArrayType& t, const Mesh& me, bool xs) {
+    const NamedSharding& cur = ex.values[static_cast<size_t>(v)].layout;
+    if (!cur.concrete_mesh() || !(*cur.concrete_mesh() == me) ||
+        cur.spec().unreduced() != t.sharding.spec().unreduced())
+      return layout_on(me, t.sharding.spec(), t.ndim());
+    if (!xs) return cur;
+    std::vector<PartitionEntry> e = cur.spec().entries();
+    e[0] = PartitionEntry();
+    return layout_on(me, with_sets_of(e, cur.spec()), t.ndim());
+  }
+
+  static NamedSharding drop_dim0(const NamedSharding& l) {
+    std::vector<PartitionEntry> e = l.spec().entries();
+    e.erase(e.begin());
+    return NamedSharding(*l.concrete_mesh(), with_sets_of(e, l.spec()));
+  }
+
+  static NamedSharding add_dim0(const NamedSharding& l) {
+    std::vector<PartitionEntry> e = l.spec().entries();
+    e.insert(e.begin(), PartitionEntry());
+    return NamedSharding(*l.concrete_mesh(), with_sets_of(e, l.spec()));
   }
 
   // cond / while / scan: one step holding the bodies lowered at the operands' layouts;
   // carries keep their layout across iterations (the loop itself never gathers).
   void lower_control(const Eqn& e) {
     using K = Executable::Control::Kind;
+    using Opt = std::vector<std::optional<NamedSharding>>;
     const Mesh me = mesh_for(eqn_mesh(e));
     auto ctl = std::make_shared<Executable::Control>();
     Executable::Step st;
     st.prim = e.prim;
     st.mesh = me;
+    const auto* sc = dynamic_cast<const prim::Scan*>(e.prim.get());
+    const size_t first_x = sc ? sc->n_consts() + sc->n_carry() : e.ins.size();
     std::vector<NamedSharding> lay;
-    for (const auto& v : e.ins) {
-      because("operand " + std::to_string(lay.size()) + " of " + e.prim->name(), true);
-      int id = reshard(val.at(v.get()), layout_on(me, v->type.sharding.spec(), v->type.ndim()));
+    for (size_t i = 0; i < e.ins.size(); ++i) {
+      because("operand " + std::to_string(i) + " of " + e.prim->name(), true);
+      const ArrayType& t = e.ins[i]->type;
+      int v = val.at(e.ins[i].get());
+      int id = reshard(v, operand_layout(v, t, me, i >= first_x));
       st.ins.push_back(id);
-      lay.push_back(ex.values[id].layout);
+      lay.push_back(ex.values[static_cast<size_t>(id)].layout);
     }
-    std::vector<NamedSharding> out_lay;
-    for (const auto& v : e.outs)
-      out_lay.push_back(layout_on(me, v->type.sharding.spec(), v->type.ndim()));
     auto part = [](const std::vector<NamedSharding>& l, size_t a, size_t b) {
       return std::vector<NamedSharding>(l.begin() + static_cast<long>(a),
                                         l.begin() + static_cast<long>(b));
     };
+    auto opt = [](const std::vector<NamedSharding>& l) { return Opt(l.begin(), l.end()); };
+    auto outs_of = [](const Executable& sub) {
+      std::vector<NamedSharding> l;
+      for (int v : sub.outputs) l.push_back(sub.values[static_cast<size_t>(v)].layout);
+      return l;
+    };
+    std::vector<NamedSharding> out_lay;
     if (const auto* c = dynamic_cast<const prim::Cond*>(e.prim.get())) {
       ctl->kind = K::Cond;
-      for (const auto& b : c->branches())
-        ctl->subs.push_back(lower_sub(*b, part(lay, 1, lay.size()), out_lay));
+      // Every branch writes its outputs where the first one leaves them.
+      ctl->subs.push_back(lower_sub(*c->branches()[0], me, part(lay, 1, lay.size()),
+                                    Opt(e.outs.size())));
+      out_lay = outs_of(*ctl->subs[0]);
+      for (size_t b = 1; b < c->branches().size(); ++b)
+        ctl->subs.push_back(lower_sub(*c->branches()[b], me, part(lay, 1, lay.size()), opt(out_lay)));
     } else if (const auto* w = dynamic_cast<const prim::While*>(e.prim.get())) {
       ctl->kind = K::While;
       ctl->n_consts = w->n_cond_consts();
@@ -315,29 +381,29 @@ struct Lowerer {
       std::vector<NamedSharding> carry = part(lay, nb, lay.size());
       cin.insert(cin.end(), carry.begin(), carry.end());
       const ArrayType& pt = w->cond().out_vars[0]->type;
-      ctl->subs.push_back(lower_sub(w->cond(), cin, {layout_on(me, pt.sharding.spec(), 0)}));
-      ctl->subs.push_back(lower_sub(w->body(), part(lay, ctl->n_consts, lay.size()), carry));
+      ctl->subs.push_back(
+          lower_sub(w->cond(), me, cin, {layout_on(me, pt.sharding.spec(), 0)}));
+      ctl->subs.push_back(lower_sub(w->body(), me, part(lay, ctl->n_consts, lay.size()), opt(carry)));
+      out_lay = carry;
     } else {
-      const auto& sc = dynamic_cast<const prim::Scan&>(*e.prim);
       ctl->kind = K::Scan;
-      ctl->n_consts = sc.n_consts();
-      ctl->n_carry = sc.n_carry();
-      ctl->length = sc.length();
-      ctl->reverse = sc.reverse();
-      const size_t nck = ctl->n_consts + ctl->n_carry;
-      std::vector<NamedSharding> in = part(lay, 0, nck);
-      for (size_t i = nck; i < e.ins.size(); ++i) {
-        ArrayType t = prim::slice_type(e.ins[i]->type);
-        in.push_back(layout_on(me, t.sharding.spec(), t.ndim()));
-        const Executable::Value& xv = ex.values[st.ins[i]];
-        ctl->x_bytes.push_back(sc.length() ? xv.local_bytes / static_cast<size_t>(sc.length()) : 0);
+      ctl->n_consts = sc->n_consts();
+      ctl->n_carry = sc->n_carry();
+      ctl->length = sc->length();
+      ctl->reverse = sc->reverse();
+      std::vector<NamedSharding> in = part(lay, 0, first_x);
+      for (size_t i = first_x; i < e.ins.size(); ++i) {
+        in.push_back(drop_dim0(lay[i]));
+        const Executable::Value& xv = ex.values[static_cast<size_t>(st.ins[i])];
+        ctl->x_bytes.push_back(sc->length() ? xv.local_bytes / static_cast<size_t>(sc->length())
+                                            : 0);
       }
-      std::vector<NamedSharding> out = part(out_lay, 0, ctl->n_carry);
-      for (size_t j = ctl->n_carry; j < e.outs.size(); ++j) {
-        ArrayType t = prim::slice_type(e.outs[j]->type);
-        out.push_back(layout_on(me, t.sharding.spec(), t.ndim()));
-      }
-      ctl->subs.push_back(lower_sub(sc.body(), in, out));
+      out_lay = part(lay, ctl->n_consts, first_x);
+      Opt out = opt(out_lay);
+      out.resize(e.outs.size());
+      ctl->subs.push_back(lower_sub(sc->body(), me, in, out));
+      std::vector<NamedSharding> got = outs_of(*ctl->subs[0]);
+      for (size_t j = ctl->n_carry; j < e.outs.size(); ++j) out_lay.push_back(add_dim0(got[j]));
     }
     for (size_t j = 0; j < e.outs.size(); ++j) {
       const ArrayType& t = e.outs[j]->type;
@@ -391,7 +457,7 @@ struct Lowerer {
         const ArrayType& t = e.outs[j]->type;
         val[e.outs[j].get()] =
             reshard(val.at(sub->out_vars[j].get()),
-                    layout_on(mesh_for(t.sharding.mesh()), t.sharding.spec(), t.ndim()));
+                    layout_on(mesh_for(t.sharding.mesh()), spec_of_var(*e.outs[j]), t.ndim()));
       }
       return;
     }
@@ -402,18 +468,23 @@ struct Lowerer {
     }
     // A copy: `known` may grow (and move its elements) while this equation lowers.
     const Mesh me = e.prim->placement_mesh() ? *e.prim->placement_mesh() : mesh_for(eqn_mesh(e));
-    if (std::string_view(e.prim->name()) == "reshard") {
+    if (std::string_view(e.prim->name()) == "reshard" ||
+        std::string_view(e.prim->name()) == "sharding_constraint") {
       // A pure layout change: one reshard step, no kernel.
       because("reshard", false);
       const ArrayType& t = e.outs[0]->type;
       val[e.outs[0].get()] =
-          reshard(val.at(e.ins[0].get()), layout_on(me, t.sharding.spec(), t.ndim()));
+          reshard(val.at(e.ins[0].get()), layout_on(me, spec_of_var(*e.outs[0]), t.ndim()));
       return;
     }
     std::vector<ArrayType> in_t, out_t;
     for (const auto& v : e.ins) in_t.push_back(v->type);
     for (const auto& v : e.outs) out_t.push_back(v->type);
-    Lowering l = e.prim->partition(in_t, out_t);
+    // On Auto axes the kernel is partitioned by the layout types the pass chose.
+    auto picked = chosen ? chosen->eqn.find(&e) : decltype(chosen->eqn)::const_iterator();
+    const bool use_pick = chosen && picked != chosen->eqn.end();
+    Lowering l = e.prim->partition(use_pick ? picked->second.in : in_t,
+                                   use_pick ? picked->second.out : out_t);
     Executable::Step st;
     st.prim = e.prim;
     st.fn = find_kernel(e.prim->name());
@@ -427,7 +498,14 @@ struct Lowerer {
     std::vector<int> outs;
     for (size_t j = 0; j < e.outs.size(); ++j) {
       const ArrayType& t = out_t[j];
-      int v = add_value(t.shape, t.dtype, t.weak, layout_on(me, l.out[j], t.ndim()));
+      // A partial result over an Auto axis (the pass's row-parallel dot) lives on the
+      // same devices with that axis typed Explicit: concrete unreduced sets name only
+      // Explicit axes.
+      bool partial_auto = false;
+      for (const auto& a : l.out[j].unreduced())
+        partial_auto = partial_auto || me.abstract_mesh().axis_type(a) != AxisType::Explicit;
+      const Mesh& om = partial_auto ? explicit_twin(me) : me;
+      int v = add_value(t.shape, t.dtype, t.weak, layout_on(om, l.out[j], t.ndim()));
       st.outs.push_back(v);
       st.out_local.push_back({ex.values[v].layout.shard_shape(t.shape), t.dtype});
     }
@@ -451,7 +529,7 @@ struct Lowerer {
               e.prim->name(),
           true);
       const ArrayType& t = out_t[j];
-      val[e.outs[j].get()] = reshard(outs[j], layout_on(me, t.sharding.spec(), t.ndim()));
+      val[e.outs[j].get()] = reshard(outs[j], layout_on(me, spec_of_var(*e.outs[j]), t.ndim()));
     }
   }
 };
@@ -476,7 +554,7 @@ std::shared_ptr<const Executable> lower(
     const Program& p, const std::vector<NamedSharding>& in_layouts,
     const std::vector<std::optional<NamedSharding>>& out_layouts) {
   auto ex = std::make_shared<Executable>();
-  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}, {}};
+  Lowerer lw{*ex, choose_mesh(p, in_layouts), {}, {}, nullptr, {}};
   for (const auto& l : in_layouts)
     if (l.concrete_mesh() && !l.concrete_mesh()->empty()) {
       bool seen = false;
@@ -491,6 +569,9 @@ std::shared_ptr<const Executable> lower(
     ex->inputs.push_back(v);
     lw.val[in_vars[i].get()] = v;
   }
+  std::unique_ptr<AutoLayouts> chosen =
+      propagate_auto(p, lw.mesh.abstract_mesh(), in_layouts, out_layouts);
+  lw.chosen = chosen.get();
   lw.lower_program(p);
   for (size_t o = 0; o < p.out_vars.size(); ++o) {
     int v = lw.val.at(p.out_vars[o].get());

@@ -211,6 +211,7 @@ BatchResult batch_eval(const Program& p, const std::vector<Array>& args,
   for (size_t i = 0; i < p.const_vars.size(); ++i) env[p.const_vars[i].get()] = {p.consts[i], -1};
   for (size_t i = 0; i < p.in_vars.size(); ++i) env[p.in_vars[i].get()] = {args.at(i), dims.at(i)};
   for (const Eqn& e : p.eqns) {
+    EqnMeshScope ms(e);
     std::vector<Array> ins;
     std::vector<int> ds;
     bool any = false;

@@ -47,6 +47,7 @@ std::vector<Array> eval_program(const Program& p, const std::vector<Array>& args
   for (size_t i = 0; i < p.const_vars.size(); ++i) env[p.const_vars[i].get()] = p.consts[i];
   for (size_t i = 0; i < p.in_vars.size(); ++i) env[p.in_vars[i].get()] = args[i];
   for (const Eqn& e : p.eqns) {
+    EqnMeshScope ms(e);
     std::vector<Array> ins;
     ins.reserve(e.ins.size());
     for (const auto& v : e.ins) ins.push_back(env.at(v.get()));
@@ -82,6 +83,7 @@ void jvp_eval(const Program& p, const std::vector<Array>& primals,
       tenv[p.in_vars[i].get()] = tangents[i];
   }
   for (const Eqn& e : p.eqns) {
+    EqnMeshScope ms(e);
     std::vector<Array> ins, tins;
     bool any = false;
     for (const auto& v : e.ins) {
@@ -110,8 +112,7 @@ void jvp_eval(const Program& p, const std::vector<Array>& primals,
     for (size_t j = 0; j < e.outs.size(); ++j) {
       env[e.outs[j].get()] = res[j];
       if (j < touts.size() && touts[j].valid() && has_tangent_space(res[j].dtype()))
-        tenv[e.outs[j].get()] =
-            ad::coerce(touts[j], res[j].type(), e.prim->name(), "tangent");
+        tenv[e.outs[j].get()] = ad::coerce(touts[j], res[j].type(), e.prim->name(), "tangent");
     }
   }
   outs.clear();

@@ -126,6 +126,7 @@ PartialEval partial_eval(const Program& p, const std::vector<bool>& unknown_ins,
       // saves residuals; the unknown side reads them (never redoing the known inputs'
       // primal work, or a shard_map body's collectives).
       Eqn ke, ue;
+      ke.ctx = ue.ctx = e.ctx;
       std::vector<ArrayType> kt;
       if (sp.known_ins.empty())
         for (size_t i = 0; i < e.ins.size(); ++i)

@@ -30,6 +30,7 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
   // Forward: evaluate what does not depend on the linear inputs.
   std::vector<const Eqn*> lin;
   for (const Eqn& e : p.eqns) {
+    EqnMeshScope ms(e);
     std::vector<bool> flags;
     bool any = false;
     for (const auto& v : e.ins) {
@@ -73,6 +74,7 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
   std::unordered_map<const Var*, Array> ct;
   auto accum = [&](const VarPtr& v, const Array& c, const char* prim) {
     if (!c.valid() || !linear.count(v.get()) || !has_tangent_space(v->type.dtype)) return;
+    EqnMeshScope ms(v->type.sharding.mesh());
     Array g = ad::coerce(c, ct_type(v->type), prim, "cotangent");
     auto it = ct.find(v.get());
     if (it == ct.end())
@@ -83,6 +85,7 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
   for (size_t j = 0; j < p.out_vars.size(); ++j) accum(p.out_vars[j], cts.at(j), "output");
   for (auto it = lin.rbegin(); it != lin.rend(); ++it) {
     const Eqn& e = **it;
+    EqnMeshScope ms(e);
     std::vector<Array> out_ct;
     bool any = false;
     for (const auto& v : e.outs) {
