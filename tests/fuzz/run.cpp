@@ -340,7 +340,11 @@ Phase run_phase(const Case& c, Mode m, Kind kind, const ArrayType& out_t) {
   std::optional<Mesh> mesh;
   std::optional<MeshScope> scope;
   if (m != Mode::Oracle) {
-    mesh = make_mesh(md.sizes, md.names);
+    // The primal run's axis types (TSR_FUZZ_AUTO: all Auto), so `out_t` is comparable.
+    static const bool autos = std::getenv("TSR_FUZZ_AUTO") != nullptr;
+    mesh = make_mesh(
+        md.sizes, md.names,
+        std::vector<AxisType>(md.sizes.size(), autos ? AxisType::Auto : AxisType::Explicit));
     scope.emplace(*mesh);
   }
   Ctx ctx;

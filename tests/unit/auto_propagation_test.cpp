@@ -377,3 +377,20 @@ TEST(AutoAxes, GradThroughExplicitAxes) {
   Array gj = jit(grad(f))(a);
   expect_near(gj.to_vector<float>(), ga.to_vector<float>());
 }
+
+namespace {
+// Types never name Auto axes (spec §14), also through AD (found by the fuzzer on Auto
+// meshes: jvp's primal came back typed bf16[2@x]).
+TEST(AutoPropagation, TypesNeverNameAutoAxesUnderAd) {
+  Mesh m = make_mesh({1}, {"x"}, {AxisType::Auto});
+  MeshScope scope(m);
+  Array a = device_put(array<float>({-0.75f, -3.0f}).astype(bfloat16), P("x"));
+  Array b = device_put(array<float>({1.0f}).astype(bfloat16), P("x"));
+  auto f = [](const Array& u, const Array& v) { return dynamic_update_slice(u, v, {0}); };
+  EXPECT_EQ(typeof(f(a, b)).str(), "bf16[2]");
+  auto [y, t] = jvp(f, std::make_tuple(a, b), std::make_tuple(ones_like(a), ones_like(b)));
+  EXPECT_EQ(typeof(y).str(), "bf16[2]");
+  EXPECT_EQ(typeof(t).str(), "bf16[2]");
+  EXPECT_TRUE(typeof(y) == typeof(f(a, b)));
+}
+}  // namespace
