@@ -24,6 +24,21 @@ std::optional<int64_t> env_int(const EnvSpec& spec) {
   return v;
 }
 
+std::optional<size_t> env_choice(const char* name, const char* op, const char* meaning,
+                                 std::initializer_list<const char*> choices) {
+  const char* env = std::getenv(name);
+  if (!env) return std::nullopt;
+  std::string words;
+  size_t i = 0;
+  for (const char* c : choices) {
+    if (std::strcmp(env, c) == 0) return i;
+    words += (i++ ? ", " : "") + std::string(c);
+  }
+  throw ValueError(std::string("[") + op + "] the environment variable " + name +
+                   " is not valid. Got '" + env + "'; expected one of " + words + " (" +
+                   meaning + "). Set it to one of those, or unset it.");
+}
+
 bool env_flag(const char* name, const char* op, const char* meaning) {
   return env_int({name, 0, 1, op, meaning, "1"}).value_or(0) != 0;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // The one parser of TSR_* environment variables: a value that is set but not
 // what the variable expects is a ValueError, never silently ignored.
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 
 namespace tsr::detail {
@@ -20,6 +22,10 @@ struct EnvSpec {
  *  variable, its value and the accepted range when it is not a decimal integer in
  *  [lo, hi]. */
 std::optional<int64_t> env_int(const EnvSpec& spec);
+/** The index in `choices` of a word-valued variable, or nullopt when unset; ValueError
+ *  naming the variable, its value and the words accepted otherwise. */
+std::optional<size_t> env_choice(const char* name, const char* op, const char* meaning,
+                                 std::initializer_list<const char*> choices);
 /** A 0/1 switch (false when unset), parsed by env_int. */
 bool env_flag(const char* name, const char* op, const char* meaning);
 

@@ -11,6 +11,7 @@
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/prims/sharding_ops.h"
+#include "tsr/runtime/env.h"
 #include "tsr/runtime/executable.h"
 #include "tsr/transforms.h"
 
@@ -342,15 +343,15 @@ struct JitCore::Impl {
   }
 
   static ImplicitComm env_implicit_comm() {
-    const char* v = std::getenv("TSR_IMPLICIT_COMM");
-    if (!v || !*v) return ImplicitComm::Allow;
-    std::string s(v);
-    if (s == "allow") return ImplicitComm::Allow;
-    if (s == "warn") return ImplicitComm::Warn;
-    if (s == "error") return ImplicitComm::Error;
-    throw ValueError("[jit] TSR_IMPLICIT_COMM=" + s +
-                     " is not a mode. Got that; expected allow, warn or error. Set one of them.");
+    static const ImplicitComm mode = [] {
+      std::optional<size_t> i = env_choice(
+          "TSR_IMPLICIT_COMM", "jit", "what jit does with communication the program did not write",
+          {"allow", "warn", "error"});
+      return i ? static_cast<ImplicitComm>(*i) : ImplicitComm::Allow;
+    }();
+    return mode;
   }
+
 
   std::shared_ptr<const Executable> exe_for(Entry& e, const std::vector<Array>& args) {
     std::vector<NamedSharding> layouts;
