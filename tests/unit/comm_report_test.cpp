@@ -76,6 +76,11 @@ TEST(CommReport, ImplicitCommErrorRefusesTheFirstInsertedCollective) {
   EXPECT_FLOAT_EQ(got.item<float>(), 64.0f);
   Array r = jit([&](const Array& x) { return reshard(x, NamedSharding(m, P())); }, o)(sharded(m));
   EXPECT_EQ(r.shape(), (Shape{64}));
+  // lower() shows the report rather than refusing; the call after it still refuses.
+  auto s = jit([](const Array& x) { return sum(x); }, o);
+  EXPECT_EQ(s.lower(sharded(m)).comm_report().implicit_count(), 1u);
+  std::string again = error_of<ShardingTypeError>([&] { s(sharded(m)); });
+  EXPECT_HAS(again, "result of reduce_sum");
 }
 
 }  // namespace
