@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "../examples/mlp.h"
+#include "mlp_step_timer.h"
 #include "tsr/tsr.h"
 
 using namespace tsr;
@@ -47,24 +47,8 @@ template <class Place, class Make>
 void time_step(benchmark::State& st, const Mesh& mesh, Place place, Make make) {
   MeshScope scope(mesh);
   mlp::Params p = place(mlp::init_params(kSizes, 0, P()));
-  Array k = random::key(1);
-  Array x = device_put(random::normal(random::fold_in(k, 0), {kBatch, kSizes.in}), P("data"));
-  Array y =
-      device_put(random::randint(random::fold_in(k, 1), {kBatch}, 0, kSizes.classes), P("data"));
   auto step = make();
-  for (int i = 0; i < 3; ++i) p = step(p, x, y).first;  // trace, lower, warm the allocator
-  if (std::getenv("TSR_BENCH_SHOW_LOCAL"))
-    std::fprintf(stderr, "%s\n", step.lower(p, x, y).local.c_str());
-  p.w1.block_until_ready();
-  Array loss;
-  for (auto _ : st) {
-    auto [next, l] = step(p, x, y);
-    p = std::move(next);
-    loss = l;
-    loss.block_until_ready();
-    p.w1.block_until_ready();
-  }
-  st.counters["loss"] = loss.item<float>();
+  st.counters["loss"] = bench::time_mlp_steps(st, step, p, kSizes, kBatch);
 }
 
 mlp::Params as_is(mlp::Params p) { return p; }

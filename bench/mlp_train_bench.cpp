@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "../examples/mlp.h"
+#include "mlp_step_timer.h"
 #include "tsr/tsr.h"
 
 extern "C" {
@@ -49,22 +49,8 @@ void time_steps(benchmark::State& st, MakeStep make) {
   Mesh mesh = make_mesh({n}, {"data"});
   MeshScope scope(mesh);
   mlp::Params p = mlp::init_params(kSizes, 0, P());
-  Array k = random::key(1);
-  Array x = device_put(random::normal(random::fold_in(k, 0), {kBatch, kSizes.in}), P("data"));
-  Array y =
-      device_put(random::randint(random::fold_in(k, 1), {kBatch}, 0, kSizes.classes), P("data"));
   auto step = make();
-  for (int i = 0; i < 3; ++i) p = step(p, x, y).first;  // trace, lower, warm the allocator
-  p.w1.block_until_ready();
-  Array loss;
-  for (auto _ : st) {
-    auto [next, l] = step(p, x, y);
-    p = std::move(next);
-    loss = l;
-    loss.block_until_ready();
-    p.w1.block_until_ready();
-  }
-  st.counters["loss"] = loss.item<float>();
+  st.counters["loss"] = bench::time_mlp_steps(st, step, p, kSizes, kBatch);
   st.counters["GFLOPS"] = benchmark::Counter(
       step_flops(), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
