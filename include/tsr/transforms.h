@@ -20,7 +20,7 @@ namespace tsr {
 enum class ImplicitComm {
   Allow, /**< run it */
   Warn,  /**< run it, and print each one to stderr when the call is lowered */
-  Error  /**< refuse the call (lower() still shows the report): a ShardingTypeError naming the op */
+  Error  /**< refuse to lower: a ShardingTypeError naming the op */
 };
 
 /** Options of jit. Arguments and results are trees (tsr/tree.h); in_shardings,
