@@ -503,11 +503,14 @@ TEST(ControlFlowAuto, LoopsKeepThePassesLayoutOnAutoAxes) {
   Array x = put(test::ramp({8, 8}, 0.125, -3.0), m, P("x"));
   Array xs = put(test::ramp({3, 8, 8}, 0.01, 0.5), m, P(nullptr, "x"));
   auto f = [](const Array& c0, const Array& v) {
-    auto [c, ys] = scan([](const Array& c, const Array& xi) {
-      Array n = tanh(c + xi);
-      return std::pair<Array, Array>(n, n * 2.0f);
-    }, c0, v);
-    return std::make_pair(fori_loop(0, 4, [](const Array&, const Array& a) { return a * 0.5f; }, c),
+    auto [c, ys] = scan(
+        [](const Array& c, const Array& xi) {
+          Array n = tanh(c + xi);
+          return std::pair<Array, Array>(n, n * 2.0f);
+        },
+        c0, v);
+    return std::make_pair(fori_loop(
+                              0, 4, [](const Array&, const Array& a) { return a * 0.5f; }, c),
                           ys);
   };
   Lowered l = jit(f).lower(x, xs);

@@ -35,8 +35,8 @@ std::optional<size_t> env_choice(const char* name, const char* op, const char* m
     words += (i++ ? ", " : "") + std::string(c);
   }
   throw ValueError(std::string("[") + op + "] the environment variable " + name +
-                   " is not valid. Got '" + env + "'; expected one of " + words + " (" +
-                   meaning + "). Set it to one of those, or unset it.");
+                   " is not valid. Got '" + env + "'; expected one of " + words + " (" + meaning +
+                   "). Set it to one of those, or unset it.");
 }
 
 bool env_flag(const char* name, const char* op, const char* meaning) {

@@ -366,11 +366,12 @@ struct Lowerer {
     if (const auto* c = dynamic_cast<const prim::Cond*>(e.prim.get())) {
       ctl->kind = K::Cond;
       // Every branch writes its outputs where the first one leaves them.
-      ctl->subs.push_back(lower_sub(*c->branches()[0], me, part(lay, 1, lay.size()),
-                                    Opt(e.outs.size())));
+      ctl->subs.push_back(
+          lower_sub(*c->branches()[0], me, part(lay, 1, lay.size()), Opt(e.outs.size())));
       out_lay = outs_of(*ctl->subs[0]);
       for (size_t b = 1; b < c->branches().size(); ++b)
-        ctl->subs.push_back(lower_sub(*c->branches()[b], me, part(lay, 1, lay.size()), opt(out_lay)));
+        ctl->subs.push_back(
+            lower_sub(*c->branches()[b], me, part(lay, 1, lay.size()), opt(out_lay)));
     } else if (const auto* w = dynamic_cast<const prim::While*>(e.prim.get())) {
       ctl->kind = K::While;
       ctl->n_consts = w->n_cond_consts();
@@ -381,9 +382,9 @@ struct Lowerer {
       std::vector<NamedSharding> carry = part(lay, nb, lay.size());
       cin.insert(cin.end(), carry.begin(), carry.end());
       const ArrayType& pt = w->cond().out_vars[0]->type;
+      ctl->subs.push_back(lower_sub(w->cond(), me, cin, {layout_on(me, pt.sharding.spec(), 0)}));
       ctl->subs.push_back(
-          lower_sub(w->cond(), me, cin, {layout_on(me, pt.sharding.spec(), 0)}));
-      ctl->subs.push_back(lower_sub(w->body(), me, part(lay, ctl->n_consts, lay.size()), opt(carry)));
+          lower_sub(w->body(), me, part(lay, ctl->n_consts, lay.size()), opt(carry)));
       out_lay = carry;
     } else {
       ctl->kind = K::Scan;
@@ -1073,21 +1074,6 @@ std::string Executable::str() const {
       if (what.empty()) what.push_back("local copy");
       for (size_t i = 0; i < what.size(); ++i) os << (i ? ", " : "") << what[i];
       os << "]\n";
-    } else if (st.ctl) {
-      for (size_t j = 0; j < st.outs.size(); ++j)
-        os << (j ? " " : "") << name(st.outs[j]) << ":" << local_type(st.outs[j]);
-      os << " = " << st.prim->name();
-      std::string p = st.prim->params();
-      if (!p.empty()) os << "[" << p << "]";
-      for (int v : st.ins) os << " " << name(v);
-      os << "   on " << st.mesh->size() << " device" << (st.mesh->size() == 1 ? "" : "s")
-         << ", on the devices\n";
-      auto bodies = st.prim->bodies();
-      for (size_t b = 0; b < st.ctl->subs.size(); ++b) {
-        std::istringstream sub(st.ctl->subs[b]->str());
-        os << "    " << (b < bodies.size() ? bodies[b].first : "body") << ":\n";
-        for (std::string line; std::getline(sub, line);) os << "      " << line << "\n";
-      }
     } else if (st.alias) {
       os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = block " << name(st.ins[0])
          << "  [shard_map boundary: same buffer]\n";
@@ -1102,7 +1088,15 @@ std::string Executable::str() const {
         os << "   [" << collective_text(st, values) << "]\n";
         continue;
       }
-      os << "   on " << st.mesh->size() << " device" << (st.mesh->size() == 1 ? "" : "s") << "\n";
+      os << "   on " << st.mesh->size() << " device" << (st.mesh->size() == 1 ? "" : "s")
+         << (st.ctl ? ", on the devices\n" : "\n");
+      if (!st.ctl) continue;
+      auto bodies = st.prim->bodies();
+      for (size_t b = 0; b < st.ctl->subs.size(); ++b) {
+        std::istringstream sub(st.ctl->subs[b]->str());
+        os << "    " << (b < bodies.size() ? bodies[b].first : "body") << ":\n";
+        for (std::string line; std::getline(sub, line);) os << "      " << line << "\n";
+      }
     }
   }
   os << "outputs:";

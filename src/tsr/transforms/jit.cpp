@@ -357,7 +357,6 @@ struct JitCore::Impl {
     return mode;
   }
 
-
   // `check`: apply implicit_comm (a call); lower() shows the report instead.
   std::shared_ptr<const Executable> exe_for(Entry& e, const std::vector<Array>& args,
                                             bool check = true) {
