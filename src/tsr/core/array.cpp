@@ -18,19 +18,20 @@ namespace detail {
 Array make_array(const Shape& shape, DType dtype, const NamedSharding& sharding,
                  std::vector<BufferPtr> buffers, bool weak) {
   auto impl = std::make_shared<ArrayImpl>();
-  impl->type.shape = shape;
-  impl->type.dtype = dtype;
-  impl->type.weak = weak;
-  impl->type.sharding = type_sharding(sharding, shape);
-  impl->sharding = sharding;
+  auto meta = std::make_shared<ArrayMeta>();
+  meta->type.shape = shape;
+  meta->type.dtype = dtype;
+  meta->type.weak = weak;
+  meta->type.sharding = type_sharding(sharding, shape);
+  meta->sharding = sharding;
+  impl->meta = std::move(meta);
   impl->buffers = std::move(buffers);
   return Array(std::move(impl));
 }
 
 Array make_traced(const VarPtr& var, uint64_t trace_id) {
   auto impl = std::make_shared<ArrayImpl>();
-  impl->type = var->type;
-  impl->sharding = var->type.sharding;
+  impl->meta = std::make_shared<const ArrayMeta>(ArrayMeta{var->type, var->type.sharding});
   impl->var = var;
   impl->trace_id = trace_id;
   return Array(std::move(impl));
@@ -107,8 +108,8 @@ Array write_shards(const Shape& shape, DType dtype, const NamedSharding& s, Shar
 
 }  // namespace
 
-const ArrayType& Array::type() const { return get(impl_).type; }
-const NamedSharding& Array::sharding() const { return get(impl_).sharding; }
+const ArrayType& Array::type() const { return get(impl_).type(); }
+const NamedSharding& Array::sharding() const { return get(impl_).sharding(); }
 
 const Array& Array::block_until_ready() const {
   detail::check_concrete(*this, "block_until_ready");
@@ -119,14 +120,14 @@ const Array& Array::block_until_ready() const {
 std::vector<Shard> Array::addressable_shards() const {
   detail::check_concrete(*this, "addressable_shards");
   const auto& impl = get(impl_);
-  const Mesh& mesh = *impl.sharding.concrete_mesh();
-  Shape local = impl.sharding.shard_shape(shape());
+  const Mesh& mesh = *impl.sharding().concrete_mesh();
+  Shape local = impl.sharding().shard_shape(shape());
   std::vector<Shard> out;
   for (int i = 0; i < mesh.size(); ++i) {
     Shard s;
     s.device = mesh.devices()[i];
-    s.index = impl.sharding.index_of(i, shape());
-    s.replica_id = impl.sharding.replica_id(i);
+    s.index = impl.sharding().index_of(i, shape());
+    s.replica_id = impl.sharding().replica_id(i);
     s.data = std::make_shared<Array>(detail::make_array(
         local, dtype(), NamedSharding(device_mesh(s.device), P()), {impl.buffers[i]}));
     out.push_back(std::move(s));
@@ -144,11 +145,11 @@ void Array::check_item() const {
 void Array::copy_to_host(void* dst, DType as) const {
   detail::check_concrete(*this, "to_vector");
   const auto& impl0 = get(impl_);
-  if (!impl0.sharding.spec().unreduced().empty()) {
+  if (!impl0.sharding().spec().unreduced().empty()) {
     // The logical value of an unreduced array is the reduction over its axes.
     // The type's entries: a concrete layout may name Auto axes, which reshard refuses.
-    const PartitionSpec& ts = impl0.type.sharding.spec();
-    Array reduced = reshard(*this, impl0.sharding.with_spec(ts.with_sets({}, ts.reduced())));
+    const PartitionSpec& ts = impl0.type().sharding.spec();
+    Array reduced = reshard(*this, impl0.sharding().with_spec(ts.with_sets({}, ts.reduced())));
     reduced.copy_to_host(dst, as);
     return;
   }
@@ -161,10 +162,10 @@ void Array::copy_to_host(void* dst, DType as) const {
     staging.resize(static_cast<size_t>(size()) * isz);
     out = staging.data();
   }
-  Shape local = impl.sharding.shard_shape(shape());
+  Shape local = impl.sharding().shard_shape(shape());
   for (int i = 0; i < static_cast<int>(impl.buffers.size()); ++i) {
-    if (impl.sharding.replica_id(i) != 0) continue;
-    ShardIndex idx = impl.sharding.index_of(i, shape());
+    if (impl.sharding().replica_id(i) != 0) continue;
+    ShardIndex idx = impl.sharding().index_of(i, shape());
     detail::copy_box(impl.buffers[i]->ptr, local, Shape(local.size(), 0), out, shape(),
                      origin_of(idx), local, isz);
   }

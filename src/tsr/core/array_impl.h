@@ -9,9 +9,19 @@
 
 namespace tsr::detail {
 
+/** An array's type and concrete sharding, shared (immutable) between arrays: an
+ *  executable makes one per output, so an op's result copies no shape or spec. */
+struct ArrayMeta {
+  ArrayType type;         /**< the type */
+  NamedSharding sharding; /**< concrete; the type's sharding when traced */
+};
+
 struct ArrayImpl {
-  ArrayType type;
-  NamedSharding sharding;          // concrete; the type's sharding when traced
+  std::shared_ptr<const ArrayMeta> meta;
+  /** The type. */
+  const ArrayType& type() const { return meta->type; }
+  /** The concrete sharding (the type's when traced). */
+  const NamedSharding& sharding() const { return meta->sharding; }
   std::vector<BufferPtr> buffers;  // one per device of sharding's mesh; empty when traced
   VarPtr var;                      // set when this is a value of a trace
   uint64_t trace_id = 0;           // which trace `var` belongs to

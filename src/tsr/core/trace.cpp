@@ -42,14 +42,14 @@ VarPtr Trace::var_for(const Array& x) {
   if (impl->var && impl->trace_id == id_) return impl->var;
   if (impl->var && !trace_active(impl->trace_id))
     throw ValueError("[trace] a traced value escaped its transform. Got a traced array of type " +
-                     impl->type.str() +
+                     impl->type().str() +
                      " whose jit (or other transform) has already finished; expected a concrete "
                      "array or a value of an active trace. Return the value from the function "
                      "instead of storing it outside.");
   if (impl->deleted) check_concrete(x, "trace");
   auto it = captured_.find(impl);
   if (it != captured_.end()) return it->second;
-  auto v = std::make_shared<Var>(Var{capture_ ? capture_(impl->type) : impl->type});
+  auto v = std::make_shared<Var>(Var{capture_ ? capture_(impl->type()) : impl->type()});
   prog_.const_vars.push_back(v);
   prog_.consts.push_back(x);
   captured_.emplace(impl, v);
@@ -59,7 +59,7 @@ VarPtr Trace::var_for(const Array& x) {
 ArrayType Trace::type_of(const Array& x) const {
   const ArrayImpl* impl = x.impl().get();
   if (!capture_ || !impl || (impl->var && impl->trace_id == id_)) return x.type();
-  return capture_(impl->type);
+  return capture_(impl->type());
 }
 
 std::vector<Array> Trace::record(PrimPtr prim, const std::vector<Array>& in,

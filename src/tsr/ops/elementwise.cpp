@@ -1,5 +1,6 @@
 // Elementwise front-ends: promote dtypes (JAX lattice, weak scalars), promote
 // ranks (NumPy), then bind the primitive; lax size-1 broadcasting does the rest.
+#include <array>
 #include <optional>
 
 #include "tsr/core/array_impl.h"
@@ -15,19 +16,48 @@ using prim::UnaryOp;
 
 namespace {
 
+// One immutable primitive per op, shared: a fresh one per call was a heap
+// allocation per eager op.
+PrimPtr unary_prim(UnaryOp op) {
+  static const auto table = [] {
+    std::array<PrimPtr, prim::kNumUnaryOps> t;
+    for (int i = 0; i < prim::kNumUnaryOps; ++i)
+      t[static_cast<size_t>(i)] = std::make_shared<prim::Unary>(static_cast<UnaryOp>(i));
+    return t;
+  }();
+  return table[static_cast<size_t>(op)];
+}
+PrimPtr binary_prim(BinaryOp op) {
+  static const auto table = [] {
+    std::array<PrimPtr, prim::kNumBinaryOps> t;
+    for (int i = 0; i < prim::kNumBinaryOps; ++i)
+      t[static_cast<size_t>(i)] = std::make_shared<prim::Binary>(static_cast<BinaryOp>(i));
+    return t;
+  }();
+  return table[static_cast<size_t>(op)];
+}
+
 Array unary(UnaryOp op, const Array& x, bool to_float) {
-  Array v = x;
-  if (to_float && !is_floating(x.dtype())) v = convert(x, DType::Float32);
-  return bind1(std::make_shared<prim::Unary>(op), {v});
+  if (to_float && !is_floating(x.dtype()))
+    return bind1(unary_prim(op), {convert(x, DType::Float32)});
+  return bind1(unary_prim(op), {x});
 }
 
 // `bool_op` replaces op when both operands promote to bool (jnp: bool + bool is
 // logical or, bool * bool logical and; lax.add/mul refuse bool).
 Array binary(BinaryOp op, const ArrayLike& a, const ArrayLike& b, const char* name,
              std::optional<BinaryOp> bool_op = {}) {
+  const auto* x = std::get_if<Array>(&a.value());
+  const auto* y = std::get_if<Array>(&b.value());
+  if (x && y && x->valid() && y->valid() && x->dtype() == y->dtype() &&
+      x->type().weak == y->type().weak && x->ndim() == y->ndim()) {
+    // Nothing to promote (the common case): skip building the promoted lists.
+    if (bool_op && x->dtype() == DType::Bool) op = *bool_op;
+    return bind1(binary_prim(op), {*x, *y});
+  }
   std::vector<Array> v = promote_ranks(promote({a, b}, name));
   if (bool_op && v[0].dtype() == DType::Bool) op = *bool_op;
-  return bind1(std::make_shared<prim::Binary>(op), v);
+  return bind1(binary_prim(op), v);
 }
 
 Array to_bool(const ArrayLike& a) {

@@ -121,6 +121,7 @@ std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op) {
       if (const auto* x = std::get_if<Array>(&a.value())) like = x;
   }
   std::vector<Array> out;
+  out.reserve(args.size());
   for (const auto& a : args) {
     const auto& v = a.value();
     if (const auto* x = std::get_if<Array>(&v)) {
@@ -139,22 +140,18 @@ std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op) {
   return out;
 }
 
-std::vector<Array> promote_ranks(const std::vector<Array>& xs) {
+std::vector<Array> promote_ranks(std::vector<Array> xs) {
   int rank = 0;
   for (const auto& x : xs) rank = std::max(rank, x.ndim());
-  std::vector<Array> out;
-  for (const auto& x : xs) {
-    if (x.ndim() == 0 || x.ndim() == rank) {
-      out.push_back(x);
-      continue;
-    }
+  for (auto& x : xs) {
+    if (x.ndim() == 0 || x.ndim() == rank) continue;
     Shape shape(static_cast<size_t>(rank - x.ndim()), 1);
     shape.insert(shape.end(), x.shape().begin(), x.shape().end());
     std::vector<int> bd;
     for (int d = 0; d < x.ndim(); ++d) bd.push_back(rank - x.ndim() + d);
-    out.push_back(bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, std::nullopt), {x}));
+    x = bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, std::nullopt), {x});
   }
-  return out;
+  return xs;
 }
 
 }  // namespace tsr::detail

@@ -22,7 +22,7 @@ TypedDType typed_dtype(const ArrayLike& a);
  *  arrays placed like the first array operand). */
 std::vector<Array> promote(const std::vector<ArrayLike>& args, const char* op);
 /** NumPy rank promotion: prepends size-1 (unsharded) dims; rank-0 arrays stay. */
-std::vector<Array> promote_ranks(const std::vector<Array>& xs);
+std::vector<Array> promote_ranks(std::vector<Array> xs);
 /** Converts x to dtype (no-op when equal). */
 Array convert(const Array& x, DType dtype, bool weak = false);
 /** jnp's _promote_integer_dtype for sums and products: bool and signed integers

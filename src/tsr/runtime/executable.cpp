@@ -647,6 +647,7 @@ void schedule(Executable& exr) {
     t.dtype = val.dtype;
     t.weak = val.weak;
     t.sharding = type_sharding(val.layout, val.shape);
+    ex->out_meta.push_back(std::make_shared<const ArrayMeta>(ArrayMeta{t, val.layout}));
     ex->out_types.push_back(std::move(t));
   }
   std::set<int> kept(ex->inputs.begin(), ex->inputs.end());
@@ -685,17 +686,41 @@ void schedule(Executable& exr) {
 }
 }  // namespace
 
+namespace {
+// A per-thread stack of reusable vectors: a device task's slot table and flags come
+// from here instead of the heap (run_device nests for loop bodies, hence a stack).
+template <typename T>
+class Scratch {
+ public:
+  Scratch(size_t n, T init) {
+    auto& pool = free_list();
+    if (!pool.empty()) {
+      v_ = std::move(pool.back());
+      pool.pop_back();
+    }
+    v_.assign(n, init);
+  }
+  ~Scratch() { free_list().push_back(std::move(v_)); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::vector<T>& get() { return v_; }
+
+ private:
+  static std::vector<std::vector<T>>& free_list() {
+    thread_local std::vector<std::vector<T>> pool;
+    return pool;
+  }
+  std::vector<T> v_;
+};
+}  // namespace
+
 std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   auto& rt = Runtime::get();
-  auto self = shared_from_this();
-  size_t n_out = outputs.size();
-  std::vector<std::vector<BufferPtr>> out_bufs(n_out);
+  const size_t n_out = outputs.size();
+  SmallVec<std::vector<BufferPtr>, 2> out_bufs;
+  out_bufs.resize(n_out);
   for (size_t o = 0; o < n_out; ++o) {
-    if (out_input[o] >= 0) continue;
-    if (out_first[o] != static_cast<int>(o)) {
-      out_bufs[o] = out_bufs[out_first[o]];
-      continue;
-    }
+    if (out_input[o] >= 0 || out_first[o] != static_cast<int>(o)) continue;
     const Value& val = values[outputs[o]];
     const Mesh& m = *val.layout.concrete_mesh();
     out_bufs[o].reserve(static_cast<size_t>(m.size()));
@@ -705,26 +730,17 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
     std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
     for (int di = 0; di < static_cast<int>(devs.size()); ++di) {
       const DeviceRun& dr = devs[di];
-      std::vector<void*> slots(values.size(), nullptr);
-      std::vector<BufferPtr> ins, outs;
-      ins.reserve(inputs.size());
+      BufferList ins, outs;
       for (size_t i = 0; i < inputs.size(); ++i)
-        if (dr.input_pos[i] >= 0) {
-          const BufferPtr& b = in[i].impl()->buffers[dr.input_pos[i]];
-          slots[inputs[i]] = b->ptr;
-          ins.push_back(b);
-        }
-      outs.reserve(n_out);
+        if (dr.input_pos[i] >= 0) ins.push_back(in[i].impl()->buffers[dr.input_pos[i]]);
       for (size_t o = 0; o < n_out; ++o)
-        if (dr.output_pos[o] >= 0 && out_input[o] < 0 && out_first[o] == static_cast<int>(o)) {
-          const BufferPtr& b = out_bufs[o][dr.output_pos[o]];
-          slots[outputs[o]] = b->ptr;
-          outs.push_back(b);
-        }
-      launch(
-          dr.dev, std::move(ins), std::move(outs),
-          [self, di, slots = std::move(slots)]() mutable { self->run_device(di, slots); },
-          dr.groups, "jit");
+        if (dr.output_pos[o] >= 0 && out_input[o] < 0 && out_first[o] == static_cast<int>(o))
+          outs.push_back(out_bufs[o][dr.output_pos[o]]);
+      launch_task(dr.dev, std::move(ins), std::move(outs),
+                  [self = shared_from_this(), di](std::exception_ptr err, const BufferList& ins,
+                                                  const BufferList& outs) {
+                    self->run_task(di, err, ins, outs);
+                  });
     }
   }
   std::vector<Array> result;
@@ -735,12 +751,31 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
       continue;
     }
     auto impl = std::make_shared<ArrayImpl>();
-    impl->type = out_types[o];
-    impl->sharding = values[outputs[o]].layout;
-    impl->buffers = out_bufs[o];
+    impl->meta = out_meta[o];
+    impl->buffers = out_first[o] == static_cast<int>(o) ? std::move(out_bufs[o])
+                                                        : result[out_first[o]].impl()->buffers;
     result.emplace_back(std::move(impl));
   }
   return result;
+}
+
+void Executable::run_task(int di, std::exception_ptr err, const BufferList& ins,
+                          const BufferList& outs) const {
+  const DeviceRun& dr = devs[di];
+  if (err) {
+    fail_groups(dr.groups, "jit", err);
+    return;
+  }
+  Scratch<void*> scratch(values.size(), nullptr);
+  std::vector<void*>& slots = scratch.get();
+  size_t k = 0;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (dr.input_pos[i] >= 0) slots[inputs[i]] = ins[k++]->ptr;
+  k = 0;
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (dr.output_pos[o] >= 0 && out_input[o] < 0 && out_first[o] == static_cast<int>(o))
+      slots[outputs[o]] = outs[k++]->ptr;
+  run_device(di, slots);
 }
 
 namespace {
@@ -908,7 +943,8 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
 void Executable::run_device(int di, std::vector<void*>& slots) const {
   const DeviceRun& dr = devs[di];
   auto& alloc = Runtime::get().allocator(dr.dev);
-  std::vector<char> owned(values.size(), 0);
+  Scratch<char> owned_scratch(values.size(), 0);
+  std::vector<char>& owned = owned_scratch.get();
   auto ensure = [&](int v) {
     if (!slots[v]) {
       slots[v] = alloc.allocate(std::max<size_t>(values[v].local_bytes, 1));
@@ -928,8 +964,8 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
   }
   GroupSequence seq(dr.groups);
   try {
-    std::vector<const void*> ip;
-    std::vector<void*> op;
+    SmallVec<const void*, 8> ip;
+    SmallVec<void*, 8> op;
     for (size_t k = 0; k < dr.steps.size(); ++k) {
       const auto& [s, pos] = dr.steps[k];
       const Step& st = steps[s];

@@ -10,10 +10,13 @@
 #include "tsr/backends/kernel.h"
 #include "tsr/core/program.h"
 #include "tsr/prims/collectives_layout.h"
+#include "tsr/runtime/runtime.h"
 #include "tsr/sharding/reshard_plan.h"
 #include "tsr/transforms.h"
 
 namespace tsr::detail {
+
+struct ArrayMeta;
 
 class Executable : public std::enable_shared_from_this<Executable> {
  public:
@@ -103,11 +106,16 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<int> out_input;        // per output: the program input it is, or -1
   std::vector<int> out_first;        // per output: first output with the same value
   std::vector<ArrayType> out_types;  // per output: its type (derived once, at lowering)
+  std::vector<std::shared_ptr<const ArrayMeta>> out_meta;  // per output: type + layout
 
   /** Runs on the given inputs (concrete, laid out as lowered); returns outputs. */
   std::vector<Array> run(const std::vector<Array>& in) const;
   /** The per-device lowered program as text. */
   std::string str() const;
+  /** Device run `di`'s task: fails its groups on an input error `err`, else runs
+   *  it on `ins` (the inputs it reads) into `outs` (its fresh outputs). */
+  void run_task(int di, std::exception_ptr err, const BufferList& ins,
+                const BufferList& outs) const;
   /** Runs device run `di` (inside its task); slots hold inputs and outputs. */
   void run_device(int di, std::vector<void*>& slots) const;
   /** Runs this (a body) once on device run `di` with inputs `in` into outputs `out`

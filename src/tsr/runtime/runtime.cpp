@@ -35,6 +35,66 @@ void DeviceBuffer::wait() const {
   if (error) std::rethrow_exception(error);
 }
 
+namespace {
+// Recycled DeviceBuffer blocks (object + shared_ptr control block): buffers are made
+// on the dispatching thread and often die on a device's worker, and malloc's
+// cross-thread frees were its slowest path (issue 14's profile).
+class BufferBlockPool {
+ public:
+  void* take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (bytes == block_ && !free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+      if (block_ == 0) block_ = bytes;
+    }
+    return ::operator new(bytes);
+  }
+  void give(void* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (bytes == block_ && free_.size() < kMaxFree) {
+        free_.push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  static constexpr size_t kMaxFree = 1 << 16;
+  std::mutex mu_;
+  size_t block_ = 0;  // the one block size (allocate_shared's, fixed per build)
+  std::vector<void*> free_;
+};
+
+BufferBlockPool& buffer_pool() {
+  static auto* pool = new BufferBlockPool();  // never destroyed: buffers may outlive statics
+  return *pool;
+}
+
+template <typename T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() = default;
+  template <typename U>
+  PoolAllocator(const PoolAllocator<U>&) {}  // NOLINT(google-explicit-constructor)
+  T* allocate(size_t n) { return static_cast<T*>(buffer_pool().take(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { buffer_pool().give(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const PoolAllocator<U>&) const {
+    return true;
+  }
+};
+}  // namespace
+
+BufferPtr Runtime::alloc(int dev, size_t nbytes) {
+  return std::allocate_shared<DeviceBuffer>(PoolAllocator<DeviceBuffer>{}, dev, nbytes);
+}
+
 size_t allocator_cache_limit() {
   auto v = env_int({"TSR_ALLOCATOR_CACHE_BYTES", 0, INT64_MAX, "init",
                     "bytes of freed blocks each device's allocator keeps for reuse", "268435456"});
@@ -141,9 +201,9 @@ std::string what_of(std::exception_ptr err) {
 }  // namespace
 
 void GroupSequence::fail_rest(const char* op, const std::string& why) noexcept {
-  for (; used_ < groups_.size(); ++used_) {
+  for (; used_ < groups_->size(); ++used_) {
     try {
-      groups_[used_].fail(op ? op : "collective", why);
+      (*groups_)[used_].fail(op ? op : "collective", why);
     } catch (...) {
       // The peers now know; this rank keeps its own error.
     }
@@ -156,41 +216,25 @@ void fail_groups(const std::vector<Group>& groups, const char* op,
   seq.fail_rest(op, what_of(err));
 }
 
+std::exception_ptr first_error(const BufferList& ins) {
+  for (const auto& b : ins)
+    if (b->error) return b->error;
+  return nullptr;
+}
+
 void launch(int dev, std::vector<BufferPtr> ins, std::vector<BufferPtr> outs,
             std::function<void()> fn, std::vector<Group> groups, const char* op) {
-  // Outputs get the ticket after the move below; keep raw pointers (no allocation
-  // for the common few-output case).
-  DeviceBuffer* small[8];
-  std::vector<DeviceBuffer*> many;
-  DeviceBuffer** out_ptrs = small;
-  if (outs.size() > 8) {
-    many.resize(outs.size());
-    out_ptrs = many.data();
-  }
-  size_t n_out = outs.size();
-  for (size_t i = 0; i < n_out; ++i) out_ptrs[i] = outs[i].get();
-  auto task = [ins = std::move(ins), outs = std::move(outs), fn = std::move(fn),
-               groups = std::move(groups), op]() {
-    std::exception_ptr err;
-    for (const auto& b : ins)
-      if (b->error) {
-        err = b->error;
-        break;
-      }
-    if (err) {
-      fail_groups(groups, op, err);
-    } else {
-      try {
-        fn();
-      } catch (...) {
-        err = std::current_exception();
-      }
-    }
-    if (err)
-      for (const auto& b : outs) b->error = err;
-  };
-  uint64_t ticket = Runtime::get().stream(dev).enqueue(std::move(task));
-  for (size_t i = 0; i < n_out; ++i) out_ptrs[i]->ticket = ticket;
+  BufferList in_list, out_list;
+  for (auto& b : ins) in_list.push_back(std::move(b));
+  for (auto& b : outs) out_list.push_back(std::move(b));
+  launch_task(dev, std::move(in_list), std::move(out_list),
+              [fn = std::move(fn), groups = std::move(groups), op](
+                  std::exception_ptr err, const BufferList&, const BufferList&) {
+                if (err)
+                  fail_groups(groups, op, err);
+                else
+                  fn();
+              });
 }
 
 }  // namespace tsr::detail

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tsr/comm/group.h"
+#include "tsr/core/small_vec.h"
 #include "tsr/device.h"
 #include "tsr/runtime/allocator.h"
 #include "tsr/runtime/stream.h"
@@ -69,7 +70,7 @@ class Runtime {
   /** The allocator of a device. */
   CachingAllocator& allocator(int dev) { return *allocators_[dev]; }
   /** A fresh buffer on a device. */
-  BufferPtr alloc(int dev, size_t nbytes) { return std::make_shared<DeviceBuffer>(dev, nbytes); }
+  BufferPtr alloc(int dev, size_t nbytes);
   /** Held while one operation enqueues its tasks on several streams. */
   std::mutex& dispatch_mutex() { return dispatch_mu_; }
   /** The (cached) group whose rank r is device_ids[r]. */
@@ -88,11 +89,46 @@ class Runtime {
   std::map<std::vector<int>, std::shared_ptr<GroupImpl>> groups_;
 };
 
-/** Queues fn on a device's stream. Before fn runs, a failed input skips it and
- *  passes the error to the outputs; the task's collectives (`groups`, in the order
- *  fn would call them) are told (fail) so peers raise instead of waiting. If fn
- *  itself throws, fn must have told the groups it did not reach (GroupSequence).
- *  Sets each output's ticket. Hold the dispatch mutex when an op spans devices. */
+/** The buffers a task reads or writes (inline for the common few). */
+using BufferList = SmallVec<BufferPtr, 3>;
+
+/** The first error among `ins` (a failed producer), or null. */
+std::exception_ptr first_error(const BufferList& ins);
+
+/** Queues a task on a device's stream without allocating: fn(err, ins, outs) runs on
+ *  the worker; `err` is set when an input failed, and fn must then only tell its
+ *  collectives (fail_groups) so peers raise. An exception from fn, or `err`, passes
+ *  to the outputs. Sets each output's ticket. Hold the dispatch mutex when an op
+ *  spans devices. */
+template <class F>
+void launch_task(int dev, BufferList ins, BufferList outs, F fn) {
+  DeviceBuffer* small[4];
+  std::vector<DeviceBuffer*> many;  // only for ops with more than 4 outputs
+  DeviceBuffer** out_ptrs = small;
+  if (outs.size() > 4) {
+    many.resize(outs.size());
+    out_ptrs = many.data();
+  }
+  const size_t n_out = outs.size();
+  for (size_t i = 0; i < n_out; ++i) out_ptrs[i] = outs[i].get();
+  uint64_t ticket = Runtime::get().stream(dev).enqueue(
+      [ins = std::move(ins), outs = std::move(outs), fn = std::move(fn)]() mutable {
+        std::exception_ptr err = first_error(ins);
+        try {
+          fn(err, ins, outs);
+        } catch (...) {
+          if (!err) err = std::current_exception();
+        }
+        if (err)
+          for (const auto& b : outs) b->error = err;
+      });
+  for (size_t i = 0; i < n_out; ++i) out_ptrs[i]->ticket = ticket;
+}
+
+/** launch_task for a plain fn: before fn runs, a failed input skips it and passes
+ *  the error to the outputs; the task's collectives (`groups`, in the order fn
+ *  would call them) are told (fail) so peers raise instead of waiting. If fn
+ *  itself throws, fn must have told the groups it did not reach (GroupSequence). */
 void launch(int dev, std::vector<BufferPtr> ins, std::vector<BufferPtr> outs,
             std::function<void()> fn, std::vector<Group> groups = {}, const char* op = nullptr);
 
@@ -100,17 +136,17 @@ void launch(int dev, std::vector<BufferPtr> ins, std::vector<BufferPtr> outs,
  *  on an exception, fail_rest() tells the groups not yet reached so peers raise. */
 class GroupSequence {
  public:
-  /** The groups in call order. */
-  explicit GroupSequence(std::vector<Group> groups) : groups_(std::move(groups)) {}
+  /** The groups in call order (not copied: they must outlive the sequence). */
+  explicit GroupSequence(const std::vector<Group>& groups) : groups_(&groups) {}
   /** The next group; after this its rendezvous settles the outcome for all ranks. */
-  const Group& next() { return groups_.at(used_++); }
+  const Group& next() { return groups_->at(used_++); }
   /** Passes over `n` groups a loop or branch used through its own sequences. */
   void skip(size_t n) { used_ += n; }
   /** Tells every group not yet used that this rank failed. Never throws. */
   void fail_rest(const char* op, const std::string& why) noexcept;
 
  private:
-  std::vector<Group> groups_;
+  const std::vector<Group>* groups_;
   size_t used_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "tsr/runtime/stream.h"
 
+#include <algorithm>
+
 namespace tsr::detail {
 
 Stream::Stream() : worker_([this] { run(); }) {}
@@ -13,12 +15,19 @@ Stream::~Stream() {
   worker_.join();
 }
 
-uint64_t Stream::enqueue(std::function<void()> task) {
+uint64_t Stream::enqueue(Task task) {
   uint64_t ticket;
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(task));
+    if (queued_ == ring_.size()) {
+      std::vector<Task> grown(std::max<size_t>(16, ring_.size() * 2));
+      for (size_t i = 0; i < queued_; ++i) grown[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+      ring_ = std::move(grown);
+      head_ = 0;
+    }
+    ring_[(head_ + queued_) % ring_.size()] = std::move(task);
+    ++queued_;
     ticket = ++enqueued_;
     posted_.store(ticket, std::memory_order_release);
     wake = sleeping_;
@@ -49,7 +58,7 @@ void Stream::synchronize() {
 
 void Stream::run() {
   for (;;) {
-    std::function<void()> task;
+    Task task;
     // Eager programs issue ops back to back: poll briefly before sleeping so the
     // next op does not pay a futex wake-up (two context switches).
     uint64_t done = completed_.load(std::memory_order_relaxed);
@@ -59,14 +68,15 @@ void Stream::run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       sleeping_ = true;
-      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      work_cv_.wait(lock, [&] { return stop_ || queued_ > 0; });
       sleeping_ = false;
-      if (queue_.empty()) return;  // stop_ and drained
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      if (queued_ == 0) return;  // stop_ and drained
+      task = std::move(ring_[head_]);
+      head_ = (head_ + 1) % ring_.size();
+      --queued_;
     }
     task();
-    task = nullptr;  // drop captured buffers before signalling completion
+    task.reset();  // drop captured buffers before signalling completion
     bool notify;
     {
       std::lock_guard<std::mutex> lock(mu_);

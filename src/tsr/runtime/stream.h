@@ -4,10 +4,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
+
+#include "tsr/runtime/task.h"
 
 namespace tsr::detail {
 
@@ -21,7 +22,7 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   /** Queues a task; returns its ticket. Tasks must not throw (they record errors). */
-  uint64_t enqueue(std::function<void()> task);
+  uint64_t enqueue(Task task);
   /** Blocks until the task with this ticket has run. */
   void wait(uint64_t ticket);
   /** True if the task with this ticket has run. */
@@ -35,7 +36,10 @@ class Stream {
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::deque<std::function<void()>> queue_;
+  // A ring of queued tasks (grows by doubling; no allocation per task once warm).
+  std::vector<Task> ring_;
+  size_t head_ = 0;    // index of the oldest queued task
+  size_t queued_ = 0;  // tasks in the ring
   uint64_t enqueued_ = 0;
   std::atomic<uint64_t> posted_{0};  // enqueued_, readable without the lock (for spinning)
   bool sleeping_ = false;            // the worker waits on work_cv_

@@ -22,23 +22,43 @@ namespace {
 /** Deepest nesting of jit traces on one thread (recursion guard). */
 constexpr int kMaxJitTraceDepth = 64;
 
+bool same_type(const ArrayType& a, const ArrayType& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && a.weak == b.weak && a.vma == b.vma &&
+         a.sharding == b.sharding;
+}
+
 struct SigKey {
   tree::Structure in;  // the arguments' tree shape and statics
   std::vector<ArrayType> types;
   size_t hash = 0;
   bool operator==(const SigKey& o) const {
     if (hash != o.hash || types.size() != o.types.size() || !(in == o.in)) return false;
-    for (size_t i = 0; i < types.size(); ++i) {
-      const ArrayType &a = types[i], &b = o.types[i];
-      if (a.shape != b.shape || a.dtype != b.dtype || a.weak != b.weak || a.vma != b.vma ||
-          !(a.sharding == b.sharding))
-        return false;
-    }
+    for (size_t i = 0; i < types.size(); ++i)
+      if (!same_type(types[i], o.types[i])) return false;
     return true;
   }
 };
+// A call's signature borrowed from its arguments: a cache hit copies no types.
+struct SigProbe {
+  const tree::Structure* in;
+  const std::vector<Array>* args;
+  size_t hash;
+};
 struct SigHash {
+  using is_transparent = void;
   size_t operator()(const SigKey& k) const { return k.hash; }
+  size_t operator()(const SigProbe& p) const { return p.hash; }
+};
+struct SigEq {
+  using is_transparent = void;
+  bool operator()(const SigKey& a, const SigKey& b) const { return a == b; }
+  bool operator()(const SigProbe& p, const SigKey& k) const { return (*this)(k, p); }
+  bool operator()(const SigKey& k, const SigProbe& p) const {
+    if (k.hash != p.hash || k.types.size() != p.args->size() || !(k.in == *p.in)) return false;
+    for (size_t i = 0; i < k.types.size(); ++i)
+      if (!same_type(k.types[i], (*p.args)[i].type())) return false;
+    return true;
+  }
 };
 
 // Nested jit traces on this thread: a jitted function that calls itself would
@@ -156,7 +176,7 @@ bool is_default(const tree::Prefix<Placement>& p) {
 struct JitCore::Impl {
   JitOptions opts;
   std::mutex mu;
-  std::unordered_map<SigKey, std::shared_ptr<Entry>, SigHash> cache;
+  std::unordered_map<SigKey, std::shared_ptr<Entry>, SigHash, SigEq> cache;
   int traces = 0;
   // The last argument structure's per-leaf in_shardings and donations (most calls repeat it).
   tree::Structure last_in;
@@ -224,21 +244,27 @@ struct JitCore::Impl {
     return {sh, dn};
   }
 
-  std::vector<Array> apply_in_shardings(const std::vector<Array>& args, const tree::Structure& in,
-                                        const std::vector<Placement>& shardings) {
-    std::vector<Array> out = args;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (!out[i].valid())
+  // The arguments placed by in_shardings: `args` itself when none applies (no copy),
+  // else `placed`.
+  const std::vector<Array>& apply_in_shardings(const std::vector<Array>& args,
+                                               const tree::Structure& in,
+                                               const std::vector<Placement>& shardings,
+                                               std::vector<Array>& placed) {
+    for (size_t i = 0; i < args.size(); ++i)
+      if (!args[i].valid())
         throw ValueError("[jit] argument leaf " + in.paths("args")[i] +
                          " is an empty Array handle. Got a default-constructed Array; expected "
                          "an array made by an op.");
+    if (shardings.empty()) return args;
+    placed = args;
+    for (size_t i = 0; i < placed.size(); ++i) {
       if (i < shardings.size() && !std::holds_alternative<std::monostate>(shardings[i])) {
         check_constrained(shardings[i], "in_shardings");
-        out[i] =
-            out[i].impl()->var ? reshard(out[i], shardings[i]) : device_put(out[i], shardings[i]);
+        placed[i] = placed[i].impl()->var ? reshard(placed[i], shardings[i])
+                                          : device_put(placed[i], shardings[i]);
       }
     }
-    return out;
+    return placed;
   }
 
   // Per-result out_shardings from the prefix (keeping the old per-result list forms).
@@ -263,21 +289,22 @@ struct JitCore::Impl {
 
   std::shared_ptr<Entry> entry_for(const std::vector<Array>& args, const tree::Structure& in,
                                    const Fn& fn) {
-    SigKey key;
-    key.in = in;
-    key.hash = in.hash();
+    size_t hash = in.hash();
     for (const auto& a : args) {
       const ArrayType& t = a.type();
-      key.types.push_back(t);
       size_t h = t.sharding.hash() * 131 + static_cast<size_t>(t.dtype) * 7 + (t.weak ? 1 : 0);
       for (int64_t d : t.shape) h = h * 1000003 + static_cast<size_t>(d);
-      key.hash = key.hash * 1000003 + h;
+      hash = hash * 1000003 + h;
     }
     {
       std::lock_guard<std::mutex> lock(mu);
-      auto it = cache.find(key);
+      auto it = cache.find(SigProbe{&in, &args, hash});
       if (it != cache.end()) return it->second;
     }
+    SigKey key;
+    key.in = in;
+    key.hash = hash;
+    for (const auto& a : args) key.types.push_back(a.type());
     auto e = std::make_shared<Entry>();
     if (t_jit_depth >= kMaxJitTraceDepth)
       throw ValueError("[jit] tracing jit of `" + opts.name + "` would nest " +
@@ -360,21 +387,27 @@ struct JitCore::Impl {
   // `check`: apply implicit_comm (a call); lower() shows the report instead.
   std::shared_ptr<const Executable> exe_for(Entry& e, const std::vector<Array>& args,
                                             bool check = true) {
-    std::vector<NamedSharding> layouts;
-    for (const auto& c : e.prog->consts) {
-      check_concrete(c, "jit");
-      layouts.push_back(c.sharding());
-    }
-    for (const auto& a : args) layouts.push_back(a.sharding());
+    const auto& consts = e.prog->consts;
+    for (const auto& c : consts) check_concrete(c, "jit");
+    // The layout of argument i, constants first (compared in place: a hit copies none).
+    auto layout_of = [&](size_t i) -> const NamedSharding& {
+      return i < consts.size() ? consts[i].sharding() : args[i - consts.size()].sharding();
+    };
+    const size_t n = consts.size() + args.size();
     std::shared_ptr<const Executable> ex;
     {
       std::lock_guard<std::mutex> lock(mu);
-      for (auto& c : e.exes)
-        if (c.layouts == layouts) {
+      for (auto& c : e.exes) {
+        bool same = c.layouts.size() == n;
+        for (size_t i = 0; same && i < n; ++i) same = c.layouts[i] == layout_of(i);
+        if (same) {
           if (!check || c.checked) return c.ex;
           ex = c.ex;
         }
+      }
     }
+    std::vector<NamedSharding> layouts;
+    for (size_t i = 0; i < n; ++i) layouts.push_back(layout_of(i));
     if (!ex) ex = detail::lower(*e.prog, layouts, e.out_layouts);
     if (check) check_implicit_comm(*ex);
     std::lock_guard<std::mutex> lock(mu);
@@ -402,7 +435,8 @@ int JitCore::trace_count() const {
 JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structure& in,
                            const Fn& fn) {
   auto [shardings, donated] = impl_->per_leaf(in);
-  std::vector<Array> args = impl_->apply_in_shardings(args0, in, *shardings);
+  std::vector<Array> placed;
+  const std::vector<Array>& args = impl_->apply_in_shardings(args0, in, *shardings, placed);
   if (current_trace()) {
     // Nested: record one equation that holds the sub-program.
     auto e = impl_->entry_for(args, in, fn);
@@ -417,9 +451,12 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
   for (const auto& a : args) check_concrete(a, "jit");
   auto e = impl_->entry_for(args, in, fn);
   auto ex = impl_->exe_for(*e, args);
-  std::vector<Array> ins = e->prog->consts;
-  ins.insert(ins.end(), args.begin(), args.end());
-  std::vector<Array> outs = ex->run(ins);
+  std::vector<Array> with_consts;
+  if (!e->prog->consts.empty()) {
+    with_consts = e->prog->consts;
+    with_consts.insert(with_consts.end(), args.begin(), args.end());
+  }
+  std::vector<Array> outs = ex->run(e->prog->consts.empty() ? args : with_consts);
   for (size_t i = 0; i < donated->size() && i < args0.size(); ++i) {
     if (!(*donated)[i]) continue;
     const auto& impl = args0[i].impl();
@@ -435,7 +472,8 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
 
 Lowered JitCore::lower(const std::vector<Array>& args0, const tree::Structure& in, const Fn& fn) {
   auto shardings = impl_->per_leaf(in).first;
-  std::vector<Array> args = impl_->apply_in_shardings(args0, in, *shardings);
+  std::vector<Array> placed;
+  const std::vector<Array>& args = impl_->apply_in_shardings(args0, in, *shardings, placed);
   for (const auto& a : args) check_concrete(a, "lower");
   auto e = impl_->entry_for(args, in, fn);
   auto ex = impl_->exe_for(*e, args, false);

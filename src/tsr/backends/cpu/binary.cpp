@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/core/small_vec.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
 
@@ -158,16 +159,24 @@ void binary_inner_half(const H* a, const H* b, BinOut<Op, H>* out, int64_t n) {
 // The output as collapsed dims: `outer` sizes with each operand's element
 // strides (0 = broadcast), then one inner run of `inner` elements.
 struct Plan {
-  std::vector<int64_t> outer, sa, sb;
+  SmallVec<int64_t, 8> outer, sa, sb;  // inline: a kernel call allocates nothing
   int64_t inner = 1;
   bool av = true, bv = true;  // operand advances along the inner run
 };
 
 Plan make_plan(const Shape& as, const Shape& bs, const Shape& os) {
   int r = static_cast<int>(os.size());
-  std::vector<int64_t> fa = row_major_strides(as), fb = row_major_strides(bs);
-  std::vector<int64_t> size;
-  std::vector<std::array<bool, 2>> bcast;
+  auto strides = [](const Shape& sh) {
+    SmallVec<int64_t, 8> st;
+    st.resize(sh.size());
+    for (int64_t d = static_cast<int64_t>(sh.size()) - 1, acc = 1; d >= 0; --d) {
+      st[static_cast<size_t>(d)] = acc;
+      acc *= sh[static_cast<size_t>(d)];
+    }
+    return st;
+  };
+  SmallVec<int64_t, 8> fa = strides(as), fb = strides(bs), size;
+  SmallVec<std::array<bool, 2>, 8> bcast;
   Plan p;
   for (int d = 0; d < r; ++d) {
     if (os[d] == 1) continue;
@@ -189,9 +198,9 @@ Plan make_plan(const Shape& as, const Shape& bs, const Shape& os) {
     p.inner = size.back();
     p.av = !bcast.back()[0];
     p.bv = !bcast.back()[1];
-    size.pop_back();
-    p.sa.pop_back();
-    p.sb.pop_back();
+    size.resize(size.size() - 1);
+    p.sa.resize(p.sa.size() - 1);
+    p.sb.resize(p.sb.size() - 1);
   }
   p.outer = std::move(size);
   return p;
@@ -234,7 +243,8 @@ void binary_run(const KernelArgs& a) {
                       });
       return;
     }
-    std::vector<int64_t> ctr(nd, 0);
+    SmallVec<int64_t, 8> ctr;
+    ctr.resize(static_cast<size_t>(nd));
     int64_t oa = 0, ob = 0;
     for (int64_t oo = 0;; oo += p.inner) {
       inner(x + oa, y + ob, out + oo, p.inner);

@@ -270,9 +270,30 @@ void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
   }
 }
 
+namespace {
+template <typename T>
+void fill_as(void* dst, const void* value, int64_t n) {
+  T v;
+  std::memcpy(&v, value, sizeof(T));
+  std::fill_n(static_cast<T*>(dst), n, v);
+}
+}  // namespace
+
 void fill_value(void* dst, const void* value, int64_t n, size_t itemsize) {
-  int64_t one = 1, zero = 0;
-  copy_strided(dst, &one, value, &zero, Shape{n}, itemsize);
+  // A plain loop per item size (no shape to build: creation ops run once per call).
+  switch (itemsize) {
+    case 1:
+      return fill_as<uint8_t>(dst, value, n);
+    case 2:
+      return fill_as<uint16_t>(dst, value, n);
+    case 4:
+      return fill_as<uint32_t>(dst, value, n);
+    case 8:
+      return fill_as<uint64_t>(dst, value, n);
+    default:
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(i) * itemsize, value, itemsize);
+  }
 }
 
 void copy_input(const KernelArgs& a) {
