@@ -22,15 +22,19 @@ size_t CachingAllocator::size_class(size_t bytes) {
   return (bytes + q - 1) / q * q;
 }
 
+std::vector<void*>& CachingAllocator::free_list(size_t cls) {
+  return cls <= 4096 ? small_[cls / 64 - 1] : free_[cls];
+}
+
 void* CachingAllocator::allocate(size_t bytes) {
   size_t cls = size_class(bytes);
   void* p = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = free_.find(cls);
-    if (it != free_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
+    auto& list = free_list(cls);
+    if (!list.empty()) {
+      p = list.back();
+      list.pop_back();
       cached_ -= cls;
       live_ += cls;
     }
@@ -62,7 +66,7 @@ void CachingAllocator::release(void* ptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   live_ -= cls;
   if (cached_ + cls <= cache_limit_) {
-    free_[cls].push_back(ptr);
+    free_list(cls).push_back(ptr);
     cached_ += cls;
     return;
   }
@@ -74,6 +78,10 @@ void CachingAllocator::clear_cache() {
   for (auto& [cls, list] : free_)
     for (void* p : list) std::free(p);
   free_.clear();
+  for (auto& list : small_) {
+    for (void* p : list) std::free(p);
+    list.clear();
+  }
   cached_ = 0;
 }
 

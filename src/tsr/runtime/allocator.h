@@ -1,6 +1,7 @@
 #pragma once
 // Per-device caching allocator: 64-byte aligned blocks, freed blocks kept in
 // size-class free lists so steady-state dispatch does not call malloc.
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +37,10 @@ class CachingAllocator {
 
  private:
   void* poisoned(void* p, size_t bytes) const;
+  /** The free list of a size class (a flat array up to 4 KiB, a map above). */
+  std::vector<void*>& free_list(size_t cls);
   mutable std::mutex mu_;
+  std::array<std::vector<void*>, 64> small_;  // classes 64, 128, ..., 4096
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t cache_limit_;
   size_t cached_ = 0;

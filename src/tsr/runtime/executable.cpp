@@ -587,6 +587,20 @@ std::shared_ptr<const Executable> lower(
     ex->outputs.push_back(v);
   }
   schedule(*ex);
+  // Waking a device thread costs more than a small kernel: such programs run on the
+  // calling thread when their devices are idle (Executable::run).
+  size_t touched = 0;
+  bool plain = true;
+  for (const auto& dr : ex->devs) {
+    plain = plain && dr.groups.empty();
+    for (const auto& [s, pos] : dr.steps) {
+      const auto& st = ex->steps[static_cast<size_t>(s)];
+      plain = plain && !st.ctl;
+      for (int v : st.ins) touched += ex->values[static_cast<size_t>(v)].local_bytes;
+      for (int v : st.outs) touched += ex->values[static_cast<size_t>(v)].local_bytes;
+    }
+  }
+  ex->runs_inline = plain && touched <= inline_dispatch_bytes();
   return ex;
 }
 
@@ -728,6 +742,8 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   }
   {
     std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
+    bool now = runs_inline;
+    for (size_t di = 0; now && di < devs.size(); ++di) now = rt.stream(devs[di].dev).idle();
     for (int di = 0; di < static_cast<int>(devs.size()); ++di) {
       const DeviceRun& dr = devs[di];
       BufferList ins, outs;
@@ -736,6 +752,12 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
       for (size_t o = 0; o < n_out; ++o)
         if (dr.output_pos[o] >= 0 && out_input[o] < 0 && out_first[o] == static_cast<int>(o))
           outs.push_back(out_bufs[o][dr.output_pos[o]]);
+      if (now) {
+        auto fn = [this, di](std::exception_ptr err, const BufferList& ins,
+                             const BufferList& outs) { run_task(di, err, ins, outs); };
+        run_now(ins, outs, fn);
+        continue;
+      }
       launch_task(dr.dev, std::move(ins), std::move(outs),
                   [self = shared_from_this(), di](std::exception_ptr err, const BufferList& ins,
                                                   const BufferList& outs) {

@@ -107,6 +107,7 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<int> out_first;        // per output: first output with the same value
   std::vector<ArrayType> out_types;  // per output: its type (derived once, at lowering)
   std::vector<std::shared_ptr<const ArrayMeta>> out_meta;  // per output: type + layout
+  bool runs_inline = false;  // small, no collectives or loops: may run on the caller
 
   /** Runs on the given inputs (concrete, laid out as lowered); returns outputs. */
   std::vector<Array> run(const std::vector<Array>& in) const;

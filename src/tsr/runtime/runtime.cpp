@@ -101,6 +101,17 @@ size_t allocator_cache_limit() {
   return v ? static_cast<size_t>(*v) : size_t{256} << 20;
 }
 
+size_t inline_dispatch_bytes() {
+  static const size_t bytes = [] {
+    auto v = env_int({"TSR_INLINE_DISPATCH_BYTES", 0, INT64_MAX, "init",
+                      "bytes up to which a program without collectives runs on the calling "
+                      "thread when its devices are idle",
+                      "65536"});
+    return v ? static_cast<size_t>(*v) : size_t{64} << 10;
+  }();
+  return bytes;
+}
+
 bool allocator_poison() {
   return env_flag("TSR_ALLOCATOR_POISON", "init",
                   "1 fills every fresh allocation with 0xFF bytes, to expose unwritten outputs");
@@ -143,6 +154,7 @@ Runtime::Runtime(int n) {
   // the first collective that happens to read it.
   size_t cache = allocator_cache_limit();
   bool poison = allocator_poison();
+  inline_dispatch_bytes();
   resolve_timeout_ms(0);
   for (int i = 0; i < n; ++i) allocators_.push_back(std::make_unique<CachingAllocator>(cache));
   set_allocator_poison(poison);

@@ -45,6 +45,10 @@ constexpr int kMaxCpuDevices = 4096;
 
 /** TSR_ALLOCATOR_CACHE_BYTES, parsed (default 256 MiB). */
 size_t allocator_cache_limit();
+/** TSR_INLINE_DISPATCH_BYTES, parsed (default 64 KiB): a program without
+ *  collectives that touches at most this many bytes over all its devices runs on
+ *  the calling thread when their streams are idle (0: always queue to the streams). */
+size_t inline_dispatch_bytes();
 /** TSR_ALLOCATOR_POISON, parsed (default off). */
 bool allocator_poison();
 /** One stream (worker thread) per device; BackendError naming the count when the
@@ -100,6 +104,20 @@ std::exception_ptr first_error(const BufferList& ins);
  *  collectives (fail_groups) so peers raise. An exception from fn, or `err`, passes
  *  to the outputs. Sets each output's ticket. Hold the dispatch mutex when an op
  *  spans devices. */
+/** Runs a task body now on this thread, as launch_task's worker would: fn(err, ins,
+ *  outs) with `err` set when an input failed; an error passes to the outputs. */
+template <class F>
+void run_now(const BufferList& ins, const BufferList& outs, F& fn) {
+  std::exception_ptr err = first_error(ins);
+  try {
+    fn(err, ins, outs);
+  } catch (...) {
+    if (!err) err = std::current_exception();
+  }
+  if (err)
+    for (const auto& b : outs) b->error = err;
+}
+
 template <class F>
 void launch_task(int dev, BufferList ins, BufferList outs, F fn) {
   DeviceBuffer* small[4];
@@ -113,14 +131,7 @@ void launch_task(int dev, BufferList ins, BufferList outs, F fn) {
   for (size_t i = 0; i < n_out; ++i) out_ptrs[i] = outs[i].get();
   uint64_t ticket = Runtime::get().stream(dev).enqueue(
       [ins = std::move(ins), outs = std::move(outs), fn = std::move(fn)]() mutable {
-        std::exception_ptr err = first_error(ins);
-        try {
-          fn(err, ins, outs);
-        } catch (...) {
-          if (!err) err = std::current_exception();
-        }
-        if (err)
-          for (const auto& b : outs) b->error = err;
+        run_now(ins, outs, fn);
       });
   for (size_t i = 0; i < n_out; ++i) out_ptrs[i]->ticket = ticket;
 }

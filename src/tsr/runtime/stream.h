@@ -27,6 +27,10 @@ class Stream {
   void wait(uint64_t ticket);
   /** True if the task with this ticket has run. */
   bool done(uint64_t ticket) const { return completed_.load(std::memory_order_acquire) >= ticket; }
+  /** True when every queued task has run (the worker is polling or asleep). */
+  bool idle() const {
+    return completed_.load(std::memory_order_acquire) == posted_.load(std::memory_order_acquire);
+  }
   /** Blocks until everything queued so far has run. */
   void synchronize();
 

@@ -166,6 +166,14 @@ struct Plan {
 
 Plan make_plan(const Shape& as, const Shape& bs, const Shape& os) {
   int r = static_cast<int>(os.size());
+  if ((as == os || as.empty()) && (bs == os || bs.empty())) {
+    // Equal shapes (or a scalar operand): one run, no per-dim plan.
+    Plan p;
+    p.inner = numel(os);
+    p.av = !as.empty() || os.empty();
+    p.bv = !bs.empty() || os.empty();
+    return p;
+  }
   auto strides = [](const Shape& sh) {
     SmallVec<int64_t, 8> st;
     st.resize(sh.size());
