@@ -16,6 +16,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tsr/backends/cpu/vecmath.h"
 #include "tsr/tsr.h"
 
 using namespace tsr;
@@ -54,6 +55,21 @@ void BM_LoopTanhLibm(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * kN);
 }
 BENCHMARK(BM_LoopTanhLibm)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The tanh kernel alone on the calling thread (no dispatch, no second core): the
+// per-core figure to hold against NumPy's single thread.
+void BM_KernelTanh1Thread(benchmark::State& st) {
+  auto x = inputs(kN, -4, 4);
+  std::vector<float> y(kN);
+  auto k = detail::cpu::vecmath().unary_f32[static_cast<size_t>(prim::UnaryOp::Tanh)];
+  for (auto _ : st) {
+    k(x.data(), y.data(), kN);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetItemsProcessed(st.iterations() * kN);
+  st.SetLabel(detail::cpu::cpu_isa_name(detail::cpu::cpu_isa()));
+}
+BENCHMARK(BM_KernelTanh1Thread)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 template <Array (*F)(const Array&)>
 void unary_bench(benchmark::State& st, double lo, double hi) {
@@ -136,7 +152,8 @@ void BM_LoopSumLanes(benchmark::State& st) {
 }
 BENCHMARK(BM_LoopSumLanes)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// Tessera's sum, with the plain loop timed in the same iterations for `vs_loop`.
+// Tessera's sum, with both loops timed in the same iterations for `vs_loop` and
+// `vs_lanes`; each iteration runs 8 of each (the time shown is for 8 sums).
 void BM_TsrSum(benchmark::State& st) {
   OneDevice d;
   auto v = inputs(kSumN, -1, 1);
@@ -144,13 +161,14 @@ void BM_TsrSum(benchmark::State& st) {
   sum(x).block_until_ready();
   using Clock = std::chrono::steady_clock;
   double tsr_s = 0, loop_s = 0, lanes_s = 0;
+  constexpr int kBatch = 8;  // calls back to back, as the device thread expects them
   for (auto _ : st) {
     auto t0 = Clock::now();
-    sum(x).block_until_ready();
+    for (int r = 0; r < kBatch; ++r) sum(x).block_until_ready();
     auto t1 = Clock::now();
-    benchmark::DoNotOptimize(plain_sum(v));
+    for (int r = 0; r < kBatch; ++r) benchmark::DoNotOptimize(plain_sum(v));
     auto t2 = Clock::now();
-    benchmark::DoNotOptimize(lanes_sum(v));
+    for (int r = 0; r < kBatch; ++r) benchmark::DoNotOptimize(lanes_sum(v));
     auto t3 = Clock::now();
     tsr_s += std::chrono::duration<double>(t1 - t0).count();
     loop_s += std::chrono::duration<double>(t2 - t1).count();
@@ -159,9 +177,37 @@ void BM_TsrSum(benchmark::State& st) {
   }
   st.counters["vs_loop"] = tsr_s / loop_s;
   st.counters["vs_lanes"] = tsr_s / lanes_s;
-  st.SetBytesProcessed(st.iterations() * kSumN * 4);
+  st.SetBytesProcessed(st.iterations() * kBatch * kSumN * 4);
 }
 BENCHMARK(BM_TsrSum)->Unit(benchmark::kMicrosecond)->UseManualTime();
+
+// The sum kernel alone on the calling thread, with both loops timed in the same
+// iterations: the kernel's speed without the eager dispatch to the device thread
+// (whose wake-up dominates BM_TsrSum on a loaded machine).
+void BM_KernelSum1Thread(benchmark::State& st) {
+  auto v = inputs(kSumN, -1, 1);
+  auto k = detail::cpu::vecmath().sum_f32;
+  using Clock = std::chrono::steady_clock;
+  double k_s = 0, loop_s = 0, lanes_s = 0;
+  for (auto _ : st) {
+    auto t0 = Clock::now();
+    benchmark::DoNotOptimize(k(v.data(), kSumN));
+    auto t1 = Clock::now();
+    benchmark::DoNotOptimize(plain_sum(v));
+    auto t2 = Clock::now();
+    benchmark::DoNotOptimize(lanes_sum(v));
+    auto t3 = Clock::now();
+    k_s += std::chrono::duration<double>(t1 - t0).count();
+    loop_s += std::chrono::duration<double>(t2 - t1).count();
+    lanes_s += std::chrono::duration<double>(t3 - t2).count();
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  st.counters["vs_loop"] = k_s / loop_s;
+  st.counters["vs_lanes"] = k_s / lanes_s;
+  st.SetBytesProcessed(st.iterations() * kSumN * 4);
+  st.SetLabel(detail::cpu::cpu_isa_name(detail::cpu::cpu_isa()));
+}
+BENCHMARK(BM_KernelSum1Thread)->Unit(benchmark::kMicrosecond)->UseManualTime();
 
 // Row sums of a [1024, 1024] float32 matrix over axis 0 (a strided reduced dim).
 void BM_TsrSumAxis0(benchmark::State& st) {

@@ -103,7 +103,11 @@ A reduce_run(const T* x, int64_t n) {
 // acc[j] = op(acc[j], x[j]) for j < m.
 template <ReduceKind K, typename T, typename A>
 inline void accumulate_row(A* acc, const T* x, int64_t m) {
-  for (int64_t j = 0; j < m; ++j) acc[j] = combine<K>(acc[j], load<A>(x[j]));
+  if constexpr (K == ReduceKind::Sum && std::is_same_v<T, float> && std::is_same_v<A, double>) {
+    vecmath().accumulate_f32_f64(acc, x, m);  // AVX2 where there is: twice the width
+  } else {
+    for (int64_t j = 0; j < m; ++j) acc[j] = combine<K>(acc[j], load<A>(x[j]));
+  }
 }
 
 // out[k] = op over r of x[r * nk + k], for an [nr, nk] block.

@@ -41,6 +41,7 @@ struct VecMath {
   double (*sum_f64)(const double* x, int64_t n); /**< blocked pairwise sum, in double */
   float (*max_f32)(const float* x, int64_t n);   /**< NaN-propagating max (-inf if n == 0) */
   float (*min_f32)(const float* x, int64_t n);   /**< NaN-propagating min (+inf if n == 0) */
+  void (*accumulate_f32_f64)(double* acc, const float* x, int64_t m); /**< acc[j] += x[j] */
 };
 
 /** The kernels of the instruction set in use: AVX2 when the CPU has AVX2 and FMA,

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 #include <utility>
 
