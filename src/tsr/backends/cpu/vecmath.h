@@ -35,7 +35,7 @@ struct VecMath {
   CpuIsa isa;                                    /**< what these kernels need */
   VecUnaryF32 unary_f32[prim::kNumUnaryOps];     /**< indexed by UnaryOp */
   VecUnaryF64 unary_f64[prim::kNumUnaryOps];     /**< indexed by UnaryOp */
-  VecBinaryF32 pow_f32, atan2_f32;               /**< lax.pow, lax.atan2 */
+  VecBinaryF32 pow_f32, atan2_f32;               /**< lax.pow (null: libm), lax.atan2 */
   VecBinaryF64 pow_f64, atan2_f64;               /**< lax.pow (null: libm), lax.atan2 */
   float (*sum_f32)(const float* x, int64_t n);   /**< blocked pairwise sum, in float */
   double (*sum_f64)(const double* x, int64_t n); /**< blocked pairwise sum, in double */
