@@ -14,6 +14,7 @@
 #include "tsr/prims/common.h"
 #include "tsr/prims/control_flow.h"
 #include "tsr/prims/shard_map.h"
+#include "tsr/runtime/fusion.h"
 #include "tsr/sharding/propagate.h"
 
 namespace tsr::detail {
@@ -607,6 +608,7 @@ std::shared_ptr<const Executable> lower(
 namespace {
 // Per-device schedules, output bookkeeping and the buffers to release after each step.
 void schedule(Executable& exr) {
+  fuse_elementwise(exr);
   Executable* ex = &exr;
   std::map<int, int> run_of;
   auto run_for = [&](int dev) -> Executable::DeviceRun& {

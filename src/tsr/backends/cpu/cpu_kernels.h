@@ -23,6 +23,7 @@ void binary(const KernelArgs& a);               /**< every BinaryOp, with broadc
 void select_n(const KernelArgs& a);             /**< select_n(which, case0, ...) */
 void clamp(const KernelArgs& a);                /**< clamp(lo, x, hi) */
 void convert_element_type(const KernelArgs& a); /**< dtype conversion */
+void fused_elementwise(const KernelArgs& a);    /**< a fused elementwise chain, blocked */
 
 void reduce(const KernelArgs& a);     /**< reduce_sum/prod/max/min/and/or */
 void arg_reduce(const KernelArgs& a); /**< argmax / argmin */

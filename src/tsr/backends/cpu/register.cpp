@@ -57,6 +57,7 @@ void register_cpu_kernels() {
   reg("select_n", cpu::select_n);
   reg("clamp", cpu::clamp);
   reg("convert_element_type", cpu::convert_element_type);
+  reg("fused_elementwise", cpu::fused_elementwise);
 
   // Reductions.
   reg("reduce_sum", cpu::reduce);
