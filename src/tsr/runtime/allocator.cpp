@@ -1,5 +1,6 @@
 #include "tsr/runtime/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -32,7 +33,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       p = it->second.back();
       it->second.pop_back();
       cached_ -= cls;
-      live_ += cls;
+      note_alloc(cls);
     }
   }
   if (p) return poisoned(p, cls);
@@ -47,9 +48,16 @@ void* CachingAllocator::allocate(size_t bytes) {
                        "devices.");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    live_ += cls;
+    note_alloc(cls);
   }
   return poisoned(p, cls);
+}
+
+void CachingAllocator::note_alloc(size_t cls) {
+  live_ += cls;
+  peak_ = std::max(peak_, live_);
+  ++num_allocs_;
+  largest_ = std::max(largest_, cls);
 }
 
 void* CachingAllocator::poisoned(void* p, size_t bytes) const {
@@ -85,6 +93,16 @@ size_t CachingAllocator::cached_bytes() const {
 size_t CachingAllocator::live_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return live_;
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {live_, peak_, cached_, cache_limit_, num_allocs_, largest_};
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  peak_ = live_;
 }
 
 }  // namespace tsr::detail
