@@ -4,6 +4,8 @@
 // copy of the whole array.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 
 #include "support/error_of.h"
 #include "tsr/runtime/allocator.h"
+#include "tsr/runtime/runtime.h"
 
 using namespace tsr;
 
@@ -290,4 +293,32 @@ TEST(MemoryStats, UnknownDeviceIsAValueError) {
   EXPECT_HAS(m, "[memory_stats] unknown device");
   m = error_of<ValueError>([] { reset_peak_memory_stats(dev(-1)); });
   EXPECT_HAS(m, "[reset_peak_memory_stats] unknown device. Got CpuDevice(id=-1)");
+}
+
+TEST(MemoryStats, HugepagesFlagIsParsedAndAdvisedBlocksWork) {
+  const char* old = std::getenv("TSR_ALLOCATOR_HUGEPAGES");
+  std::string saved = old ? old : "";
+  setenv("TSR_ALLOCATOR_HUGEPAGES", "on", 1);
+  std::string m = error_of<ValueError>([] { detail::allocator_hugepages(); });
+  EXPECT_HAS(m, "TSR_ALLOCATOR_HUGEPAGES");
+  EXPECT_HAS(m, "expected an integer in [0, 1]");
+  setenv("TSR_ALLOCATOR_HUGEPAGES", "1", 1);
+  EXPECT_TRUE(detail::allocator_hugepages());
+  if (old)
+    setenv("TSR_ALLOCATOR_HUGEPAGES", saved.c_str(), 1);
+  else
+    unsetenv("TSR_ALLOCATOR_HUGEPAGES");
+  // An advised block (large, and with the advice's rounding at both ends) is ordinary
+  // memory to its user.
+  detail::CachingAllocator a(0);
+  a.set_hugepages(true);
+  for (size_t n : {detail::CachingAllocator::kHugeMin, size_t{5} << 20, size_t{1} << 20}) {
+    auto* p = static_cast<unsigned char*>(a.allocate(n));
+    std::memset(p, 0x5A, n);
+    EXPECT_EQ(p[0], 0x5A);
+    EXPECT_EQ(p[n - 1], 0x5A);
+    a.release(p, n);
+  }
+  EXPECT_EQ(a.stats().live, 0u);
+  EXPECT_EQ(a.stats().cached, 0u);
 }

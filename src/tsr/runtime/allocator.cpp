@@ -1,7 +1,9 @@
 #include "tsr/runtime/allocator.h"
 
+#include <sys/mman.h>
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -46,6 +48,13 @@ void* CachingAllocator::allocate(size_t bytes) {
     throw BackendError("[allocator] out of memory. Got a request for " + std::to_string(bytes) +
                        " bytes; expected it to fit in host memory. Free arrays or use fewer "
                        "devices.");
+  if (cls >= kHugeMin && hugepages_.load(std::memory_order_relaxed)) {
+    // Before the first touch, so the faults can map 2 MiB pages. Advice only: a
+    // kernel without THP leaves the block as it is.
+    auto a = (reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095};
+    auto end = (reinterpret_cast<uintptr_t>(p) + cls) & ~uintptr_t{4095};
+    if (end > a) madvise(reinterpret_cast<void*>(a), end - a, MADV_HUGEPAGE);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     note_alloc(cls);

@@ -46,6 +46,8 @@ constexpr int kMaxCpuDevices = 4096;
 size_t allocator_cache_limit();
 /** TSR_ALLOCATOR_POISON, parsed (default off). */
 bool allocator_poison();
+/** TSR_ALLOCATOR_HUGEPAGES, parsed (default off). */
+bool allocator_hugepages();
 /** One stream (worker thread) per device; BackendError naming the count when the
  *  host cannot start them (std::system_error from std::thread). */
 std::vector<std::unique_ptr<Stream>> start_streams(int n);
