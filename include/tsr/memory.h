@@ -6,10 +6,11 @@
  *  block is kept for reuse (steady-state dispatch then calls no malloc) until the
  *  device holds TSR_ALLOCATOR_CACHE_BYTES of free blocks (default 256 MiB per
  *  device, read once at start-up; 0 caches nothing); a block freed past that limit
- *  goes back to the OS at once. Buffers are counted when an op is dispatched (dispatch
- *  is asynchronous), and a buffer an unfinished task still reads is released when
- *  that task has run: call synchronize() before reading the stats for a settled
- *  figure. */
+ *  goes back to the OS at once, so a large array freed and made again faults its
+ *  pages in afresh (TSR_ALLOCATOR_HUGEPAGES=1 makes those faults 2 MiB each).
+ *  Buffers are counted when an op is dispatched (dispatch is asynchronous), and a
+ *  buffer an unfinished task still reads is released when that task has run: call
+ *  synchronize() before reading the stats for a settled figure. */
 #include <cstdint>
 
 #include "tsr/device.h"
