@@ -9,6 +9,7 @@
 #include "tsr/dtype.h"
 #include "tsr/error.h"
 #include "tsr/indexing.h"
+#include "tsr/memory.h"
 #include "tsr/mesh.h"
 #include "tsr/ops.h"
 #include "tsr/pmap.h"

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <optional>
 
@@ -85,27 +84,6 @@ bool zero_for_unreduced(const NamedSharding& s, int i) {
   return false;
 }
 
-// Creates an array whose every shard is written on its own device by `body(out,
-// origin, zero)`: origin is the shard's position, zero asks for zeros (§9).
-using ShardBody = std::function<void(void* out, const Shape& origin, bool zero)>;
-Array write_shards(const Shape& shape, DType dtype, const NamedSharding& s, ShardBody body) {
-  const Mesh& mesh = *s.concrete_mesh();
-  size_t bytes = static_cast<size_t>(numel(s.shard_shape(shape))) * itemsize(dtype);
-  auto& rt = detail::Runtime::get();
-  auto shared = std::make_shared<const ShardBody>(std::move(body));
-  std::vector<detail::BufferPtr> bufs;
-  std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
-  for (int i = 0; i < mesh.size(); ++i) {
-    auto b = rt.alloc(mesh.devices()[i].id, bytes);
-    Shape origin = origin_of(s.index_of(i, shape));
-    bool zero = zero_for_unreduced(s, i);
-    detail::launch(b->device, {}, {b},
-                   [shared, b, origin, zero] { (*shared)(b->ptr, origin, zero); });
-    bufs.push_back(std::move(b));
-  }
-  return detail::make_array(shape, dtype, s, std::move(bufs));
-}
-
 }  // namespace
 
 const ArrayType& Array::type() const { return get(impl_).type(); }
@@ -155,21 +133,20 @@ void Array::copy_to_host(void* dst, DType as) const {
   }
   block_until_ready();
   const auto& impl = get(impl_);
+  // Each shard goes straight into dst (converted on the way when `as` differs): no
+  // staging copy of the whole array.
   size_t isz = static_cast<size_t>(itemsize(dtype()));
-  std::vector<char> staging;
-  void* out = dst;
-  if (as != dtype()) {
-    staging.resize(static_cast<size_t>(size()) * isz);
-    out = staging.data();
-  }
   Shape local = impl.sharding().shard_shape(shape());
+  Shape zero(local.size(), 0);
   for (int i = 0; i < static_cast<int>(impl.buffers.size()); ++i) {
     if (impl.sharding().replica_id(i) != 0) continue;
-    ShardIndex idx = impl.sharding().index_of(i, shape());
-    detail::copy_box(impl.buffers[i]->ptr, local, Shape(local.size(), 0), out, shape(),
-                     origin_of(idx), local, isz);
+    Shape origin = origin_of(impl.sharding().index_of(i, shape()));
+    const void* src = impl.buffers[i]->ptr;
+    if (as == dtype())
+      detail::copy_box(src, local, zero, dst, shape(), origin, local, isz);
+    else
+      detail::convert_box(src, dtype(), local, zero, dst, as, shape(), origin, local);
   }
-  if (as != dtype()) detail::convert(staging.data(), dtype(), dst, as, size());
 }
 
 const ArrayType& typeof(const Array& x) { return x.type(); }
@@ -220,33 +197,31 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
 
 namespace {
 
+// Writes each device's block straight from the caller's data, on the calling thread,
+// before returning: no staging copy of the whole array (peak = host data + shards),
+// and the caller may free `data` as soon as this returns. The buffers are fresh (no
+// task can see them yet), so no stream is involved and they are ready at once.
 Array put_host(const void* data, DType dtype, const Shape& shape, const Placement& where,
                const char* api) {
-  int64_t bytes = checked_nbytes(shape, itemsize(dtype), api);
+  checked_nbytes(shape, itemsize(dtype), api);
   NamedSharding s = resolve_placement(where, shape, api);
+  const Mesh& mesh = *s.concrete_mesh();
   size_t isz = static_cast<size_t>(itemsize(dtype));
-  // The caller may free `data` once we return; the tasks read a private copy.
-  std::shared_ptr<std::vector<char>> host;
-  try {
-    host = std::make_shared<std::vector<char>>(static_cast<size_t>(bytes));
-  } catch (const std::bad_alloc&) {
-    throw BackendError(std::string("[") + api + "] out of memory. Got a request for " +
-                       std::to_string(bytes) + " bytes of host staging for shape " +
-                       shape_str(shape) + "; expected it to fit in host memory. Free arrays.");
-  }
-  if (!host->empty()) std::memcpy(host->data(), data, host->size());
   Shape local = s.shard_shape(shape);
   size_t local_bytes = static_cast<size_t>(numel(local)) * isz;
-  return write_shards(
-      shape, dtype, s,
-      [host, shape, local, isz, local_bytes](void* out, const Shape& origin, bool zero) {
-        if (zero) {
-          std::memset(out, 0, local_bytes);
-          return;
-        }
-        detail::copy_box(host->data(), shape, origin, out, local, Shape(local.size(), 0), local,
-                         isz);
-      });
+  auto& rt = detail::Runtime::get();
+  std::vector<detail::BufferPtr> bufs;
+  bufs.reserve(static_cast<size_t>(mesh.size()));
+  for (int i = 0; i < mesh.size(); ++i) {
+    auto b = rt.alloc(mesh.devices()[i].id, local_bytes);
+    if (zero_for_unreduced(s, i))
+      std::memset(b->ptr, 0, local_bytes);
+    else
+      detail::copy_box(data, shape, origin_of(s.index_of(i, shape)), b->ptr, local,
+                       Shape(local.size(), 0), local, isz);
+    bufs.push_back(std::move(b));
+  }
+  return detail::make_array(shape, dtype, s, std::move(bufs));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "tsr/core/primitive.h"
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
+#include "tsr/runtime/caches.h"
 #include "tsr/runtime/executable.h"
 
 namespace tsr::detail {
@@ -116,6 +117,16 @@ std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
 }
 
 }  // namespace
+
+void clear_eager_cache() {
+  // Destroyed outside the lock: an executable's teardown releases buffers and may
+  // drop objects (captured callables) that dispatch themselves.
+  std::unordered_map<EagerKey, EagerEntry, EagerHash> old;
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mu);
+    old.swap(cache());
+  }
+}
 
 std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in0) {
   // Manual-spmd §3.4: operands of an ordinary primitive that vary over fewer manual

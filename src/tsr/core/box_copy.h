@@ -3,6 +3,7 @@
 // shard extraction are made of.
 #include <cstddef>
 
+#include "tsr/dtype.h"
 #include "tsr/shape.h"
 
 namespace tsr::detail {
@@ -25,5 +26,11 @@ bool is_empty(const Box& b);
 void copy_box(const void* src, const Shape& src_shape, const Shape& src_origin, void* dst,
               const Shape& dst_shape, const Shape& dst_origin, const Shape& extent,
               size_t itemsize);
+
+/** copy_box that converts each element from `from` to `to` on the way (as
+ *  detail::convert): reads into another dtype need no staging copy. */
+void convert_box(const void* src, DType from, const Shape& src_shape, const Shape& src_origin,
+                 void* dst, DType to, const Shape& dst_shape, const Shape& dst_origin,
+                 const Shape& extent);
 
 }  // namespace tsr::detail

@@ -1,6 +1,9 @@
 #include "tsr/runtime/allocator.h"
 
+#include <sys/mman.h>
+#include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -36,7 +39,7 @@ void* CachingAllocator::allocate(size_t bytes) {
       p = list.back();
       list.pop_back();
       cached_ -= cls;
-      live_ += cls;
+      note_alloc(cls);
     }
   }
   if (p) return poisoned(p, cls);
@@ -49,11 +52,25 @@ void* CachingAllocator::allocate(size_t bytes) {
     throw BackendError("[allocator] out of memory. Got a request for " + std::to_string(bytes) +
                        " bytes; expected it to fit in host memory. Free arrays or use fewer "
                        "devices.");
+  if (cls >= kHugeMin && hugepages_.load(std::memory_order_relaxed)) {
+    // Before the first touch, so the faults can map 2 MiB pages. Advice only: a
+    // kernel without THP leaves the block as it is.
+    auto a = (reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095};
+    auto end = (reinterpret_cast<uintptr_t>(p) + cls) & ~uintptr_t{4095};
+    if (end > a) madvise(reinterpret_cast<void*>(a), end - a, MADV_HUGEPAGE);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    live_ += cls;
+    note_alloc(cls);
   }
   return poisoned(p, cls);
+}
+
+void CachingAllocator::note_alloc(size_t cls) {
+  live_ += cls;
+  peak_ = std::max(peak_, live_);
+  ++num_allocs_;
+  largest_ = std::max(largest_, cls);
 }
 
 void* CachingAllocator::poisoned(void* p, size_t bytes) const {
@@ -93,6 +110,16 @@ size_t CachingAllocator::cached_bytes() const {
 size_t CachingAllocator::live_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return live_;
+}
+
+AllocatorStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {live_, peak_, cached_, cache_limit_, num_allocs_, largest_};
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  peak_ = live_;
 }
 
 }  // namespace tsr::detail

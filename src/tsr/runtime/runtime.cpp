@@ -117,6 +117,11 @@ bool allocator_poison() {
                   "1 fills every fresh allocation with 0xFF bytes, to expose unwritten outputs");
 }
 
+bool allocator_hugepages() {
+  return env_flag("TSR_ALLOCATOR_HUGEPAGES", "init",
+                  "1 asks for transparent huge pages on fresh allocations of 2 MiB and more");
+}
+
 std::vector<std::unique_ptr<Stream>> start_streams(int n) {
   std::vector<std::unique_ptr<Stream>> streams;
   auto fail = [&](const char* why) {
@@ -155,8 +160,12 @@ Runtime::Runtime(int n) {
   size_t cache = allocator_cache_limit();
   bool poison = allocator_poison();
   inline_dispatch_bytes();
+  bool huge = allocator_hugepages();
   resolve_timeout_ms(0);
-  for (int i = 0; i < n; ++i) allocators_.push_back(std::make_unique<CachingAllocator>(cache));
+  for (int i = 0; i < n; ++i) {
+    allocators_.push_back(std::make_unique<CachingAllocator>(cache));
+    allocators_.back()->set_hugepages(huge);
+  }
   set_allocator_poison(poison);
   streams_ = start_streams(n);
 }

@@ -51,6 +51,8 @@ size_t allocator_cache_limit();
 size_t inline_dispatch_bytes();
 /** TSR_ALLOCATOR_POISON, parsed (default off). */
 bool allocator_poison();
+/** TSR_ALLOCATOR_HUGEPAGES, parsed (default off). */
+bool allocator_hugepages();
 /** One stream (worker thread) per device; BackendError naming the count when the
  *  host cannot start them (std::system_error from std::thread). */
 std::vector<std::unique_ptr<Stream>> start_streams(int n);

@@ -5,12 +5,14 @@
 #include <iostream>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/prims/sharding_ops.h"
+#include "tsr/runtime/caches.h"
 #include "tsr/runtime/env.h"
 #include "tsr/runtime/executable.h"
 #include "tsr/transforms.h"
@@ -171,9 +173,34 @@ bool is_default(const tree::Prefix<Placement>& p) {
   return p.is_value() && std::holds_alternative<std::monostate>(p.value());
 }
 
+// Every live jit object, so clear_caches() can empty their caches.
+struct JitCache {
+  virtual ~JitCache() = default;
+  // Moves the cached entries out (the caller destroys them outside every lock).
+  virtual std::vector<std::shared_ptr<Entry>> take_entries() = 0;
+};
+std::mutex g_jits_mu;
+std::unordered_set<JitCache*>& live_jits() {
+  static auto* s = new std::unordered_set<JitCache*>();  // never destroyed, like the runtime
+  return *s;
+}
+
 }  // namespace
 
-struct JitCore::Impl {
+void clear_jit_caches() {
+  std::vector<std::shared_ptr<Entry>> old;
+  {
+    std::lock_guard<std::mutex> lock(g_jits_mu);
+    for (JitCache* j : live_jits()) {
+      auto e = j->take_entries();
+      old.insert(old.end(), std::make_move_iterator(e.begin()), std::make_move_iterator(e.end()));
+    }
+  }
+  // `old` goes here: a program's teardown may destroy a jit object (a captured
+  // callable), which takes g_jits_mu.
+}
+
+struct JitCore::Impl : JitCache {
   JitOptions opts;
   std::mutex mu;
   std::unordered_map<SigKey, std::shared_ptr<Entry>, SigHash, SigEq> cache;
@@ -182,6 +209,14 @@ struct JitCore::Impl {
   tree::Structure last_in;
   std::shared_ptr<const std::vector<Placement>> last_in_shardings;
   std::shared_ptr<const std::vector<bool>> last_donated;
+
+  std::vector<std::shared_ptr<Entry>> take_entries() override {
+    std::vector<std::shared_ptr<Entry>> out;
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [key, e] : cache) out.push_back(std::move(e));
+    cache.clear();
+    return out;
+  }
 
   std::vector<Placement> in_shardings_for(const tree::Structure& in) {
     if (const auto* p = &opts.in_shardings;
@@ -424,8 +459,13 @@ struct JitCore::Impl {
 
 JitCore::JitCore(JitOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->opts = std::move(opts);
+  std::lock_guard<std::mutex> lock(g_jits_mu);
+  live_jits().insert(impl_.get());
 }
-JitCore::~JitCore() = default;
+JitCore::~JitCore() {
+  std::lock_guard<std::mutex> lock(g_jits_mu);
+  live_jits().erase(impl_.get());
+}
 
 int JitCore::trace_count() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
