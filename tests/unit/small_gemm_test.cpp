@@ -91,6 +91,12 @@ TEST(SmallGemm, Float64MatchesReferenceOnManyShapes) {
   check_many_shapes<double>();
 }
 
+TEST(SmallGemm, Avx2CodeMatchesReferenceOnManyShapes) {
+  ModeScope avx2(SmallGemmMode::Avx2);
+  check_many_shapes<float>();
+  check_many_shapes<double>();
+}
+
 TEST(SmallGemm, PortableCodeMatchesReferenceOnManyShapes) {
   ModeScope portable(SmallGemmMode::Portable);
   check_many_shapes<float>();
@@ -136,7 +142,7 @@ std::vector<DotCase> dot_cases() {
 
 TEST(SmallGemm, DotGeneralShardedMatchesOneDeviceOracle) {
   for (DType t : {float32, float64})
-    for (SmallGemmMode mode : {SmallGemmMode::Always, SmallGemmMode::Portable})
+    for (SmallGemmMode mode : {SmallGemmMode::Always, SmallGemmMode::Avx2, SmallGemmMode::Portable})
       for (const DotCase& dc : dot_cases()) {
         ModeScope scope(mode);
         std::vector<oracle::Input> in = {oracle::ramp(dc.lhs, 0, t), oracle::ramp(dc.rhs, 1, t)};
@@ -156,7 +162,9 @@ TEST(SmallGemm, DotGeneralShardedMatchesOneDeviceOracle) {
           return r;
         };
         std::string label = dc.what + (t == float32 ? " f32" : " f64") +
-                            (mode == SmallGemmMode::Portable ? " portable" : "");
+                            (mode == SmallGemmMode::Portable ? " portable"
+                             : mode == SmallGemmMode::Avx2   ? " avx2"
+                                                             : "");
         oracle::check(label, in, {dc.lspec, dc.rspec}, fn, blas);
         if (::testing::Test::HasFailure()) return;
       }

@@ -2,9 +2,9 @@
 // B copied one kc x NR panel at a time into L1, an MR x NR register tile) without
 // the whole-matrix packing pass, which is what costs a few-row product most.
 //
-// One generic body in GCC vector extensions, instantiated twice: for AVX2/FMA
-// inside a function compiled for that target (chosen at run time) and for the
-// x86-64 baseline (SSE2). This file is compiled with -ffp-contract=fast so the
+// One generic body in GCC vector extensions, instantiated for AVX-512 and for
+// AVX2/FMA inside functions compiled for those targets (chosen at run time) and
+// for the x86-64 baseline (SSE2). This file is compiled with -ffp-contract=fast so the
 // vector `acc += a * b` becomes an FMA where the target has one.
 #include "tsr/backends/cpu/small_gemm.h"
 
@@ -18,10 +18,10 @@
 namespace tsr::detail::cpu {
 namespace {
 
-constexpr int kMr = 6;         // rows of the register tile (12 accumulators + 3 = 15 registers)
-constexpr int64_t kKc = 256;   // depth of one slice: a B panel is kKc x NR (16 KiB)
-constexpr int64_t kNc = 256;   // columns of B copied per pass (kKc x kNc: 256 KiB, L2)
-constexpr int64_t kMaxM = 64;  // above this a full pack pays for itself: OpenBLAS wins
+constexpr int kMr = 6;             // rows of the register tile (12 accumulators + 3 = 15 registers)
+constexpr int64_t kPanel = 16384;  // bytes of one kc x NR panel of B: half of L1
+constexpr int64_t kNc = 256;       // columns of B copied per pass (at most 256 KiB: L2)
+constexpr int64_t kMaxM = 64;      // above this a full pack pays for itself: OpenBLAS wins
 
 std::atomic<SmallGemmMode> g_mode{SmallGemmMode::Auto};
 
@@ -123,11 +123,11 @@ template <class T, int B>
 [[gnu::always_inline]] inline void drive(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                          const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
                                          int64_t ldc) {
-  constexpr int64_t nr_full = 2 * (B / sizeof(T));
+  constexpr int64_t nr_full = 2 * (B / sizeof(T)), kc_max = kPanel / (2 * B);
   int64_t slivers = (m + kMr - 1) / kMr;
   // Equal slices (784 = 3 x 262 rather than 3 x 256 + 16): a thin last slice would
   // spend as much on loading and storing the C tile as on its products.
-  int64_t depth = (k + (k + kKc - 1) / kKc - 1) / ((k + kKc - 1) / kKc);
+  int64_t slices = (k + kc_max - 1) / kc_max, depth = (k + slices - 1) / slices;
   T* ap = scratch<T, 0>(static_cast<size_t>(slivers * kMr * depth));
   int64_t nc_max = std::min(kNc, (n + nr_full - 1) / nr_full * nr_full);
   T* bp = scratch<T, 1>(static_cast<size_t>(nc_max * depth));
@@ -158,9 +158,27 @@ template <class T, int B>
   drive<double, 32>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
 
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+[[gnu::target("avx512f")]] void drive_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                             const float* a, int64_t lda, const float* b,
+                                             int64_t ldb, float* c, int64_t ldc) {
+  drive<float, 64>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+[[gnu::target("avx512f")]] void drive_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                             const double* a, int64_t lda, const double* b,
+                                             int64_t ldb, double* c, int64_t ldc) {
+  drive<double, 64>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+// The widest code this CPU runs, capped by the mode (tests and benchmarks pick one).
+enum class Isa { Sse2, Avx2, Avx512 };
+Isa isa(SmallGemmMode mode) {
+  static const Isa best = __builtin_cpu_supports("avx512f") ? Isa::Avx512
+                          : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                              ? Isa::Avx2
+                              : Isa::Sse2;
+  if (mode == SmallGemmMode::Portable) return Isa::Sse2;
+  if (mode == SmallGemmMode::Avx2 && best == Isa::Avx512) return Isa::Avx2;
+  return best;
 }
 
 }  // namespace
@@ -172,6 +190,7 @@ bool prefer_small_gemm(int64_t m, int64_t n, int64_t k, int threads) {
     case SmallGemmMode::Never:
       return false;
     case SmallGemmMode::Always:
+    case SmallGemmMode::Avx2:
     case SmallGemmMode::Portable:
       return true;
     case SmallGemmMode::Auto:
@@ -188,10 +207,14 @@ void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
-  if (has_avx2() && g_mode.load(std::memory_order_relaxed) != SmallGemmMode::Portable)
-    drive_avx2(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-  else
-    drive<T, 16>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  switch (isa(g_mode.load(std::memory_order_relaxed))) {
+    case Isa::Avx512:
+      return drive_avx512(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    case Isa::Avx2:
+      return drive_avx2(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    case Isa::Sse2:
+      return drive<T, 16>(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
 }
 
 template void small_gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,

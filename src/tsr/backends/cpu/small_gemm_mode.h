@@ -9,6 +9,7 @@ enum class SmallGemmMode {
   Auto,     /**< small_gemm when prefer_small_gemm's size and thread test says so */
   Never,    /**< always OpenBLAS */
   Always,   /**< small_gemm for every float32/float64 product, best instruction set */
+  Avx2,     /**< as Always, with at most AVX2/FMA code */
   Portable, /**< small_gemm for every float32/float64 product, baseline (SSE2) code */
 };
 
