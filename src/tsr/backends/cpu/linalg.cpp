@@ -4,6 +4,8 @@
 // float32), a blocked loop in wrapping int64 for integers. A few-row product on
 // one thread (a data-parallel device's share of the batch) goes to small_gemm,
 // which skips OpenBLAS's pass that packs the whole other operand.
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -34,9 +36,15 @@ bool is_int_like(DType t) { return t == DType::Bool || is_integer(t); }
 
 // Several simulated devices run GEMMs at once: share the cores between them.
 // The thread count is a global OpenBLAS setting, so set it only on a change.
+// Cores are those this process may run on (taskset, a container's cpuset), not
+// all the machine has: oversubscribed GEMM threads only get in each other's way.
 int blas_threads(int busy_devices) {
-  int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return std::max(1, hw / std::max(1, busy_devices));
+  static const int cores = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
+  return std::max(1, cores / std::max(1, busy_devices));
 }
 void set_blas_threads(int n) {
   static std::atomic<int> current{0};

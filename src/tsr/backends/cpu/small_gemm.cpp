@@ -81,6 +81,23 @@ void pack_b(bool tb, const T* b, int64_t ldb, int64_t k0, int64_t kc, int64_t j0
     }
 }
 
+// Prefetches B[k0:k0+kc, j0:j0+nc] (stored [n, k] when tb) into L2, in `parts`
+// pieces: part(i) fetches the i-th group of the stored rows.
+template <class T>
+struct Prefetch {
+  const T* b;
+  int64_t ldb;
+  bool tb;
+  int64_t k0, kc, j0, nc;
+  void part(int64_t i, int64_t parts) const {
+    int64_t rows = tb ? nc : kc, cols = tb ? kc : nc;
+    const T* base = tb ? b + j0 * ldb + k0 : b + k0 * ldb + j0;
+    for (int64_t r = rows * i / parts; r < rows * (i + 1) / parts; ++r)
+      for (int64_t x = 0; x < cols; x += 64 / sizeof(T))
+        __builtin_prefetch(base + r * ldb + x, 0, 2);
+  }
+};
+
 // The register tile: c[0:mr, 0:nr] (+)= ap (kc x kMr) @ bp (kc x 2L).
 template <class T, int B>
 [[gnu::always_inline]] inline void micro(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc,
@@ -137,7 +154,15 @@ template <class T, int B>
     for (int64_t jc = 0; jc < n; jc += kNc) {
       int64_t nc = std::min(kNc, n - jc);
       pack_b(tb, b, ldb, k0, kc, jc, nc, nr_full, bp);
-      for (int64_t j0 = 0; j0 < nc; j0 += nr_full) {
+      // The next block of B, fetched while this one is multiplied: each device
+      // streams its own copy of replicated weights from memory, and the products
+      // of one block take longer than its transfer.
+      int64_t nk0 = jc + kNc < n ? k0 : k0 + depth, njc = jc + kNc < n ? jc + kNc : 0;
+      Prefetch next{b, ldb, tb, nk0, std::min(depth, k - nk0), njc, std::min(kNc, n - njc)};
+      int64_t panels = (nc + nr_full - 1) / nr_full;
+      for (int64_t q = 0; q < panels; ++q) {
+        if (nk0 < k) next.part(q, panels);
+        int64_t j0 = q * nr_full;
         const T* panel = bp + j0 * kc;
         for (int64_t s = 0; s < slivers; ++s)
           micro<T, B>(kc, ap + s * kc * kMr, panel, c + s * kMr * ldc + jc + j0, ldc,
