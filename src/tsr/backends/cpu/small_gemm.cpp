@@ -18,7 +18,6 @@
 namespace tsr::detail::cpu {
 namespace {
 
-constexpr int kMr = 6;             // rows of the register tile (12 accumulators + 3 = 15 registers)
 constexpr int64_t kPanel = 16384;  // bytes of one kc x NR panel of B: half of L1
 constexpr int64_t kNc = 256;       // columns of B copied per pass (at most 256 KiB: L2)
 constexpr int64_t kMaxM = 64;      // above this a full pack pays for itself: OpenBLAS wins
@@ -27,6 +26,15 @@ std::atomic<SmallGemmMode> g_mode{SmallGemmMode::Auto};
 
 template <class T, int B>
 using Vec [[gnu::vector_size(B)]] = T;
+
+// The register tile for B-byte vectors: Rows x Vecs accumulators, plus Vecs loads
+// of B and one broadcast of A, within the registers (16 below AVX-512, 32 with it).
+// Rows divide the power-of-two row counts of a sharded batch (32 rows: no padding).
+template <int B>
+struct Tile {
+  static constexpr int rows = B == 64 ? 8 : B == 32 ? 4 : 6;
+  static constexpr int vecs = B == 32 ? 3 : 2;  // SSE2 has no FMA: a product needs a register
+};
 
 // Grow-only per-thread buffers: each device's worker thread keeps its own.
 template <class T, int Slot>
@@ -37,7 +45,7 @@ T* scratch(size_t n) {
 }
 
 // A[:, k0:k0+kc] as ceil(m / kMr) slivers, each kc x kMr (rows past m are zero).
-template <class T>
+template <int kMr, class T>
 void pack_a(bool ta, const T* a, int64_t lda, int64_t m, int64_t k0, int64_t kc, T* out) {
   for (int64_t i0 = 0; i0 < m; i0 += kMr, out += kc * kMr) {
     int64_t mr = std::min<int64_t>(kMr, m - i0);
@@ -98,38 +106,34 @@ struct Prefetch {
   }
 };
 
-// The register tile: c[0:mr, 0:nr] (+)= ap (kc x kMr) @ bp (kc x 2L).
-template <class T, int B>
+// The register tile: c[0:mr, 0:nr] (+)= ap (kc x MR) @ bp (kc x NV vectors).
+template <class T, int B, int MR, int NV>
 [[gnu::always_inline]] inline void micro(int64_t kc, const T* ap, const T* bp, T* c, int64_t ldc,
                                          int64_t mr, int64_t nr, bool add) {
   using V = Vec<T, B>;
   constexpr int L = B / sizeof(T);
-  V acc[kMr][2] = {};
-  for (int64_t p = 0; p < kc; ++p, ap += kMr, bp += 2 * L) {
-    V b0, b1;
-    std::memcpy(&b0, bp, B);
-    std::memcpy(&b1, bp + L, B);
-    for (int r = 0; r < kMr; ++r) {
-      acc[r][0] += ap[r] * b0;
-      acc[r][1] += ap[r] * b1;
-    }
+  V acc[MR][NV] = {};
+  for (int64_t p = 0; p < kc; ++p, ap += MR, bp += NV * L) {
+    V bv[NV];
+    for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], bp + v * L, B);
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) acc[r][v] += ap[r] * bv[v];
   }
-  if (mr == kMr && nr == 2 * L) {
-    for (int r = 0; r < kMr; ++r) {
+  if (mr == MR && nr == NV * L) {
+    for (int r = 0; r < MR; ++r) {
       T* cr = c + r * ldc;
-      if (add) {
-        V c0, c1;
-        std::memcpy(&c0, cr, B);
-        std::memcpy(&c1, cr + L, B);
-        acc[r][0] += c0;
-        acc[r][1] += c1;
+      for (int v = 0; v < NV; ++v) {
+        if (add) {
+          V old;
+          std::memcpy(&old, cr + v * L, B);
+          acc[r][v] += old;
+        }
+        std::memcpy(cr + v * L, &acc[r][v], B);
       }
-      std::memcpy(cr, &acc[r][0], B);
-      std::memcpy(cr + L, &acc[r][1], B);
     }
     return;
   }
-  T tile[kMr][2 * L];
+  T tile[MR][NV * L];
   std::memcpy(tile, acc, sizeof(tile));
   for (int64_t r = 0; r < mr; ++r)
     for (int64_t j = 0; j < nr; ++j)
@@ -140,33 +144,37 @@ template <class T, int B>
 [[gnu::always_inline]] inline void drive(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                          const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
                                          int64_t ldc) {
-  constexpr int64_t nr_full = 2 * (B / sizeof(T)), kc_max = kPanel / (2 * B);
+  constexpr int kMr = Tile<B>::rows, kNv = Tile<B>::vecs;
+  constexpr int64_t nr_full = kNv * (B / sizeof(T)), kc_max = kPanel / (nr_full * sizeof(T));
+  constexpr int64_t nc_block = kNc / nr_full * nr_full;
   int64_t slivers = (m + kMr - 1) / kMr;
   // Equal slices (784 = 3 x 262 rather than 3 x 256 + 16): a thin last slice would
   // spend as much on loading and storing the C tile as on its products.
   int64_t slices = (k + kc_max - 1) / kc_max, depth = (k + slices - 1) / slices;
   T* ap = scratch<T, 0>(static_cast<size_t>(slivers * kMr * depth));
-  int64_t nc_max = std::min(kNc, (n + nr_full - 1) / nr_full * nr_full);
+  int64_t nc_max = std::min(nc_block, (n + nr_full - 1) / nr_full * nr_full);
   T* bp = scratch<T, 1>(static_cast<size_t>(nc_max * depth));
   for (int64_t k0 = 0; k0 < k; k0 += depth) {
     int64_t kc = std::min(depth, k - k0);
-    pack_a(ta, a, lda, m, k0, kc, ap);
-    for (int64_t jc = 0; jc < n; jc += kNc) {
-      int64_t nc = std::min(kNc, n - jc);
+    pack_a<kMr>(ta, a, lda, m, k0, kc, ap);
+    for (int64_t jc = 0; jc < n; jc += nc_block) {
+      int64_t nc = std::min(nc_block, n - jc);
       pack_b(tb, b, ldb, k0, kc, jc, nc, nr_full, bp);
       // The next block of B, fetched while this one is multiplied: each device
       // streams its own copy of replicated weights from memory, and the products
       // of one block take longer than its transfer.
-      int64_t nk0 = jc + kNc < n ? k0 : k0 + depth, njc = jc + kNc < n ? jc + kNc : 0;
-      Prefetch next{b, ldb, tb, nk0, std::min(depth, k - nk0), njc, std::min(kNc, n - njc)};
+      bool last = jc + nc_block >= n;
+      int64_t nk0 = last ? k0 + depth : k0, njc = last ? 0 : jc + nc_block;
+      Prefetch next{b, ldb, tb, nk0, std::min(depth, k - nk0), njc, std::min(nc_block, n - njc)};
       int64_t panels = (nc + nr_full - 1) / nr_full;
       for (int64_t q = 0; q < panels; ++q) {
         if (nk0 < k) next.part(q, panels);
         int64_t j0 = q * nr_full;
         const T* panel = bp + j0 * kc;
         for (int64_t s = 0; s < slivers; ++s)
-          micro<T, B>(kc, ap + s * kc * kMr, panel, c + s * kMr * ldc + jc + j0, ldc,
-                      std::min<int64_t>(kMr, m - s * kMr), std::min(nr_full, nc - j0), k0 > 0);
+          micro<T, B, kMr, kNv>(kc, ap + s * kc * kMr, panel, c + s * kMr * ldc + jc + j0, ldc,
+                                std::min<int64_t>(kMr, m - s * kMr), std::min(nr_full, nc - j0),
+                                k0 > 0);
       }
     }
   }
