@@ -1,6 +1,7 @@
-// small_gemm: the loops of a classic blocked GEMM (a kc-slice of A packed once,
-// B copied one kc x NR panel at a time into L1, an MR x NR register tile) without
-// the whole-matrix packing pass, which is what costs a few-row product most.
+// small_gemm: the loops of a classic blocked GEMM (a kc-slice of A packed once, B
+// copied an L2-sized block at a time and cut into kc x NR panels, an MR x NR
+// register tile) without the whole-matrix packing pass, which is what costs a
+// few-row product most.
 //
 // One generic body in GCC vector extensions, instantiated for AVX-512 and for
 // AVX2/FMA inside functions compiled for those targets (chosen at run time) and

@@ -1,6 +1,6 @@
 #pragma once
 // A single-threaded GEMM for few rows (a data-parallel device's share of a batch):
-// it copies the other operand in L1-sized panels as it goes instead of in one pass
+// it copies the other operand in L2-sized blocks as it goes instead of in one pass
 // over the whole matrix, so a 32-row product with replicated weights does not pay
 // a full pack of those weights (docs/design/0014-gemm-many-devices.md).
 #include <cstdint>
