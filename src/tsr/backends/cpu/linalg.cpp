@@ -1,7 +1,11 @@
 // dot_general: operands are brought to [batch, M, K] and [batch, K, N] (copying
 // only when the stored order is neither that nor its transpose), then each batch
 // is one GEMM: OpenBLAS for float32/float64 (and the half types, widened to
-// float32), a blocked loop in wrapping int64 for integers.
+// float32), a blocked loop in wrapping int64 for integers. A few-row product on
+// one thread (a data-parallel device's share of the batch) goes to small_gemm,
+// which skips OpenBLAS's pass that packs the whole other operand.
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/backends/cpu/small_gemm.h"
 #include "tsr/error.h"
 #include "tsr/prims/linalg.h"
 
@@ -31,10 +36,18 @@ bool is_int_like(DType t) { return t == DType::Bool || is_integer(t); }
 
 // Several simulated devices run GEMMs at once: share the cores between them.
 // The thread count is a global OpenBLAS setting, so set it only on a change.
-void set_blas_threads(int busy_devices) {
+// Cores are those this process may run on (taskset, a container's cpuset), not
+// all the machine has: oversubscribed GEMM threads only get in each other's way.
+int blas_threads(int busy_devices) {
+  static const int cores = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
+  return std::max(1, cores / std::max(1, busy_devices));
+}
+void set_blas_threads(int n) {
   static std::atomic<int> current{0};
-  int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  int n = std::max(1, hw / std::max(1, busy_devices));
   if (current.exchange(n) != n) openblas_set_num_threads(n);
 }
 
@@ -176,10 +189,18 @@ void dot_general(const KernelArgs& a) {
         prepare(a.in_ptr[1], rt, ct, concat({&rb, &rc, &rf}), concat({&rb, &rf, &rc}), blas);
     int lda = static_cast<int>(l.trans ? m : k), ldb = static_cast<int>(r.trans ? k : n);
     int ta = l.trans ? kTrans : kNoTrans, tb = r.trans ? kTrans : kNoTrans;
-    if (blas) set_blas_threads(a.busy_devices);
+    int threads = blas_threads(a.busy_devices);
+    bool small = blas && prefer_small_gemm(m, n, k, threads);
+    if (blas && !small) set_blas_threads(threads);
     for (int64_t b = 0; b < nb; ++b) {
       int64_t lo = b * m * k, ro = b * k * n, co = b * m * n;
-      if (ct == DType::Float32) {
+      if (small && ct == DType::Float32) {
+        small_gemm(l.trans, r.trans, m, n, k, static_cast<const float*>(l.data) + lo, lda,
+                   static_cast<const float*>(r.data) + ro, ldb, static_cast<float*>(c) + co, n);
+      } else if (small) {
+        small_gemm(l.trans, r.trans, m, n, k, static_cast<const double*>(l.data) + lo, lda,
+                   static_cast<const double*>(r.data) + ro, ldb, static_cast<double*>(c) + co, n);
+      } else if (ct == DType::Float32) {
         cblas_sgemm(kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
                     static_cast<int>(k), 1.0f, static_cast<const float*>(l.data) + lo, lda,
                     static_cast<const float*>(r.data) + ro, ldb, 0.0f, static_cast<float*>(c) + co,
