@@ -13,6 +13,7 @@
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/control_flow.h"
+#include "tsr/prims/reduction.h"
 #include "tsr/prims/shard_map.h"
 #include "tsr/sharding/propagate.h"
 
@@ -521,6 +522,15 @@ struct Lowerer {
           o.push_back(origin_of(ex.values[st.ins[i]].layout, f, in_t[i].shape));
         st.in_origins.push_back(std::move(o));
       }
+    }
+    // A reduction whose reduced dims all have local extent 1 (sharded as many ways as
+    // they are long) leaves each block's bytes as they are: its result shares the
+    // operand's buffer, so the all_reduce after it reads the operand in one pass instead
+    // of after a copy.
+    if (dynamic_cast<const prim::Reduce*>(e.prim.get()) &&
+        numel(st.in_local[0].shape) == numel(st.out_local[0].shape)) {
+      st.alias = true;
+      st.fn = nullptr;
     }
     outs = st.outs;
     ex.steps.push_back(std::move(st));
@@ -1066,17 +1076,15 @@ std::string Executable::str() const {
       const Value& b = values[st.outs[0]];
       os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = reshard " << name(st.ins[0])
          << " " << a.layout.spec() << " -> " << b.layout.spec() << "  [";
-      std::vector<std::string> what;
-      if (st.plan->reduce)
-        what.push_back(std::string("all_reduce ") + reduce_op_name(st.plan->reduce_op));
-      if (st.plan->comm)
-        what.push_back("all_to_allv over " + std::to_string(st.plan->ids.size()) + " devices");
-      if (what.empty()) what.push_back("local copy");
+      std::vector<std::string> what = plan_steps(*st.plan);
       for (size_t i = 0; i < what.size(); ++i) os << (i ? ", " : "") << what[i];
       os << "]\n";
-    } else if (st.alias) {
+    } else if (st.alias && !st.prim) {
       os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = block " << name(st.ins[0])
          << "  [shard_map boundary: same buffer]\n";
+    } else if (st.alias) {
+      os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = " << st.prim->name() << "["
+         << st.prim->params() << "] " << name(st.ins[0]) << "   [size-1 local dims: same buffer]\n";
     } else {
       for (size_t j = 0; j < st.outs.size(); ++j)
         os << (j ? " " : "") << name(st.outs[j]) << ":" << local_type(st.outs[j]);
