@@ -373,3 +373,29 @@ TEST(Reshard, SumOverFullyShardedDimsSharesTheOperand) {
   std::string local2 = jit([](const Array& a) { return sum(a, 0); }).lower(y).local;
   EXPECT_EQ(local2.find("same buffer"), std::string::npos) << local2;
 }
+
+// ZeRO-style data parallelism: weights stored sharded are gathered for the step as a
+// value reduced over the batch axis (all_gather), so their gradient comes back partial
+// over it and lands sharded with a reduce_scatter: no all_to_allv, no all_reduce +
+// slice. Matches one device.
+TEST(Reshard, ShardedWeightsGatherAndReduceScatterTheirGradient) {
+  Mesh m = make_mesh({8}, {"data"});
+  std::vector<float> wv = ints_of({16, 4}, 1), xv = ints_of({32, 16}, 2);
+  Array w = device_put(array(wv, {16, 4}), NamedSharding(m, P("data", nullptr)));
+  Array x = device_put(array(xv, {32, 16}), NamedSharding(m, P("data")));
+  auto loss = [&](const Array& w, const Array& x) {
+    Array full = reshard(w, NamedSharding(m, P(nullptr, nullptr, Reduced{{"data"}})));
+    return sum(square(matmul(x, full)));
+  };
+  auto step = jit(grad(loss));
+  std::string local = step.lower(w, x).local;
+  EXPECT_HAS(local, "all_gather over 8 devices");
+  EXPECT_HAS(local, "reduce_scatter sum over 8 devices");
+  EXPECT_EQ(local.find("all_to_allv"), std::string::npos) << local;
+  EXPECT_EQ(local.find("all_reduce"), std::string::npos) << local;
+  Array g = step(w, x);
+  EXPECT_EQ(g.sharding().spec(), P("data", nullptr));
+  auto one = [](const Array& w, const Array& x) { return sum(square(matmul(x, w))); };
+  Array g1 = grad(one)(array(wv, {16, 4}), array(xv, {32, 16}));
+  expect_slices(g, g1.to_vector<float>(), "gradient");
+}
