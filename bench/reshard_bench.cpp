@@ -2,6 +2,7 @@
 // in one run, on 8 simulated devices with 64 MiB of float32 per device:
 //
 // - BM_UnreducedToReplicated: reshard(u, P()) of an unreduced value vs all_reduce.
+// - BM_DevicePutUnreducedToReplicated: the same through device_put vs all_reduce.
 // - BM_SumShardedDim: sum over a dim sharded 8 ways (local block 1 x 16M) vs all_reduce.
 // - BM_SumShardedDim4: the same with 4 local rows (16 MiB result) vs local sum + all_reduce
 //   done by hand (the one-pass floor is not reachable there without a fused collective).
@@ -94,6 +95,23 @@ void BM_UnreducedToReplicated(benchmark::State& st) {
       st, [&] { reshard(u, P()).block_until_ready(); }, [&] { pool.run_once(); });
 }
 
+// The same through device_put (the eager path outside the lowering, detail::reshard_to).
+void BM_DevicePutUnreducedToReplicated(benchmark::State& st) {
+  Mesh mesh = make_mesh({kDevices}, {"x"});
+  MeshScope scope(mesh);
+  Array u = reshard(ones({kFloats}), P(Unreduced{{"x"}}));
+  NamedSharding to(mesh, P());
+  check(st, device_put(u, to), 1.f);
+  auto group = detail::make_threads_group(kDevices);
+  auto in = buffers(kFloats, 1.f), out = buffers(kFloats, 0.f);
+  RankPool pool(kDevices, [&](int r) {
+    group->all_reduce(r, in[r].data(), out[r].data(), kFloats, DType::Float32,
+                      detail::ReduceOp::Sum);
+  });
+  paired(
+      st, [&] { device_put(u, to).block_until_ready(); }, [&] { pool.run_once(); });
+}
+
 void BM_SumShardedDim(benchmark::State& st) {
   Mesh mesh = make_mesh({kDevices}, {"x"});
   MeshScope scope(mesh);
@@ -161,6 +179,7 @@ void BM_ShardedToReplicated(benchmark::State& st) {
 
 #define TSR_PAIRED(fn) BENCHMARK(fn)->Unit(benchmark::kMillisecond)->UseManualTime()
 TSR_PAIRED(BM_UnreducedToReplicated);
+TSR_PAIRED(BM_DevicePutUnreducedToReplicated);
 TSR_PAIRED(BM_SumShardedDim);
 TSR_PAIRED(BM_SumShardedDim4);
 TSR_PAIRED(BM_UnreducedToSharded);

@@ -259,6 +259,8 @@ TEST(Reshard, DedicatedCollectivesMatchTheOracle) {
       {P(Unreduced{{"x"}}), P("x"), K::ReduceScatter, "reduce_scatter sum over"},
       {P(Unreduced{{"x"}}), P(nullptr, "x"), K::ReduceScatter, "reduce_scatter sum over"},
       {P(nullptr, nullptr, "x"), P(), K::AllGather, "all_gather over"},
+      // The all_reduce alone, into the destination block.
+      {P(Unreduced{{"x"}}), P(), K::Exchange, "all_reduce sum"},
   };
   std::vector<CollectiveCase> two_axes = {
       {P(Axes{"a", "b"}), P("a"), K::AllGather, "all_gather over 4 devices"},
@@ -272,6 +274,7 @@ TEST(Reshard, DedicatedCollectivesMatchTheOracle) {
       {P(Unreduced{{"a", "b"}}), P("b", "a"), K::ReduceScatter, "reduce_scatter sum over 8"},
       {P("a", Unreduced{{"b"}}), P(Axes{"a", "b"}), K::ReduceScatter, "reduce_scatter sum over 4"},
       {P(Unreduced{{"b"}}), P("b"), K::ReduceScatter, "reduce_scatter sum over 4"},
+      {P("b", Unreduced{{"a"}}), P("b"), K::Exchange, "all_reduce sum"},
       // Not a prefix: the exchange, after the all_reduce.
       {P("a", Unreduced{{"b"}}), P(Axes{"b", "a"}), K::Exchange, "all_reduce sum, all_to_allv"},
   };

@@ -969,16 +969,13 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         const Plan& pl = *st.plan;
         const DevicePlan& dp = pl.dev[pos];
         int in = st.ins[0], out = st.outs[0];
-        // This device's part keeps its block whole (one box, equal shapes): a
-        // replicated gradient's all-reduce, a one-device "reduce", a same-layout copy.
+        // This device's part keeps its block whole (one box, equal shapes) and reduces
+        // over no one: a one-device "reduce" or a same-layout copy, where the buffer can
+        // be handed over. (A real all-reduce goes to run_plan, which reduces into dst.)
         bool whole = !pl.comm && !dp.zero && dp.src_slot >= 0 && dp.dst_slot >= 0 &&
                      pl.src_local == pl.dst_local && dp.local.size() == 1 &&
-                     dp.local[0].extent == pl.dst_local;
-        if (whole && pl.reduce && dp.reduce_ids.size() > 1) {
-          // Reduce straight into the destination, not via run_plan's temporary + copy.
-          seq.next().all_reduce(slots[in], ensure(out), numel(pl.src_local), pl.dtype,
-                                pl.reduce_op);
-        } else if (whole) {
+                     dp.local[0].extent == pl.dst_local && !(pl.reduce && dp.reduce_ids.size() > 1);
+        if (whole) {
           if (pl.reduce) seq.next();  // a one-rank all-reduce is the identity
           const auto& dying = dr.free_after[k];
           if (owned[in] && !slots[out] &&

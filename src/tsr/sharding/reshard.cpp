@@ -441,15 +441,24 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
   size_t dst_bytes = static_cast<size_t>(numel(plan.dst_local)) * isz;
   std::optional<Scratch> reduced;
   int64_t src_n = numel(plan.src_local);
-  if (plan.reduce && dp.src_slot >= 0) {
+  // This device keeps its block whole (one local box, equal shapes, so equal origins):
+  // the all_reduce writes the destination and sends read from there, no temporary + copy.
+  const bool whole = plan.reduce && dst && dp.src_slot >= 0 && !dp.zero &&
+                     plan.src_local == plan.dst_local && dp.local.size() == 1 &&
+                     dp.local[0].extent == plan.dst_local;
+  if (whole) {
+    seq.next().all_reduce(sp, dst, src_n, plan.dtype, plan.reduce_op);
+    sp = dst;
+  } else if (plan.reduce && dp.src_slot >= 0) {
     reduced.emplace(dev, static_cast<size_t>(src_n) * isz);
     seq.next().all_reduce(sp, reduced->ptr, src_n, plan.dtype, plan.reduce_op);
     sp = reduced->ptr;
   }
   if (dst && dp.zero) std::memset(dst, 0, dst_bytes);
-  for (const Box& b : dp.local)
-    copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
-             relative(b.start, dp.dst_origin), b.extent, isz);
+  if (!whole)
+    for (const Box& b : dp.local)
+      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
+               relative(b.start, dp.dst_origin), b.extent, isz);
   if (!plan.comm) return;
   Scratch sendbuf(dev, static_cast<size_t>(dp.send_bytes));
   Scratch recvbuf(dev, static_cast<size_t>(dp.recv_bytes));
