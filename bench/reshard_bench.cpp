@@ -8,6 +8,7 @@
 //   done by hand (the one-pass floor is not reachable there without a fused collective).
 // - BM_UnreducedToSharded: reshard(u, P('x')) vs reduce_scatter.
 // - BM_ShardedToReplicated: reshard(x, P()) from P('x') vs all_gather.
+// - BM_ShardedToOtherDim: reshard(x, P(None, 'x')) from P('x') (the exchange) vs all_to_all.
 //
 // Each iteration runs the API call, then the raw call, then 8 memcpys of 64 MiB on one
 // thread (the reference the figures use), so noise hits all three alike. The
@@ -177,6 +178,22 @@ void BM_ShardedToReplicated(benchmark::State& st) {
       st, [&] { reshard(x, P()).block_until_ready(); }, [&] { pool.run_once(); });
 }
 
+// An exchange: P('x') -> P(None, 'x') of a [16384, 8192] array (64 MiB blocks) is an
+// all-to-all; the raw all_to_all moves the same blocks without the layout change.
+void BM_ShardedToOtherDim(benchmark::State& st) {
+  Mesh mesh = make_mesh({kDevices}, {"x"});
+  MeshScope scope(mesh);
+  Array x = device_put(ones({16384, 8192}), P("x"));
+  check(st, reshard(x, P(nullptr, "x")), 1.f);
+  auto group = detail::make_threads_group(kDevices);
+  auto in = buffers(kFloats, 1.f), out = buffers(kFloats, 0.f);
+  RankPool pool(kDevices, [&](int r) {
+    group->all_to_all(r, in[r].data(), out[r].data(), kFloats / kDevices, DType::Float32);
+  });
+  paired(
+      st, [&] { reshard(x, P(nullptr, "x")).block_until_ready(); }, [&] { pool.run_once(); });
+}
+
 #define TSR_PAIRED(fn) BENCHMARK(fn)->Unit(benchmark::kMillisecond)->UseManualTime()
 TSR_PAIRED(BM_UnreducedToReplicated);
 TSR_PAIRED(BM_DevicePutUnreducedToReplicated);
@@ -184,6 +201,7 @@ TSR_PAIRED(BM_SumShardedDim);
 TSR_PAIRED(BM_SumShardedDim4);
 TSR_PAIRED(BM_UnreducedToSharded);
 TSR_PAIRED(BM_ShardedToReplicated);
+TSR_PAIRED(BM_ShardedToOtherDim);
 
 }  // namespace
 

@@ -99,6 +99,20 @@ TEST(Reshard, EveryPairKeepsData) {
     }
   }
   EXPECT_EQ(pairs, static_cast<int>(all.size() * all.size()));
+  // The exchange ran both with pieces sent / received in place and through packed
+  // temporaries.
+  int in_place = 0, packed = 0;
+  for (const auto& src : all)
+    for (const auto& dst : all) {
+      auto plan = detail::get_plan(kShape, float32, src.normalized(3), dst.normalized(3));
+      if (plan->kind != detail::PlanKind::Exchange || !plan->comm) continue;
+      for (const auto& dp : plan->dev) {
+        if (dp.send_bytes > 0) ++(dp.send_in_place.empty() ? packed : in_place);
+        if (dp.recv_bytes > 0) ++(dp.recv_in_place.empty() ? packed : in_place);
+      }
+    }
+  EXPECT_GT(in_place, 0);
+  EXPECT_GT(packed, 0);
 }
 
 TEST(Reshard, UnreducedPartialsAreSummed) {

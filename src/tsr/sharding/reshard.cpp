@@ -274,6 +274,24 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
       for (const auto& b : dp.recv[p]) dp.recv_counts[p] += b.numel() * isz;
       dp.recv_bytes += dp.recv_counts[p];
     }
+    // A piece that is one contiguous run of its block needs no pack / unpack copy.
+    auto in_place = [&](const std::vector<std::vector<Box>>& pieces, const Shape& origin,
+                        const Shape& local) {
+      std::vector<int64_t> at(static_cast<size_t>(n), 0);
+      for (int p = 0; p < n; ++p) {
+        const auto& boxes = pieces[static_cast<size_t>(p)];
+        if (boxes.empty()) continue;
+        if (boxes.size() > 1) return std::vector<int64_t>{};
+        Shape start = boxes[0].start;
+        for (size_t d = 0; d < start.size(); ++d) start[d] -= origin[d];
+        int64_t off = contiguous_offset(start, boxes[0].extent, local);
+        if (off < 0) return std::vector<int64_t>{};
+        at[static_cast<size_t>(p)] = off * isz;
+      }
+      return at;
+    };
+    dp.send_in_place = in_place(dp.send, dp.src_origin, plan->src_local);
+    dp.recv_in_place = in_place(dp.recv, dp.dst_origin, plan->dst_local);
   }
   return plan;
 }
@@ -460,21 +478,34 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
       copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
                relative(b.start, dp.dst_origin), b.extent, isz);
   if (!plan.comm) return;
-  Scratch sendbuf(dev, static_cast<size_t>(dp.send_bytes));
-  Scratch recvbuf(dev, static_cast<size_t>(dp.recv_bytes));
+  // Pieces go from the source block and land in the destination block in place where
+  // each is one contiguous run (design 0001); otherwise through packed temporaries.
+  const bool send_direct = !dp.send_in_place.empty(), recv_direct = !dp.recv_in_place.empty();
+  std::optional<Scratch> sendbuf, recvbuf;
+  const void* send = sp;
+  void* recv = dst;
+  if (!send_direct) {
+    sendbuf.emplace(dev, static_cast<size_t>(dp.send_bytes));
+    size_t off = 0;
+    for (const auto& boxes : dp.send)
+      for (const Box& b : boxes) {
+        copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf->data() + off,
+                 b.extent, Shape(b.extent.size(), 0), b.extent, isz);
+        off += static_cast<size_t>(b.numel()) * isz;
+      }
+    send = sendbuf->ptr;
+  }
+  if (!recv_direct) {
+    recvbuf.emplace(dev, static_cast<size_t>(dp.recv_bytes));
+    recv = recvbuf->ptr;
+  }
+  seq.next().all_to_allv(send, dp.send_counts, send_direct ? dp.send_in_place : dp.send_displs,
+                         recv, dp.recv_counts, recv_direct ? dp.recv_in_place : dp.recv_displs);
+  if (recv_direct) return;
   size_t off = 0;
-  for (const auto& boxes : dp.send)
-    for (const Box& b : boxes) {
-      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf.data() + off, b.extent,
-               Shape(b.extent.size(), 0), b.extent, isz);
-      off += static_cast<size_t>(b.numel()) * isz;
-    }
-  seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs, recvbuf.data(),
-                         dp.recv_counts, dp.recv_displs);
-  off = 0;
   for (const auto& boxes : dp.recv)
     for (const Box& b : boxes) {
-      copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
+      copy_box(recvbuf->data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
                relative(b.start, dp.dst_origin), b.extent, isz);
       off += static_cast<size_t>(b.numel()) * isz;
     }

@@ -29,6 +29,9 @@ struct DevicePlan {
   std::vector<std::vector<Box>> send, recv; /**< per peer rank in `ids` */
   std::vector<int64_t> send_counts, send_displs, recv_counts, recv_displs; /**< bytes */
   int64_t send_bytes = 0, recv_bytes = 0;                                  /**< totals */
+  /** Where every peer's piece is one contiguous run of the block: byte offsets to send
+   *  from the source block / receive into the destination block in place (else empty). */
+  std::vector<int64_t> send_in_place, recv_in_place;
   std::vector<int> reduce_ids; /**< all_reduce group over reduced axes */
   int reduce_rank = 0;         /**< this device's rank in it */
   std::vector<int> coll_ids;   /**< AllGather / ReduceScatter: the group's device ids */
