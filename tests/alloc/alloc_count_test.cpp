@@ -14,6 +14,9 @@ namespace {
 std::atomic<long> g_allocs{0};
 }  // namespace
 
+// GCC pairs the replaced operator new with free() below and warns; they do match.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void* operator new(std::size_t n) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;

@@ -68,16 +68,20 @@ void add_steps(const Executable& ex, const std::string& where, std::vector<CommE
       const auto& a = ex.values[static_cast<size_t>(st.ins[0])];
       const auto& b = ex.values[static_cast<size_t>(st.outs[0])];
       const Mesh& m = *a.layout.concrete_mesh();
-      bool gathers = true;
-      for (const auto& ax : m.axis_names()) {
-        auto pa = place_of(a.layout, ax), pb = place_of(b.layout, ax);
-        if (pa == pb) continue;
-        e.axes.push_back(ax);
-        gathers = gathers && pb.first == -1 && pa.first >= 0;
+      for (const auto& ax : m.axis_names())
+        if (place_of(a.layout, ax) != place_of(b.layout, ax)) e.axes.push_back(ax);
+      const bool r = st.plan->reduce;
+      switch (st.plan->kind) {
+        case PlanKind::Exchange:
+          e.kind = r ? (st.plan->comm ? "all_reduce + all_to_all" : "all_reduce") : "all_to_all";
+          break;
+        case PlanKind::AllGather:
+          e.kind = r ? "all_reduce + all_gather" : "all_gather";
+          break;
+        case PlanKind::ReduceScatter:
+          e.kind = r ? "reduce_scatter + all_reduce" : "reduce_scatter";
+          break;
       }
-      e.kind = st.plan->reduce ? (st.plan->comm ? "all_reduce + all_to_all" : "all_reduce")
-               : gathers       ? "all_gather"
-                               : "all_to_all";
       e.bytes_per_device = static_cast<int64_t>(std::max(a.local_bytes, b.local_bytes));
       out.push_back(std::move(e));
       continue;

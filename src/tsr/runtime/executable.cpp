@@ -13,6 +13,7 @@
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/control_flow.h"
+#include "tsr/prims/reduction.h"
 #include "tsr/prims/shard_map.h"
 #include "tsr/runtime/fusion.h"
 #include "tsr/sharding/propagate.h"
@@ -523,6 +524,15 @@ struct Lowerer {
         st.in_origins.push_back(std::move(o));
       }
     }
+    // A reduction whose reduced dims all have local extent 1 (sharded as many ways as
+    // they are long) leaves each block's bytes as they are: its result shares the
+    // operand's buffer, so the all_reduce after it reads the operand in one pass instead
+    // of after a copy.
+    if (dynamic_cast<const prim::Reduce*>(e.prim.get()) &&
+        numel(st.in_local[0].shape) == numel(st.out_local[0].shape)) {
+      st.alias = true;
+      st.fn = nullptr;
+    }
     outs = st.outs;
     ex.steps.push_back(std::move(st));
     for (size_t j = 0; j < e.outs.size(); ++j) {
@@ -1019,16 +1029,13 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         const Plan& pl = *st.plan;
         const DevicePlan& dp = pl.dev[pos];
         int in = st.ins[0], out = st.outs[0];
-        // This device's part keeps its block whole (one box, equal shapes): a
-        // replicated gradient's all-reduce, a one-device "reduce", a same-layout copy.
+        // This device's part keeps its block whole (one box, equal shapes) and reduces
+        // over no one: a one-device "reduce" or a same-layout copy, where the buffer can
+        // be handed over. (A real all-reduce goes to run_plan, which reduces into dst.)
         bool whole = !pl.comm && !dp.zero && dp.src_slot >= 0 && dp.dst_slot >= 0 &&
                      pl.src_local == pl.dst_local && dp.local.size() == 1 &&
-                     dp.local[0].extent == pl.dst_local;
-        if (whole && pl.reduce && dp.reduce_ids.size() > 1) {
-          // Reduce straight into the destination, not via run_plan's temporary + copy.
-          seq.next().all_reduce(slots[in], ensure(out), numel(pl.src_local), pl.dtype,
-                                pl.reduce_op);
-        } else if (whole) {
+                     dp.local[0].extent == pl.dst_local && !(pl.reduce && dp.reduce_ids.size() > 1);
+        if (whole) {
           if (pl.reduce) seq.next();  // a one-rank all-reduce is the identity
           const auto& dying = dr.free_after[k];
           if (owned[in] && !slots[out] &&
@@ -1126,17 +1133,15 @@ std::string Executable::str() const {
       const Value& b = values[st.outs[0]];
       os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = reshard " << name(st.ins[0])
          << " " << a.layout.spec() << " -> " << b.layout.spec() << "  [";
-      std::vector<std::string> what;
-      if (st.plan->reduce)
-        what.push_back(std::string("all_reduce ") + reduce_op_name(st.plan->reduce_op));
-      if (st.plan->comm)
-        what.push_back("all_to_allv over " + std::to_string(st.plan->ids.size()) + " devices");
-      if (what.empty()) what.push_back("local copy");
+      std::vector<std::string> what = plan_steps(*st.plan);
       for (size_t i = 0; i < what.size(); ++i) os << (i ? ", " : "") << what[i];
       os << "]\n";
-    } else if (st.alias) {
+    } else if (st.alias && !st.prim) {
       os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = block " << name(st.ins[0])
          << "  [shard_map boundary: same buffer]\n";
+    } else if (st.alias) {
+      os << name(st.outs[0]) << ":" << local_type(st.outs[0]) << " = " << st.prim->name() << "["
+         << st.prim->params() << "] " << name(st.ins[0]) << "   [size-1 local dims: same buffer]\n";
     } else {
       for (size_t j = 0; j < st.outs.size(); ++j)
         os << (j ? " " : "") << name(st.outs[j]) << ":" << local_type(st.outs[j]);

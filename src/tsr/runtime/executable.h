@@ -45,7 +45,8 @@ class Executable : public std::enable_shared_from_this<Executable> {
     // A shard_map boundary: outs[0] is ins[0]'s buffer under another type (a block
     // of a global array <-> the body's value). No data moves: when outs[0] is a
     // preallocated program output, ins[0] is computed in that buffer (run_device);
-    // only an ins[0] that already has a buffer (an input) is copied there.
+    // only an ins[0] that already has a buffer (an input) is copied there. Also a
+    // reduction whose reduced dims have local extent 1 (prim set): the block is its result.
     bool alias = false;
     // A collective of a shard_map body (mesh set) over the devices that differ only
     // along the named axes, or each device's axis index.

@@ -99,7 +99,8 @@ Step make_fused(const Executable& ex, const std::vector<Step>& steps, size_t fir
       int v = st.ins[i];
       if (!where.count(v)) {
         FusedElementwise::Ref r{FusedElementwise::Ref::Kind::In, static_cast<int>(fused.ins.size()),
-                                st.in_local[i].shape.empty(), itemsize(st.in_local[i].dtype)};
+                                st.in_local[i].shape.empty(),
+                                static_cast<size_t>(itemsize(st.in_local[i].dtype))};
         where[v] = r;
         fused.ins.push_back(v);
         fused.in_local.push_back(st.in_local[i]);
@@ -108,7 +109,7 @@ Step make_fused(const Executable& ex, const std::vector<Step>& steps, size_t fir
     }
     int v = st.outs[0];
     FusedElementwise::Ref r;
-    r.itemsize = itemsize(st.out_local[0].dtype);
+    r.itemsize = static_cast<size_t>(itemsize(st.out_local[0].dtype));
     if (uses_outside[static_cast<size_t>(v)] > 0 || program_outputs.count(v)) {
       r.kind = FusedElementwise::Ref::Kind::Out;
       r.index = static_cast<int>(fused.outs.size());

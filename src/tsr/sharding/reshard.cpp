@@ -2,11 +2,14 @@
 // shards that overlap it, one chosen replica per source tile, moved with one
 // all_to_allv over the union of devices (local pieces are copied in place).
 // Unreduced source axes are first reduced with all_reduce over their groups.
+// Two common pairs use their dedicated collective instead (design 0001): dropping
+// axes is an all_gather, sharding by unreduced axes a reduce_scatter.
 // The plan depends only on (shape, dtype, src, dst), so it is built once and cached.
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "tsr/core/array_impl.h"
@@ -38,6 +41,116 @@ ReduceOp to_reduce_op(UnreducedKind k) {
       return ReduceOp::Min;
   }
   return ReduceOp::Sum;
+}
+
+// For each flat position of `m`: the flat positions that agree with it on every axis
+// but `axes`, row-major (= mixed radix over `axes`).
+std::vector<std::vector<int>> groups_over(const Mesh& m, const std::set<std::string>& axes) {
+  std::vector<int> idx;
+  for (const auto& a : axes) idx.push_back(m.abstract_mesh().axis_index(a));
+  auto key = [&](int flat) {
+    std::vector<int> c = m.coords(flat);
+    for (int r : idx) c[r] = -1;
+    return c;
+  };
+  std::map<std::vector<int>, std::vector<int>> by_key;
+  for (int i = 0; i < m.size(); ++i) by_key[key(i)].push_back(i);
+  std::vector<std::vector<int>> out(static_cast<size_t>(m.size()));
+  for (int i = 0; i < m.size(); ++i) out[static_cast<size_t>(i)] = by_key[key(i)];
+  return out;
+}
+
+// Each dimension's axes, major first, for a spec of any length.
+std::vector<Axes> dim_axes(const NamedSharding& s, int rank) {
+  std::vector<Axes> out(static_cast<size_t>(rank));
+  const auto& e = s.spec().entries();
+  for (size_t d = 0; d < e.size() && d < out.size(); ++d) out[d] = e[d].axes();
+  return out;
+}
+
+bool is_prefix(const Axes& a, const Axes& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// The element offset of a box of `local` when it is one contiguous row-major run, else -1:
+// leading extents 1, one partial dimension, then whole trailing dimensions.
+int64_t contiguous_offset(const Shape& start, const Shape& extent, const Shape& local) {
+  size_t d = 0, r = local.size();
+  while (d < r && extent[d] == 1) ++d;
+  for (size_t k = d + 1; k < r; ++k)
+    if (extent[k] != local[k]) return -1;
+  int64_t off = 0;
+  for (size_t k = 0; k < r; ++k) off = off * local[k] + start[k];
+  return off;
+}
+
+// The dedicated-collective plans (same mesh, no axis added as unreduced, some data):
+// - AllGather when every destination entry is a prefix of the source's: each destination
+//   block is the union of the source blocks along the dropped axes R, so the group over R
+//   gathers whole blocks (after the all_reduce of reduce_axes, if any).
+// - ReduceScatter when every source entry is a prefix of the destination's and the axes
+//   added, A, are unreduced in the source: the group over A reduce-scatters the pieces
+//   of the partial block, then the reduced axes not in A are all-reduced on the piece.
+// Both need groups larger than one and never cross a Manual axis. False: exchange.
+bool plan_collective(Plan& plan, const Shape& shape, const NamedSharding& src,
+                     const NamedSharding& dst, const std::set<std::string>& reduce_axes,
+                     const std::set<std::string>& manual_axes, const std::map<int, int>& pos) {
+  const Mesh& m = *src.concrete_mesh();
+  const int rank = static_cast<int>(shape.size());
+  auto sa = dim_axes(src, rank), da = dim_axes(dst, rank);
+  bool gather = true, scatter = true;
+  std::set<std::string> dropped, added;
+  for (int d = 0; d < rank; ++d) {
+    const Axes& s = sa[static_cast<size_t>(d)];
+    const Axes& t = da[static_cast<size_t>(d)];
+    gather = gather && is_prefix(t, s);
+    scatter = scatter && is_prefix(s, t);
+    if (is_prefix(t, s)) dropped.insert(s.begin() + static_cast<long>(t.size()), s.end());
+    if (is_prefix(s, t)) added.insert(t.begin() + static_cast<long>(s.size()), t.end());
+  }
+  std::set<std::string> over = gather ? dropped : added;
+  if (scatter && !gather)
+    for (const auto& a : added) scatter = scatter && reduce_axes.count(a);
+  if ((!gather && !scatter) || over.empty()) return false;
+  for (const auto& a : over)
+    if (manual_axes.count(a) || m.abstract_mesh().axis_size(a) < 2) return false;
+  plan.kind = gather ? PlanKind::AllGather : PlanKind::ReduceScatter;
+  plan.comm = true;
+  std::set<std::string> rest;  // reduced axes all-reduced (before a gather, after a scatter)
+  for (const auto& a : reduce_axes)
+    if (gather || !added.count(a)) rest.insert(a);
+  plan.reduce = !rest.empty();
+  auto coll = groups_over(m, over);
+  auto red = groups_over(m, rest);
+  // A group's ranks follow its blocks' positions so that the rank-ordered buffer is
+  // often the block itself (direct); the order is the same on every member.
+  const NamedSharding& by = gather ? src : dst;
+  for (auto& g : coll)
+    std::sort(g.begin(), g.end(), [&](int a, int b) {
+      return box_of(by, a, shape).start < box_of(by, b, shape).start;
+    });
+  const Shape& part = gather ? plan.src_local : plan.dst_local;
+  const Shape& whole = gather ? plan.dst_local : plan.src_local;
+  for (int i = 0; i < m.size(); ++i) {
+    DevicePlan& dp = plan.dev[static_cast<size_t>(pos.at(m.devices()[i].id))];
+    const Shape& origin = gather ? dp.dst_origin : dp.src_origin;
+    const auto& g = coll[static_cast<size_t>(i)];
+    dp.direct = true;
+    for (int k = 0; k < static_cast<int>(g.size()); ++k) {
+      dp.coll_ids.push_back(m.devices()[g[k]].id);
+      if (g[k] == i) dp.coll_rank = k;
+      Shape at = box_of(by, g[k], shape).start;
+      for (int d = 0; d < rank; ++d) at[d] -= origin[d];
+      dp.direct = dp.direct && contiguous_offset(at, part, whole) == k * numel(part);
+      dp.coll_at.push_back(std::move(at));
+    }
+    if (!plan.reduce) continue;
+    for (int k = 0; k < static_cast<int>(red[i].size()); ++k) {
+      dp.reduce_ids.push_back(m.devices()[red[i][k]].id);
+      if (red[i][k] == i) dp.reduce_rank = k;
+    }
+  }
+  return true;
 }
 
 std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const NamedSharding& src,
@@ -89,24 +202,19 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
     if (dp.dst_slot >= 0) dp.dst_origin = box_of(dst, dp.dst_slot, shape).start;
   }
   plan->dtype = dtype;
+  plan->reduce_op = to_reduce_op(src.spec().unreduced_kind());
+  if (same_mesh && added_axes.empty() && numel(shape) > 0 &&
+      plan_collective(*plan, shape, src, dst, reduce_axes, manual_axes, pos))
+    return plan;
 
   // Reduction groups: source devices that agree on every axis but the reduced ones,
   // in row-major order (= mixed radix over the reduced axes).
   if (!reduce_axes.empty()) {
     plan->reduce = true;
-    plan->reduce_op = to_reduce_op(src.spec().unreduced_kind());
-    std::vector<int> ridx;
-    for (const auto& a : reduce_axes) ridx.push_back(ms.abstract_mesh().axis_index(a));
-    auto key = [&](int flat) {
-      std::vector<int> c = ms.coords(flat);
-      for (int r : ridx) c[r] = -1;
-      return c;
-    };
-    std::map<std::vector<int>, std::vector<int>> groups;
-    for (int i = 0; i < ms.size(); ++i) groups[key(i)].push_back(i);
+    auto groups = groups_over(ms, reduce_axes);
     for (int i = 0; i < ms.size(); ++i) {
       auto& dp = plan->dev[pos[ms.devices()[i].id]];
-      const auto& g = groups[key(i)];
+      const auto& g = groups[static_cast<size_t>(i)];
       for (int k = 0; k < static_cast<int>(g.size()); ++k) {
         dp.reduce_ids.push_back(ms.devices()[g[k]].id);
         if (g[k] == i) dp.reduce_rank = k;
@@ -166,6 +274,24 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
       for (const auto& b : dp.recv[p]) dp.recv_counts[p] += b.numel() * isz;
       dp.recv_bytes += dp.recv_counts[p];
     }
+    // A piece that is one contiguous run of its block needs no pack / unpack copy.
+    auto in_place = [&](const std::vector<std::vector<Box>>& pieces, const Shape& origin,
+                        const Shape& local) {
+      std::vector<int64_t> at(static_cast<size_t>(n), 0);
+      for (int p = 0; p < n; ++p) {
+        const auto& boxes = pieces[static_cast<size_t>(p)];
+        if (boxes.empty()) continue;
+        if (boxes.size() > 1) return std::vector<int64_t>{};
+        Shape start = boxes[0].start;
+        for (size_t d = 0; d < start.size(); ++d) start[d] -= origin[d];
+        int64_t off = contiguous_offset(start, boxes[0].extent, local);
+        if (off < 0) return std::vector<int64_t>{};
+        at[static_cast<size_t>(p)] = off * isz;
+      }
+      return at;
+    };
+    dp.send_in_place = in_place(dp.send, dp.src_origin, plan->src_local);
+    dp.recv_in_place = in_place(dp.recv, dp.dst_origin, plan->dst_local);
   }
   return plan;
 }
@@ -213,47 +339,173 @@ Shape relative(const Shape& start, const Shape& origin) {
 
 }  // namespace
 
+std::vector<std::string> plan_steps(const Plan& plan) {
+  std::string reduce = std::string("all_reduce ") + reduce_op_name(plan.reduce_op);
+  auto over = [&](size_t n) { return " over " + std::to_string(n) + " devices"; };
+  std::vector<std::string> what;
+  switch (plan.kind) {
+    case PlanKind::Exchange:
+      if (plan.reduce) what.push_back(reduce);
+      if (plan.comm) what.push_back("all_to_allv" + over(plan.ids.size()));
+      break;
+    case PlanKind::AllGather:
+      if (plan.reduce) what.push_back(reduce);
+      what.push_back("all_gather" + over(plan.dev[0].coll_ids.size()));
+      break;
+    case PlanKind::ReduceScatter:
+      what.push_back(std::string("reduce_scatter ") + reduce_op_name(plan.reduce_op) +
+                     over(plan.dev[0].coll_ids.size()));
+      if (plan.reduce) what.push_back(reduce);
+      break;
+  }
+  if (what.empty()) what.push_back("local copy");
+  return what;
+}
+
 std::vector<Group> plan_groups(const Plan& plan, int u) {
   auto& rt = Runtime::get();
   const DevicePlan& dp = plan.dev[u];
   std::vector<Group> groups;
-  if (plan.reduce && dp.src_slot >= 0) groups.emplace_back(rt.group(dp.reduce_ids), dp.reduce_rank);
-  if (plan.comm) groups.emplace_back(rt.group(plan.ids), u);
+  Group reduce;
+  if (plan.reduce && dp.src_slot >= 0) reduce = Group(rt.group(dp.reduce_ids), dp.reduce_rank);
+  switch (plan.kind) {
+    case PlanKind::Exchange:
+      if (reduce.impl()) groups.push_back(reduce);
+      if (plan.comm) groups.emplace_back(rt.group(plan.ids), u);
+      break;
+    case PlanKind::AllGather:
+      if (reduce.impl()) groups.push_back(reduce);
+      groups.emplace_back(rt.group(dp.coll_ids), dp.coll_rank);
+      break;
+    case PlanKind::ReduceScatter:
+      groups.emplace_back(rt.group(dp.coll_ids), dp.coll_rank);
+      if (reduce.impl()) groups.push_back(reduce);
+      break;
+  }
   return groups;
 }
+
+namespace {
+
+// A temporary on `dev` from its caching allocator: a std::vector would zero it and,
+// at collective sizes, fault in fresh pages on every call.
+struct Scratch {
+  CachingAllocator& alloc;
+  size_t bytes;
+  void* ptr;
+  Scratch(int dev, size_t n)
+      : alloc(Runtime::get().allocator(dev)),
+        bytes(std::max<size_t>(n, 1)),
+        ptr(alloc.allocate(bytes)) {}
+  ~Scratch() { alloc.release(ptr, bytes); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  char* data() const { return static_cast<char*>(ptr); }
+};
+
+// all_gather of whole source blocks; scattered into the destination block unless the
+// ranks' blocks already sit there in rank order.
+void run_all_gather(const Plan& plan, const DevicePlan& dp, int dev, const void* sp, void* dst,
+                    GroupSequence& seq) {
+  const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
+  const int64_t count = numel(plan.src_local);
+  const size_t block = static_cast<size_t>(count) * isz;
+  std::optional<Scratch> reduced, gathered;
+  if (plan.reduce) {
+    reduced.emplace(dev, block);
+    seq.next().all_reduce(sp, reduced->ptr, count, plan.dtype, plan.reduce_op);
+    sp = reduced->ptr;
+  }
+  if (dp.direct) {
+    seq.next().all_gather(sp, dst, count, plan.dtype);
+    return;
+  }
+  gathered.emplace(dev, block * dp.coll_at.size());
+  seq.next().all_gather(sp, gathered->ptr, count, plan.dtype);
+  const Shape zero(plan.src_local.size(), 0);
+  for (size_t k = 0; k < dp.coll_at.size(); ++k)
+    copy_box(gathered->data() + k * block, plan.src_local, zero, dst, plan.dst_local, dp.coll_at[k],
+             plan.src_local, isz);
+}
+
+// reduce_scatter of the partial block's pieces (packed in rank order unless they already
+// are), then the all_reduce over the reduced axes the destination does not shard by.
+void run_reduce_scatter(const Plan& plan, const DevicePlan& dp, int dev, const void* sp, void* dst,
+                        GroupSequence& seq) {
+  const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
+  const int64_t count = numel(plan.dst_local);
+  const size_t piece = static_cast<size_t>(count) * isz;
+  std::optional<Scratch> packed;
+  if (!dp.direct) {
+    packed.emplace(dev, piece * dp.coll_at.size());
+    const Shape zero(plan.dst_local.size(), 0);
+    for (size_t k = 0; k < dp.coll_at.size(); ++k)
+      copy_box(sp, plan.src_local, dp.coll_at[k], packed->data() + k * piece, plan.dst_local, zero,
+               plan.dst_local, isz);
+    sp = packed->ptr;
+  }
+  seq.next().reduce_scatter(sp, dst, count, plan.dtype, plan.reduce_op);
+  if (plan.reduce) seq.next().all_reduce(dst, dst, count, plan.dtype, plan.reduce_op);
+}
+
+}  // namespace
 
 void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
   const DevicePlan& dp = plan.dev[u];
   int dev = plan.ids[u];
+  if (plan.kind == PlanKind::AllGather) return run_all_gather(plan, dp, dev, sp, dst, seq);
+  if (plan.kind == PlanKind::ReduceScatter) return run_reduce_scatter(plan, dp, dev, sp, dst, seq);
   size_t isz = static_cast<size_t>(itemsize(plan.dtype));
   size_t dst_bytes = static_cast<size_t>(numel(plan.dst_local)) * isz;
-  BufferPtr reduced;
+  std::optional<Scratch> reduced;
   int64_t src_n = numel(plan.src_local);
-  if (plan.reduce && dp.src_slot >= 0) {
-    reduced = Runtime::get().alloc(dev, static_cast<size_t>(src_n) * isz);
+  // This device keeps its block whole (one local box, equal shapes, so equal origins):
+  // the all_reduce writes the destination and sends read from there, no temporary + copy.
+  const bool whole = plan.reduce && dst && dp.src_slot >= 0 && !dp.zero &&
+                     plan.src_local == plan.dst_local && dp.local.size() == 1 &&
+                     dp.local[0].extent == plan.dst_local;
+  if (whole) {
+    seq.next().all_reduce(sp, dst, src_n, plan.dtype, plan.reduce_op);
+    sp = dst;
+  } else if (plan.reduce && dp.src_slot >= 0) {
+    reduced.emplace(dev, static_cast<size_t>(src_n) * isz);
     seq.next().all_reduce(sp, reduced->ptr, src_n, plan.dtype, plan.reduce_op);
     sp = reduced->ptr;
   }
   if (dst && dp.zero) std::memset(dst, 0, dst_bytes);
-  for (const Box& b : dp.local)
-    copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
-             relative(b.start, dp.dst_origin), b.extent, isz);
+  if (!whole)
+    for (const Box& b : dp.local)
+      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
+               relative(b.start, dp.dst_origin), b.extent, isz);
   if (!plan.comm) return;
-  std::vector<char> sendbuf(static_cast<size_t>(dp.send_bytes));
-  std::vector<char> recvbuf(static_cast<size_t>(dp.recv_bytes));
+  // Pieces go from the source block and land in the destination block in place where
+  // each is one contiguous run (design 0001); otherwise through packed temporaries.
+  const bool send_direct = !dp.send_in_place.empty(), recv_direct = !dp.recv_in_place.empty();
+  std::optional<Scratch> sendbuf, recvbuf;
+  const void* send = sp;
+  void* recv = dst;
+  if (!send_direct) {
+    sendbuf.emplace(dev, static_cast<size_t>(dp.send_bytes));
+    size_t off = 0;
+    for (const auto& boxes : dp.send)
+      for (const Box& b : boxes) {
+        copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf->data() + off,
+                 b.extent, Shape(b.extent.size(), 0), b.extent, isz);
+        off += static_cast<size_t>(b.numel()) * isz;
+      }
+    send = sendbuf->ptr;
+  }
+  if (!recv_direct) {
+    recvbuf.emplace(dev, static_cast<size_t>(dp.recv_bytes));
+    recv = recvbuf->ptr;
+  }
+  seq.next().all_to_allv(send, dp.send_counts, send_direct ? dp.send_in_place : dp.send_displs,
+                         recv, dp.recv_counts, recv_direct ? dp.recv_in_place : dp.recv_displs);
+  if (recv_direct) return;
   size_t off = 0;
-  for (const auto& boxes : dp.send)
-    for (const Box& b : boxes) {
-      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf.data() + off, b.extent,
-               Shape(b.extent.size(), 0), b.extent, isz);
-      off += static_cast<size_t>(b.numel()) * isz;
-    }
-  seq.next().all_to_allv(sendbuf.data(), dp.send_counts, dp.send_displs, recvbuf.data(),
-                         dp.recv_counts, dp.recv_displs);
-  off = 0;
   for (const auto& boxes : dp.recv)
     for (const Box& b : boxes) {
-      copy_box(recvbuf.data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
+      copy_box(recvbuf->data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
                relative(b.start, dp.dst_origin), b.extent, isz);
       off += static_cast<size_t>(b.numel()) * isz;
     }
