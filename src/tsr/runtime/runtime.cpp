@@ -194,6 +194,9 @@ void Runtime::start(int n) {
     return;
   }
   g_runtime = new Runtime(want);
+  // Work still queued at exit must finish before the libraries it calls (OpenBLAS)
+  // run their destructors: exit handlers run before shared libraries' finalizers.
+  std::atexit([] { g_runtime->synchronize(); });
 }
 
 bool Runtime::started() { return g_runtime != nullptr; }

@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -46,10 +49,32 @@ int blas_threads(int busy_devices) {
   }();
   return std::max(1, cores / std::max(1, busy_devices));
 }
-void set_blas_threads(int n) {
-  static std::atomic<int> current{0};
-  if (current.exchange(n) != n) openblas_set_num_threads(n);
-}
+// OpenBLAS's thread count is global and its thread server is not safe for
+// concurrent multi-threaded calls: a multi-threaded GEMM runs alone (exclusive
+// lock), single-threaded ones run side by side (shared lock) while the global count
+// is 1. Devices' tasks and the caller (inline dispatch) may both reach here.
+std::shared_mutex g_blas_mu;
+int g_blas_threads = 0;  // guarded by g_blas_mu (written under the exclusive lock)
+
+class BlasLock {
+ public:
+  explicit BlasLock(int n) {
+    if (n == 1) {
+      shared_ = std::shared_lock<std::shared_mutex>(g_blas_mu);
+      if (g_blas_threads == 1) return;
+      shared_.unlock();
+    }
+    exclusive_ = std::unique_lock<std::shared_mutex>(g_blas_mu);
+    if (g_blas_threads != n) {
+      openblas_set_num_threads(n);
+      g_blas_threads = n;
+    }
+  }
+
+ private:
+  std::shared_lock<std::shared_mutex> shared_;
+  std::unique_lock<std::shared_mutex> exclusive_;
+};
 
 // True when the dims `perm` (of `shape`) are already in memory order, ignoring
 // size-1 dims: a reshape of the operand then is that permutation.
@@ -191,7 +216,8 @@ void dot_general(const KernelArgs& a) {
     int ta = l.trans ? kTrans : kNoTrans, tb = r.trans ? kTrans : kNoTrans;
     int threads = blas_threads(a.busy_devices);
     bool small = blas && prefer_small_gemm(m, n, k, threads);
-    if (blas && !small) set_blas_threads(threads);
+    std::optional<BlasLock> lock;
+    if (blas && !small) lock.emplace(threads);
     for (int64_t b = 0; b < nb; ++b) {
       int64_t lo = b * m * k, ro = b * k * n, co = b * m * n;
       if (small && ct == DType::Float32) {
