@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "tsr/backends/cpu/vecmath.h"
+#include "tsr/runtime/env.h"
 #include "tsr/error.h"
 
 namespace tsr::detail::cpu {
@@ -58,8 +60,10 @@ namespace {
 
 // Avx2 if the CPU has AVX2 and FMA, unless TSR_CPU_ISA=baseline.
 CpuIsa initial_isa() {
-  if (const char* e = std::getenv("TSR_CPU_ISA"); e && std::strcmp(e, "baseline") == 0)
-    return CpuIsa::Baseline;
+  std::optional<size_t> v =
+      env_choice("TSR_CPU_ISA", "init", "the vector instruction set of the CPU kernels",
+                 {"best", "baseline"});
+  if (v && *v == 1) return CpuIsa::Baseline;
   return cpu_supports(CpuIsa::Avx2) ? CpuIsa::Avx2 : CpuIsa::Baseline;
 }
 
