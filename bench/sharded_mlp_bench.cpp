@@ -20,13 +20,9 @@
 
 #include "../examples/mlp.h"
 #include "tsr/backends/cpu/small_gemm_mode.h"
+#include "openblas_calls.h"
 #include "tsr/tsr.h"
 
-extern "C" {
-void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
-void openblas_set_num_threads(int n);
-}
 
 using namespace tsr;
 
