@@ -14,7 +14,6 @@
 #include "openblas_calls.h"
 #include "tsr/tsr.h"
 
-
 using namespace tsr;
 
 namespace {

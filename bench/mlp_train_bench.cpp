@@ -20,7 +20,6 @@
 #include "openblas_calls.h"
 #include "tsr/tsr.h"
 
-
 using namespace tsr;
 
 namespace {

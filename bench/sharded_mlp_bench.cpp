@@ -19,10 +19,9 @@
 #include <vector>
 
 #include "../examples/mlp.h"
-#include "tsr/backends/cpu/small_gemm_mode.h"
 #include "openblas_calls.h"
+#include "tsr/backends/cpu/small_gemm_mode.h"
 #include "tsr/tsr.h"
-
 
 using namespace tsr;
 

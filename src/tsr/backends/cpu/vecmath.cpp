@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "tsr/backends/cpu/vecmath.h"
-#include "tsr/runtime/env.h"
 #include "tsr/error.h"
+#include "tsr/runtime/env.h"
 
 namespace tsr::detail::cpu {
 namespace {
@@ -60,9 +60,8 @@ namespace {
 
 // Avx2 if the CPU has AVX2 and FMA, unless TSR_CPU_ISA=baseline.
 CpuIsa initial_isa() {
-  std::optional<size_t> v =
-      env_choice("TSR_CPU_ISA", "init", "the vector instruction set of the CPU kernels",
-                 {"best", "baseline"});
+  std::optional<size_t> v = env_choice(
+      "TSR_CPU_ISA", "init", "the vector instruction set of the CPU kernels", {"best", "baseline"});
   if (v && *v == 1) return CpuIsa::Baseline;
   return cpu_supports(CpuIsa::Avx2) ? CpuIsa::Avx2 : CpuIsa::Baseline;
 }
