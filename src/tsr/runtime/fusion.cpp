@@ -156,14 +156,17 @@ void fuse_elementwise(Executable& ex) {
     s = e;
   }
   if (runs.empty()) return;
+  // Uses of each value by any step, counted once; a run subtracts its own to find
+  // the values used outside it (those need full buffers).
+  std::vector<int> uses(ex.values.size(), 0);
+  for (const auto& st : steps)
+    for (int v : st.ins) ++uses[static_cast<size_t>(v)];
   std::vector<Step> out;
   size_t next = 0;
   for (const auto& [first, last] : runs) {
-    // Uses of each value by steps outside this run: those values need full buffers.
-    std::vector<int> outside(ex.values.size(), 0);
-    for (size_t s = 0; s < steps.size(); ++s)
-      if (s < first || s >= last)
-        for (int v : steps[s].ins) ++outside[static_cast<size_t>(v)];
+    std::vector<int> outside = uses;
+    for (size_t s = first; s < last; ++s)
+      for (int v : steps[s].ins) --outside[static_cast<size_t>(v)];
     while (next < first) out.push_back(std::move(steps[next++]));
     for (size_t s = first; s < last; ++s)
       if (fusable(steps[s]) < 0) out.push_back(steps[s]);  // constants run first
