@@ -10,6 +10,7 @@ PACKAGES=(
   ccache                      # faster rebuilds
   libopenblas-dev             # GEMM (OpenBLAS, pthreads build)
   libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
+  python3 python3-venv        # tests/reference: JAX in a venv (never a library dependency)
 )
 
 missing=()

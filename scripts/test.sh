@@ -10,6 +10,10 @@ if [ -n "${TSR_SANITIZE:-}" ]; then
   args+=("-DTSR_SANITIZE=$TSR_SANITIZE")
 fi
 bash "$root/scripts/build.sh" "${args[@]}"
+# JAX for the reference check (tests/reference/), from PyPI into a venv; without it
+# (no network) ctest reports reference_vs_jax as skipped.
+bash "$root/tests/reference/setup_venv.sh" ||
+  echo "test.sh: could not install JAX; the reference check will be skipped" >&2
 build="${TSR_BUILD_DIR:-$root/build}"
 cd "$build"
 ctest --output-on-failure -j "${TSR_JOBS:-$(nproc)}" --timeout 600

@@ -115,6 +115,11 @@ class Array {
     return to_vector<T>()[0];
   }
 
+  /** The truth value of a one-element concrete array (`if (all(x == y))`). A traced
+   *  array raises TracerBoolConversionError (use cond / where); more than one
+   *  element raises ValueError, as NumPy. */
+  explicit operator bool() const;
+
   /** Row-major reshape (one size may be -1); see tsr::reshape. */
   Array reshape(const Shape& new_shape) const;
   /** The same values converted to dtype; see tsr::astype. */

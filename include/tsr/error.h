@@ -27,6 +27,23 @@ class TypeError : public Error {
   using Error::Error;
 };
 
+/** A traced value was used where a concrete one is needed: its data was read
+ *  (to_vector, item) inside jit, grad, vmap or another transform (JAX's
+ *  ConcretizationTypeError, a TypeError). */
+class ConcretizationTypeError : public TypeError {
+ public:
+  /** Builds the error. */
+  using TypeError::TypeError;
+};
+
+/** A traced array was converted to a C++ bool (`if (x > 0)` inside a transform):
+ *  JAX's TracerBoolConversionError. Use cond / where / while_loop instead. */
+class TracerBoolConversionError : public ConcretizationTypeError {
+ public:
+  /** Builds the error. */
+  using ConcretizationTypeError::ConcretizationTypeError;
+};
+
 /** A sharding rule refused its inputs; the message says how to fix it. */
 class ShardingTypeError : public Error {
  public:

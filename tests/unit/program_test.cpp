@@ -171,7 +171,7 @@ TEST_F(ProgramTest, TracedValuesCannotBeRead) {
   try {
     f(zeros({4}));
     FAIL() << "no error";
-  } catch (const ValueError& e) {
+  } catch (const ConcretizationTypeError& e) {
     EXPECT_HAS(std::string(e.what()), "traced value");
     EXPECT_HAS(std::string(e.what()), "while_loop");
   }

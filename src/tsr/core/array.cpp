@@ -42,12 +42,15 @@ void check_concrete(const Array& x, const char* api) {
                      "] the handle is empty. Got a default-constructed Array; expected one made "
                      "by an op such as array(), zeros() or device_put().");
   if (x.impl()->var)
-    throw ValueError(std::string("[") + api + "] the array is a traced value of type " +
-                     x.type().str() +
-                     " inside jit (or another transform), so its data does not exist yet. Got "
-                     "a traced array; expected a concrete one. Return it from the jitted "
-                     "function and read it outside, or use cond / while_loop for data-dependent "
-                     "control flow.");
+    throw ConcretizationTypeError(
+        std::string("[") + api +
+        "] Abstract tracer value encountered where concrete value is "
+        "expected: the array is a traced value of type " +
+        x.type().str() +
+        " inside jit (or another transform), so its data does not exist yet. Got "
+        "a traced array; expected a concrete one. Return it from the jitted "
+        "function and read it outside, or use cond / while_loop for data-dependent "
+        "control flow.");
   if (x.impl()->deleted)
     throw ValueError(std::string("[") + api +
                      "] the array was deleted: it was donated to a jit "
@@ -111,6 +114,23 @@ std::vector<Shard> Array::addressable_shards() const {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+Array::operator bool() const {
+  if (impl_ && impl_->var)
+    throw TracerBoolConversionError(
+        "[bool] Attempted boolean conversion of traced array with shape " + type().str() +
+        ". The truth value of a traced array is not known while tracing (inside jit, grad, "
+        "vmap or another transform). Got `if (x)` on a traced array; expected a concrete one. "
+        "Use tsr::cond / tsr::switch_case for data-dependent branches, tsr::where to select "
+        "values, or tsr::while_loop for data-dependent loops.");
+  detail::check_concrete(*this, "bool");
+  if (size() != 1)
+    throw ValueError(
+        "[bool] The truth value of an array with more than one element is "
+        "ambiguous. Got shape " +
+        shape_str(shape()) + "; expected one element. Use any(x) or all(x).");
+  return to_vector<double>()[0] != 0.0;
 }
 
 void Array::check_item() const {
