@@ -624,7 +624,7 @@ struct Pass {
       const ArrayType& t = e.ins[i]->type;
       PartitionSpec want =
           prim::ShardMap::outer_spec(sm.in_specs()[i], b_in[i]->type).normalized(t.ndim());
-      if (!backward) charge(e.ins[i], want);
+      charge(e.ins[i], want);
       sink()[e.ins[i].get()].push_back(want);
       res.var[b_in[i].get()] = type_spec(b_in[i]->type);
     }
@@ -673,7 +673,7 @@ struct Pass {
       out.emplace_back(ax);
     }
     PartitionSpec s = with_sets_of(out, t.sharding.spec()).normalized(t.ndim());
-    if (!backward) charge(e.ins[0], s);
+    charge(e.ins[0], s);
     res.var[e.outs[0].get()] = s;
     sink()[e.ins[0].get()].push_back(s);
     return true;
