@@ -174,6 +174,9 @@ class Gen {
 /** The shard_map step (shard_map_step.cpp): x's blocks through elementwise ops and
  *  collectives, against the oracle's reshape-and-reduce meaning of them. */
 Step d_shard_map(Gen& g);
+/** The shard_map-on-Auto-meshes step (auto_shard_map_step.cpp): all-Auto or mixed axis
+ *  types, called directly, under jit, grad or vmap, sometimes with a host argument. */
+Step d_auto_shard_map(Gen& g);
 
 /** Builds case (seed, index): draws inputs and steps, running the oracle as it goes. */
 Case generate(uint64_t seed, int64_t index);

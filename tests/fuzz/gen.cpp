@@ -261,7 +261,7 @@ bool composite(const OpDef& d) {
 bool autodiff(const OpDef& d) {
   static const std::set<std::string> names = {
       "stop_gradient",     "custom_jvp",        "custom_vjp",       "checkpoint", "jit",
-      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",      "shard_map",  "cond",
+      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",      "shard_map",  "shard_map@auto", "cond",
       "map(chain)",        "fori_loop(chain)",  "while_loop(chain)"};
   return names.count(d.name) > 0;
 }

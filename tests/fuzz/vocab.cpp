@@ -1337,6 +1337,7 @@ const std::vector<OpDef>& vocabulary() {
       {"custom_vjp(chain)", 1, false, false, d_custom_vjp_chain},
       {"vmap(chain)", 1, false, false, d_vmap},
       {"shard_map", 2, false, false, d_shard_map},
+      {"shard_map@auto", 2, false, false, d_auto_shard_map},
       {"cond", 1, false, false, d_cond},
       {"map(chain)", 1, false, false, d_map},
       {"fori_loop(chain)", 1, false, false, d_fori},

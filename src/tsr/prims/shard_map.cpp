@@ -112,9 +112,7 @@ std::vector<Array> ShardMap::call(Program body, const std::vector<Array>& consts
   std::vector<PartitionSpec> specs;
   for (const auto& k : consts) {
     NamedSharding rep(mesh_, PartitionSpec());
-    all.push_back(k.type().sharding.mesh().empty()
-                      ? (k.impl()->var ? reshard(k, rep) : device_put(k, rep))
-                      : k);
+    all.push_back(k.type().sharding.mesh().empty() ? device_put(k, rep) : k);  // as shard_map's
     specs.push_back(PartitionSpec().normalized(k.ndim()));
   }
   all.insert(all.end(), args.begin(), args.end());
