@@ -127,6 +127,23 @@ TEST(VmapCollectiveGrads, NestedNamesAndJitCache) {
   expect_eq(full({3}, -3.0), vmap(jg, {.axis_name = "i"})(ones({3})), "grad size 3");
 }
 
+TEST(VmapCollectiveGrads, JitWhoseBatchingMakesConstants) {
+  // ppermute's and pbroadcast's batching rules take rows by constant indices: the
+  // batched nested jit passes them in (the fuzzer found "the nested call has 2 inputs").
+  Array x = iota_f({4, 3});
+  auto pp = [](const Array& v) { return ppermute(v, "i", {{0, 1}, {1, 2}, {2, 3}, {3, 0}}); };
+  Array want = stack({x[3], x[0], x[1], x[2]}, 0);
+  expect_eq(want, vmap(jit(pp), {.axis_name = "i"})(x), "vmap(jit(ppermute))");
+  auto g = jit([](const Array& v, const Array& w) {
+    auto [y, f] = vjp([](const Array& u) { return pbroadcast(u, "i", 0); }, v);
+    return std::get<0>(f(w));
+  });
+  // Every example's result is example 0's: its cotangent is the sum of all of them.
+  Array got = vmap(g, {.axis_name = "i"})(x, x * 2.0);
+  expect_eq(concatenate({sum(x * 2.0, 0, {.keepdims = true}), zeros({3, 3})}, 0), got,
+            "vmap(jit(vjp(pbroadcast)))");
+}
+
 TEST(VmapCollectiveGrads, InsideShardMapAndPmap) {
   Mesh mesh = make_mesh({2}, {"x"});
   MeshScope scope(mesh);
