@@ -173,6 +173,25 @@ TEST(VmapCollectiveGrads, InsideShardMapAndPmap) {
             "vmap of pmap");
 }
 
+TEST(VmapCollectiveGrads, ShardMapInsideVmap) {
+  // A body's psum over the enclosing vmap's name is untyped under check_vma too:
+  // sum_k sum(S * v_k) with S the sum of the examples has gradient 2 S for each.
+  Mesh m = make_mesh({2}, {"x"});
+  MeshScope scope(m);
+  Array x = iota_f({3, 8});
+  Array want = broadcast_to(sum(x, 0) * 2.0, {3, 8});
+  for (bool check_vma : {true, false}) {
+    auto f = [check_vma](const Array& v) {
+      return sum(shard_map([](const Array& b) { return psum(b, "i") * b; },
+                           {.in_specs = P("x"), .out_specs = P("x"), .check_vma = check_vma})(v));
+    };
+    auto g = vmap(grad(f), {.axis_name = "i"});
+    std::string what = check_vma ? "check_vma" : "check_vma=false";
+    expect_eq(want, g(device_put(x, P(nullptr, "x"))), what);
+    expect_eq(want, jit(g)(device_put(x, P(nullptr, "x"))), what + ", jit");
+  }
+}
+
 TEST(VmapSpmdAxisName, ResolvedOnTheShardMapsMesh) {
   // No context mesh and a host argument: the name is the shard_map's axis (JAX runs it).
   Mesh m = make_mesh({2}, {"i"}, {AxisType::Auto});
