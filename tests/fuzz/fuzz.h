@@ -178,6 +178,10 @@ Step d_shard_map(Gen& g);
  *  types, called directly, under jit, grad or vmap, sometimes with a host argument. */
 Step d_auto_shard_map(Gen& g);
 
+/** The vmap_collective_ad step (vocab_vmap_collectives.cpp): grad/vjp of collectives
+ *  over a vmap's axis_name against a loop over the examples. */
+Step d_vmap_collective_ad(Gen& g);
+
 /** Builds case (seed, index): draws inputs and steps, running the oracle as it goes. */
 Case generate(uint64_t seed, int64_t index);
 

@@ -1336,6 +1336,7 @@ const std::vector<OpDef>& vocabulary() {
       {"custom_jvp(chain)", 1, false, false, d_custom_jvp_chain},
       {"custom_vjp(chain)", 1, false, false, d_custom_vjp_chain},
       {"vmap(chain)", 1, false, false, d_vmap},
+      {"vmap_collective_ad", 2, true, false, d_vmap_collective_ad},
       {"shard_map", 2, false, false, d_shard_map},
       {"shard_map@auto", 2, false, false, d_auto_shard_map},
       {"cond", 1, false, false, d_cond},
