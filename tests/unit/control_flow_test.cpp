@@ -491,7 +491,7 @@ TEST(ControlFlowErrors, AVaryingPredicateCannotGuardACollective) {
 }
 
 TEST(ControlFlowErrors, ReadingATracedPredicateNamesCond) {
-  std::string e = error_of<ValueError>(
+  std::string e = error_of<ConcretizationTypeError>(
       [] { jit([](const Array& x) { return x.item<bool>() ? x : -x; })(full({}, 1.0, bool_)); });
   EXPECT_HAS(e, "use cond / while_loop");
 }
