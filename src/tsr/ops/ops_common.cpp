@@ -1,5 +1,8 @@
 #include "tsr/ops/ops_common.h"
 
+#include <set>
+
+#include "tsr/collectives.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
@@ -152,6 +155,15 @@ std::vector<Array> promote_ranks(std::vector<Array> xs) {
     x = bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, std::nullopt), {x});
   }
   return xs;
+}
+
+Array vary_like(const Array& v, const Array& like) {
+  const std::set<std::string>& want = like.type().vma;
+  if (want.empty()) return v;
+  std::vector<std::string> add;  // in mesh order, as the implicit pvary of §3.4
+  for (const auto& a : get_abstract_mesh().axis_names())
+    if (want.count(a) && !v.type().vma.count(a)) add.push_back(a);
+  return add.empty() ? v : tsr::pvary(v, add);
 }
 
 }  // namespace tsr::detail
