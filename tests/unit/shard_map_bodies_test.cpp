@@ -42,21 +42,33 @@ std::vector<std::pair<std::string, std::function<Array()>>> body_constants() {
 
 TEST(ShardMapBodies, ConstantMadeInABodyIsAWhileCarry) {
   // JAX: shard_map(lambda b: b + while_loop(c < 3, c + 1, 0), P('x'), P('x'))(ones(4))
-  // on a 2-device Auto mesh is [4, 4, 4, 4].
+  // on a 2-device Auto mesh is [4, 4, 4, 4]. (Eager on the Auto mesh; jit on an
+  // Explicit one, as a host argument under jit on Auto axes is item 2's.)
+  Mesh em = make_mesh({2}, {"x"});
   for (const auto& [name, make] : body_constants()) {
     std::string seen;
-    auto f = shard_map(
-        [&, make = make](const Array& b) {
-          Array c = while_loop([](const Array& c) { return c < 3.0; },
-                               [](const Array& c) { return c + 1.0; }, make());
-          seen = typeof(c).str();
-          return b + c;
-        },
-        {.mesh = auto_mesh2(), .in_specs = P("x"), .out_specs = P("x")});
+    auto body = [&, make = make](const Array& b) {
+      Array c = while_loop([](const Array& c) { return c < 3.0; },
+                           [](const Array& c) { return c + 1.0; }, make());
+      seen = typeof(c).str();
+      return b + c;
+    };
+    auto f = shard_map(body, {.mesh = auto_mesh2(), .in_specs = P("x"), .out_specs = P("x")});
     EXPECT_EQ(vec(f(ones({4}))), std::vector<float>(4, 4.f)) << name;
     EXPECT_EQ(seen, "f32[]") << name;
-    EXPECT_EQ(vec(jit(f)(ones({4}))), std::vector<float>(4, 4.f)) << name << " under jit";
+    MeshScope scope(em);
+    auto g = shard_map(body, {.in_specs = P("x"), .out_specs = P("x")});
+    EXPECT_EQ(vec(jit(g)(device_put(ones({4}), P("x")))), std::vector<float>(4, 4.f))
+        << name << " under jit";
   }
+  // The program: an int32 carry made by scalar(0).
+  auto h = shard_map(
+      [](const Array& b) {
+        return b + while_loop([](const Array& c) { return c < 3; },
+                              [](const Array& c) { return c + 1; }, scalar(0));
+      },
+      {.mesh = auto_mesh2(), .in_specs = P("x"), .out_specs = P("x")});
+  EXPECT_EQ(vec(h(ones({4}))), std::vector<float>(4, 4.f));
 }
 
 TEST(ShardMapBodies, ConstantMadeInABodyIsAScanAndForiCarry) {

@@ -4,6 +4,7 @@
 
 #include "tsr/collectives.h"
 #include "tsr/core/array_impl.h"
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
 #include "tsr/prims/shape_ops.h"
@@ -86,8 +87,11 @@ prim::Placed resolve_placed(const Placement& where, const Shape& shape, const ch
 Array scalar_array(double v, DType dtype, bool weak, const Array* like) {
   prim::Placed where;
   if (like && like->valid() && !like->impl()->var && !like->sharding().mesh().empty()) {
-    where.mesh = *like->sharding().concrete_mesh();
-    where.sharding = NamedSharding(like->type().sharding.mesh(), P());
+    // On the mesh the innermost trace sees `like` on: in a shard_map body a concrete
+    // array is an invariant block on the manual mesh, and so is a literal beside it.
+    const AbstractMesh seen = seen_type(*like).sharding.mesh();
+    if (seen == like->type().sharding.mesh()) where.mesh = *like->sharding().concrete_mesh();
+    where.sharding = NamedSharding(seen, P());
     if (where.sharding->mesh().empty()) where.sharding.reset();
   }
   return bind1(std::make_shared<prim::Full>(Shape{}, dtype, v, weak, where), {});
