@@ -31,9 +31,9 @@ REF_CASE(bodies_scan_const_carry) {
   MeshScope s(m);
   auto f = shard_map(
       [](const Array& b) {
-        auto [c, ys] = scan(
-            [](const Array& c, const std::tuple<>&) { return std::make_pair(c + 1.0, c); },
-            zeros({}), std::tuple<>{}, {.length = 3});
+        auto [c, ys] =
+            scan([](const Array& c, const std::tuple<>&) { return std::make_pair(c + 1.0, c); },
+                 zeros({}), std::tuple<>{}, {.length = 3});
         ref::note_type(c);
         ref::note_type(ys);
         return b + c + sum(ys);
@@ -49,13 +49,17 @@ REF_CASE(bodies_const_carries_every_creator) {
   MeshScope s(m);
   auto f = shard_map(
       [](const Array& b) {
-        std::vector<Array> made{zeros({2}),       ones({2}),
-                                full({2}, 3.0),   astype(arange(2), float32),
-                                iota({2}),        array<float>({1.f, 2.f}),
+        std::vector<Array> made{zeros({2}),
+                                ones({2}),
+                                full({2}, 3.0),
+                                astype(arange(2), float32),
+                                iota({2}),
+                                array<float>({1.f, 2.f}),
                                 scalar(1.f) + b * 0.0};
         Array acc = b;
         for (const Array& v : made) {
-          Array c = fori_loop(0, 2, [](const Array&, const Array& c) { return c + 1.0; }, v);
+          Array c = fori_loop(
+              0, 2, [](const Array&, const Array& c) { return c + 1.0; }, v);
           Array d = while_loop([](const Array& c) { return sum(c) < 20.0; },
                                [](const Array& c) { return c + 1.0; }, v);
           ref::note_type(c);
@@ -222,9 +226,9 @@ REF_CASE(bodies_custom_vjp_bwd_wrong_vma) {
   auto k = custom_vjp([](const Array& v) { return psum(v, "i"); },
                       [](const Array& v) { return std::make_pair(psum(v, "i"), std::tuple<>()); },
                       [](const std::tuple<>&, const Array& g) { return std::make_tuple(g); });
-  auto f = shard_map(
-      [&](const Array& b) { return grad([&](const Array& v) { return sum(k(v)); })(b); },
-      {.in_specs = P("i"), .out_specs = P("i")});
+  auto f =
+      shard_map([&](const Array& b) { return grad([&](const Array& v) { return sum(k(v)); })(b); },
+                {.in_specs = P("i"), .out_specs = P("i")});
   return {f(device_put(arange(2.f), P("i")))};
 }
 
@@ -233,8 +237,7 @@ REF_CASE(bodies_custom_jvp_jit_checkpoint_psum) {
   MeshScope s(m);
   auto h = custom_jvp([](const Array& v) { return psum(v, "i"); },
                       [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
-                        return std::make_pair(psum(std::get<0>(p), "i"),
-                                              psum(std::get<0>(t), "i"));
+                        return std::make_pair(psum(std::get<0>(p), "i"), psum(std::get<0>(t), "i"));
                       });
   auto jp = jit([](const Array& v) { return psum(v, "i"); });
   auto cp = checkpoint([](const Array& v) { return psum(v, "i"); });

@@ -79,13 +79,14 @@ TEST(ShardMapBodies, ConstantMadeInABodyIsAScanAndForiCarry) {
     std::string seen;
     auto f = shard_map(
         [&, make = make](const Array& b) {
-          auto [c, ys] = scan(
-              [](const Array& c, const std::tuple<>&) { return std::make_pair(c + 1.0, c); },
-              make(), std::tuple<>{}, {.length = 3});
+          auto [c, ys] =
+              scan([](const Array& c, const std::tuple<>&) { return std::make_pair(c + 1.0, c); },
+                   make(), std::tuple<>{}, {.length = 3});
           seen = typeof(c).str() + " " + typeof(ys).str();
-          Array d = fori_loop(0, 2, [](const Array&, const Array& c) { return c + 1.0; }, make());
-          Array e = fori_loop(scalar(0), scalar(2),
-                              [](const Array&, const Array& c) { return c + 1.0; }, make());
+          Array d = fori_loop(
+              0, 2, [](const Array&, const Array& c) { return c + 1.0; }, make());
+          Array e = fori_loop(
+              scalar(0), scalar(2), [](const Array&, const Array& c) { return c + 1.0; }, make());
           return b + c + d + e + sum(ys);
         },
         {.in_specs = P("x"), .out_specs = P("x")});
@@ -150,8 +151,7 @@ TEST(ShardMapBodies, CondWithAVaryingPredicateAndAnImplicitPvary) {
       [&](const Array& b, const Array& w) {
         Array pred = reshape(slice(b, {0}, {1}), {}) > 0.0;
         Array out = cond(
-            pred, [&](const Array& v) { return v * w; }, [](const Array& v) { return v + 1.0; },
-            b);
+            pred, [&](const Array& v) { return v * w; }, [](const Array& v) { return v + 1.0; }, b);
         seen = typeof(pred).str() + " " + typeof(out).str();
         return out;
       },
@@ -241,9 +241,9 @@ TEST(ShardMapBodies, LikeCreatorsKeepTheVaryingAxes) {
       },
       {.in_specs = P("x"), .out_specs = P("x")});
   EXPECT_EQ(vec(f(x)), std::vector<float>(4, 10.f));
-  EXPECT_EQ(seen, (std::vector<std::string>{"f32[2]{V:x}", "f32[2]{V:x}", "f32[2]{V:x}",
-                                            "f32[2]{V:x}", "i32[2]{V:x}", "i32[2]{V:x}",
-                                            "f32[2]{V:x}", "i32[2]{V:x}"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"f32[2]{V:x}", "f32[2]{V:x}", "f32[2]{V:x}", "f32[2]{V:x}",
+                                      "i32[2]{V:x}", "i32[2]{V:x}", "f32[2]{V:x}", "i32[2]{V:x}"}));
   EXPECT_EQ(vec(jit(f)(x)), std::vector<float>(4, 10.f));
 }
 
@@ -272,11 +272,10 @@ TEST(ShardMapBodies, CustomVjpResultTakesTheForwardsType) {
   Mesh m = make_mesh({2}, {"i"});
   MeshScope scope(m);
   Array x = device_put(arange(2.f), P("i"));
-  auto f = custom_vjp([](const Array& v) { return psum(v, "i"); },
-                      [](const Array& v) { return std::make_pair(psum(v, "i"), std::tuple<>()); },
-                      [](const std::tuple<>&, const Array& g) {
-                        return std::make_tuple(pvary(g, "i"));
-                      });
+  auto f = custom_vjp(
+      [](const Array& v) { return psum(v, "i"); },
+      [](const Array& v) { return std::make_pair(psum(v, "i"), std::tuple<>()); },
+      [](const std::tuple<>&, const Array& g) { return std::make_tuple(pvary(g, "i")); });
   std::string seen;
   auto body = shard_map(
       [&](const Array& b) {
@@ -308,12 +307,13 @@ TEST(ShardMapBodies, CustomVjpBwdWithTheWrongVaryingAxes) {
   auto k = custom_vjp([](const Array& v) { return psum(v, "i"); },
                       [](const Array& v) { return std::make_pair(psum(v, "i"), std::tuple<>()); },
                       [](const std::tuple<>&, const Array& g) { return std::make_tuple(g); });
-  auto gbody = shard_map(
-      [&](const Array& b) { return grad([&](const Array& v) { return sum(k(v)); })(b); },
-      {.in_specs = P("i"), .out_specs = P("i")});
+  auto gbody =
+      shard_map([&](const Array& b) { return grad([&](const Array& v) { return sum(k(v)); })(b); },
+                {.in_specs = P("i"), .out_specs = P("i")});
   std::string e = error_of<ValueError>([&] { (void)gbody(x); });
-  EXPECT_HAS(e, "the bwd rule produced an output of type f32[1] corresponding to an input of "
-                "type f32[1]{V:i}, so the manual axis types do not match");
+  EXPECT_HAS(e,
+             "the bwd rule produced an output of type f32[1] corresponding to an input of "
+             "type f32[1]{V:i}, so the manual axis types do not match");
 }
 
 TEST(ShardMapBodies, CustomJvpJitAndCheckpointResultsTakeTheFunctionsType) {
@@ -322,8 +322,7 @@ TEST(ShardMapBodies, CustomJvpJitAndCheckpointResultsTakeTheFunctionsType) {
   Array x = device_put(arange(2.f), P("i"));
   auto h = custom_jvp([](const Array& v) { return psum(v, "i"); },
                       [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
-                        return std::make_pair(psum(std::get<0>(p), "i"),
-                                              psum(std::get<0>(t), "i"));
+                        return std::make_pair(psum(std::get<0>(p), "i"), psum(std::get<0>(t), "i"));
                       });
   auto jp = jit([](const Array& v) { return psum(v, "i"); });
   auto cp = checkpoint([](const Array& v) { return psum(v, "i"); });

@@ -59,11 +59,11 @@ using CustomBwd =
 
 /** What custom_vjp_call and custom_lin share: the rules and names for errors. */
 struct CustomVjpRules {
-  CustomFwd fwd;                       /**< forward rule */
-  CustomBwd bwd;                       /**< backward rule */
-  std::string fn;                      /**< the function's name */
-  std::vector<std::string> in_paths;   /**< leaf paths of the inputs, for errors */
-  std::vector<bool> diff;              /**< per input: differentiated (not nondiff_argnums) */
+  CustomFwd fwd;                     /**< forward rule */
+  CustomBwd bwd;                     /**< backward rule */
+  std::string fn;                    /**< the function's name */
+  std::vector<std::string> in_paths; /**< leaf paths of the inputs, for errors */
+  std::vector<bool> diff;            /**< per input: differentiated (not nondiff_argnums) */
 };
 
 /** custom_vjp_call: the function's Program plus its fwd/bwd rules. Its jvp runs fwd
