@@ -101,6 +101,9 @@ class Collective : public detail::Primitive {
   detail::ReduceOp op() const { return op_; }
   /** The axis_index_groups (Psum; empty: one group). */
   const AxisIndexGroups& groups() const { return groups_; }
+  /** Whether it moves data between devices: pvary is a type cast and axis_index a
+   *  per-device constant (design 0011), so only the reductions do. */
+  bool communicates() const { return kind_ == Kind::Psum; }
   const char* name() const override;
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;

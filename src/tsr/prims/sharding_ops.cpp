@@ -111,7 +111,11 @@ std::vector<ArrayType> JitCall::infer(const std::vector<ArrayType>& in) const {
                     std::to_string(in.size()) + "; expected " + std::to_string(want.size()) + ".");
   std::vector<ArrayType> out = prog_->out_types();
   for (size_t i = 0; i < out.size() && i < out_.size(); ++i)
-    if (out_[i]) out[i] = make_type(out[i].shape, out[i].dtype, out[i].weak, *out_[i]);
+    if (out_[i]) {
+      std::set<std::string> vma = out[i].vma;  // out_shardings place; they keep the vma
+      out[i] = make_type(out[i].shape, out[i].dtype, out[i].weak, *out_[i]);
+      out[i].vma = std::move(vma);
+    }
   return out;
 }
 

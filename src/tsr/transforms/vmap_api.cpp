@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/collectives.h"
@@ -165,7 +166,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
   // The body sees one example.
   std::vector<ArrayType> per(n);
   for (size_t i = 0; i < n; ++i)
-    per[i] = dims[i] >= 0 ? unbatched_type(in[i].type(), dims[i]) : in[i].type();
+    per[i] = dims[i] >= 0 ? unbatched_type(seen_type(in[i]), dims[i]) : seen_type(in[i]);
   VmapNameScope names(o.axis_name, *size);  // collectives over axis_name (§6.2)
   Program p = trace_program(f, per);
   BatchAxisScope scope({*size, e, mesh, o.axis_name, o.spmd_axis_name});
