@@ -28,6 +28,12 @@ struct ArrayType {
   bool weak = false;            /**< weak type (came from a C++ scalar) */
   NamedSharding sharding;       /**< abstract mesh + rank-normalized spec */
   std::set<std::string> vma;    /**< manual mesh axes the value varies over */
+  /** Manual axes the value is unreduced over (tsr::pcast to Unreduced in a shard_map
+   *  body: each device holds a partial sum; printed with the spec's {U:...}). */
+  std::set<std::string> munreduced;
+  /** Manual axes the value is reduced over (pcast to Reduced: the same on every device,
+   *  its cotangent unreduced; printed with the spec's {R:...}). */
+  std::set<std::string> mreduced;
 
   /** Rank. */
   int ndim() const { return static_cast<int>(shape.size()); }

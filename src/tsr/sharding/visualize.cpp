@@ -256,6 +256,7 @@ std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
 }  // namespace
 
 std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding) {
+  check_dtype(dtype, "visualize");
   int rank = static_cast<int>(shape.size());
   sharding.check_rank(rank);
   NamedSharding s = sharding.normalized(rank);

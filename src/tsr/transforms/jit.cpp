@@ -131,6 +131,7 @@ struct Entry {
   std::shared_ptr<const Program> prog;
   tree::Structure out;  // the result's tree: rebuilt on a cache hit without calling f
   std::vector<std::optional<NamedSharding>> out_layouts;  // concrete layouts of Auto axes
+  std::vector<std::optional<NamedSharding>> out_given;    // out_shardings as written
   struct Lowered {
     std::vector<NamedSharding> layouts;
     std::shared_ptr<const Executable> ex;
@@ -377,6 +378,13 @@ struct JitCore::Impl : JitCache {
             e->out_layouts.resize(outs.size());
             e->out_layouts[i] = layout;
           }
+          // The result's sharding shows the spec as written (JAX), not rank-normalized.
+          Mesh ctx = get_mesh();
+          if (auto g = given_sharding(outsh[i], ctx.empty() ? NamedSharding() : NamedSharding(ctx, P()));
+              g && g->concrete_mesh()) {
+            e->out_given.resize(outs.size());
+            e->out_given[i] = g;
+          }
         }
       }
       e->out = traced.structure;
@@ -426,7 +434,8 @@ struct JitCore::Impl : JitCache {
     for (const auto& c : consts) check_concrete(c, "jit");
     // The layout of argument i, constants first (compared in place: a hit copies none).
     auto layout_of = [&](size_t i) -> const NamedSharding& {
-      return i < consts.size() ? consts[i].sharding() : args[i - consts.size()].sharding();
+      return i < consts.size() ? consts[i].impl()->sharding()
+                               : args[i - consts.size()].impl()->sharding();
     };
     const size_t n = consts.size() + args.size();
     std::shared_ptr<const Executable> ex;
@@ -497,6 +506,8 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
     with_consts.insert(with_consts.end(), args.begin(), args.end());
   }
   std::vector<Array> outs = ex->run(e->prog->consts.empty() ? args : with_consts);
+  for (size_t i = 0; i < e->out_given.size(); ++i)
+    if (e->out_given[i]) outs[i] = with_given_sharding(outs[i], *e->out_given[i]);
   for (size_t i = 0; i < donated->size() && i < args0.size(); ++i) {
     if (!(*donated)[i]) continue;
     const auto& impl = args0[i].impl();
