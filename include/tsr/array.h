@@ -121,7 +121,7 @@ class Array {
     return to_vector<T>()[0];
   }
 
-  /** The truth value of a one-element concrete array (`if (all(x == y))`). A traced
+  /** The truth value of a one-element concrete array (`if (all(equal(x, y)))`). A traced
    *  array raises TracerBoolConversionError (use cond / where); more than one
    *  element raises ValueError, as NumPy. */
   explicit operator bool() const;

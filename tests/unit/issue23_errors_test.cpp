@@ -7,6 +7,8 @@
 
 #include "support/error_of.h"
 
+#include "tsr/check_grads.h"
+#include "tsr/core/array_impl.h"
 #include "tsr/tsr.h"
 
 using namespace tsr;
@@ -69,7 +71,7 @@ TEST(TracedBool, ConcreteArraysConvertLikeNumPy) {
   EXPECT_TRUE(static_cast<bool>(scalar(1.5) > 0.0));
   EXPECT_FALSE(static_cast<bool>(array<float>({-1.f}) > 0.0));
   bool taken = false;
-  if (all(array<int>({1, 2}) == array<int>({1, 2}))) taken = true;
+  if (all(equal(array<int>({1, 2}), array<int>({1, 2})))) taken = true;
   EXPECT_TRUE(taken);
   auto m = error_of<ValueError>([] { (void)static_cast<bool>(array<float>({1.f, 2.f}) > 0.0); });
   EXPECT_HAS(m, "The truth value of an array with more than one element is ambiguous");
@@ -130,14 +132,16 @@ TEST(Messages, ScanCarryThatLosesVaryingAxesGetsThePvaryHint) {
   EXPECT_HAS(e, "This might be fixed by applying `tsr::pvary(..., ('i',))`");
   EXPECT_EQ(e.find("astype"), std::string::npos) << e;
   // A carry that gains axes: the hint names the initial carry (JAX's text).
-  auto gain = [](const Array& b) {
+  auto gain = [](const Array& c0, const Array& b) {
     auto step = [](const Array& c, const Array& xi) {
       return std::pair<Array, Array>(c + xi, xi);
     };
-    return scan(step, zeros({}), b).first;
+    return scan(step, c0, b).first;
   };
-  e = error_of<TypeError>(
-      [&] { (void)shard_map(gain, {.in_specs = P("i"), .out_specs = P()})(x); });
+  e = error_of<TypeError>([&] {
+    (void)shard_map(gain, {.in_specs = {P(), P("i")}, .out_specs = P()})(
+        device_put(scalar(0.f), P()), x);
+  });
   EXPECT_HAS(e, "This might be fixed by applying `tsr::pvary(..., ('i',))`");
   EXPECT_HAS(e, "to the initial carry value corresponding to carry[0]");
 }
@@ -278,6 +282,270 @@ TEST(BadDType, EveryEntryPointRefusesAValueOutsideTheEnum) {
   check([&] { (void)jit([&](const Array& v) { return v + zeros({2}, bad); })(x); }, "zeros");
   EXPECT_STREQ(dtype_name(bad), "invalid");
   EXPECT_EQ(itemsize(bad), 0);
+}
+
+TEST(SpecAsGiven, JitOutShardingsKeepTheSpec) {
+  Mesh m = make_mesh({2}, {"i"});
+  MeshScope scope(m);
+  auto f = jit([](const Array& v) { return v * 2.0; }, {.out_shardings = P("i")});
+  Array y = f(iota({4, 2}));
+  EXPECT_EQ(y.sharding().spec().repr(), "P('i',)");
+  EXPECT_EQ(typeof(y).str(), "f32[4@i,2]");
+  EXPECT_EQ(y.to_vector<float>(), (iota({4, 2}) * 2.0).to_vector<float>());
+}
+
+// --- item 16: max/min-unreduced placement is kept (README states the rule) -----------
+
+TEST(UnreducedKinds, ReshardMayAddMaxMinUnreducedAxes) {
+  Mesh m = make_mesh({4}, {"x"});
+  MeshScope scope(m);
+  std::vector<float> v = {3, -1, 4, -1, 5, -9, 2, -6};
+  Array rep = array<float>(v, {8});
+  Array sharded = device_put(rep, P("x"));
+  for (UnreducedKind k : {UnreducedKind::Max, UnreducedKind::Min}) {
+    for (const Array& from : {rep, sharded}) {
+      Array u = reshard(from, P(Unreduced{{"x"}, k}));
+      EXPECT_EQ(typeof(u).str(), k == UnreducedKind::Max ? "f32[8]{U_max:x}" : "f32[8]{U_min:x}");
+      EXPECT_EQ(reshard(u, P()).to_vector<float>(), v);
+      EXPECT_EQ(reshard(u, P("x")).to_vector<float>(), v);
+      Array j = jit([&](const Array& a) { return reshard(reshard(a, P(Unreduced{{"x"}, k})), P()); })(
+          from);
+      EXPECT_EQ(j.to_vector<float>(), v);
+    }
+  }
+  // A kind change of an axis already unreduced is refused.
+  Array u = reshard(rep, P(Unreduced{{"x"}}));
+  auto e = error_of<ValueError>([&] { (void)reshard(u, P(Unreduced{{"x"}, UnreducedKind::Max})); });
+  EXPECT_HAS(e, "the unreduced kinds differ");
+}
+
+// --- item 17: copy, eval_shape, check_grads, pcast -----------------------------------
+
+TEST(Copy, NewBuffersSameTypeAndLayout) {
+  Mesh m = make_mesh({4}, {"x"});
+  MeshScope scope(m);
+  Array x = device_put(iota({8}), P("x"));
+  Array c = copy(x);
+  EXPECT_NE(c.impl(), x.impl());
+  EXPECT_NE(c.impl()->buffers[0].get(), x.impl()->buffers[0].get());  // its own buffers
+  EXPECT_EQ(typeof(c).str(), "f32[8@x]");
+  EXPECT_EQ(c.sharding(), x.sharding());
+  EXPECT_EQ(c.to_vector<float>(), x.to_vector<float>());
+  Array j = jit([](const Array& v) { return copy(v); })(x);
+  EXPECT_EQ(typeof(j).str(), "f32[8@x]");
+  EXPECT_EQ(j.to_vector<float>(), x.to_vector<float>());
+  EXPECT_EQ(grad([](const Array& v) { return sum(copy(v) * v); })(x).to_vector<float>(),
+            (x * 2.0).to_vector<float>());
+  // A copy outlives the donation of its source.
+  Array keep = copy(x);
+  (void)jit([](const Array& v) { return v + 1.0; }, {.donate_argnums = {0}})(x);
+  EXPECT_EQ(keep.to_vector<float>(), iota({8}).to_vector<float>());
+  Array w = array<int>({1, 2, 3});
+  EXPECT_EQ(copy(w).dtype(), int32);
+  EXPECT_EQ(copy(scalar(2.5f)).type().weak, scalar(2.5f).type().weak);
+}
+
+TEST(EvalShape, TypesAndShardingsWithoutRunning) {
+  Mesh m = make_mesh({4}, {"x"});
+  MeshScope scope(m);
+  Array x = shape_dtype_struct({8, 4}, float32, NamedSharding(m, P("x")));
+  EXPECT_TRUE(is_abstract(x));
+  EXPECT_EQ(typeof(x).str(), "f32[8@x,4]");
+  EXPECT_EQ(x.sharding().spec().repr(), "P('x',)");
+  int calls = 0;
+  auto f = [&](const Array& a) {
+    ++calls;
+    return std::make_tuple(sum(a, 1), a * 2.0, a.astype(int32));
+  };
+  auto [s, d, i] = eval_shape(f, x);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(typeof(s).str(), "f32[8@x]");
+  EXPECT_EQ(typeof(d).str(), "f32[8@x,4]");
+  EXPECT_EQ(typeof(i).str(), "i32[8@x,4]");
+  EXPECT_TRUE(is_abstract(s));
+  EXPECT_EQ(s.sharding().mesh(), m.abstract_mesh());
+  // Trees, concrete arguments (never read), and abstract results fed back in.
+  std::vector<Array> v = eval_shape(
+      [](const std::vector<Array>& l) { return std::vector<Array>{l[0] + l[1], matmul(l[0], l[1])}; },
+      std::vector<Array>{zeros({3, 3}), ones({3, 3})});
+  EXPECT_EQ(typeof(v[1]).str(), "f32[3,3]");
+  EXPECT_EQ(typeof(eval_shape([](const Array& a) { return sum(a); }, d)).str(), "f32[]");
+  // Abstract arrays have no data.
+  auto e = error_of<ConcretizationTypeError>([&] { (void)s.to_vector<float>(); });
+  EXPECT_HAS(e, "the array is abstract");
+  error_of<ConcretizationTypeError>([&] { (void)(s + 1.0); });
+  error_of<ConcretizationTypeError>([&] { (void)jit([](const Array& a) { return a; })(s); });
+  error_of<ConcretizationTypeError>([&] {
+    (void)jit([&](const Array& a) { return a + s; })(zeros({8}));  // captured
+  });
+  // Shape errors surface as the ops raise them, without running.
+  error_of<TypeError>([&] { (void)eval_shape([](const Array& a) { return reshape(a, {5}); }, x); });
+}
+
+TEST(CheckGrads, PublicApiChecksAndRaises) {
+  Array x = array<double>({0.5, -1.0, 2.0});
+  check_grads([](const Array& v) { return sum(sin(v) * v); }, x, 2);
+  check_grads([](const Array& a, const Array& b) { return sum(a * b) + sum(exp(a)); },
+              std::make_tuple(x, x * 2.0), 2, {.modes = {GradMode::Rev}});
+  check_grads([](const Array& v) { return tanh(v); }, x.astype(float32), 1,
+              {.modes = {GradMode::Fwd}});
+  auto wrong = custom_jvp([](const Array& v) { return sin(v); },
+                          [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+                            return std::make_pair(sin(std::get<0>(p)), std::get<0>(t) * 2.0);
+                          });
+  auto e = error_of<AssertionError>([&] { check_grads(wrong, x, 1); });
+  EXPECT_HAS(e, "[check_grads] JVP tangent 0: not close");
+  e = error_of<AssertionError>([&] { check_grads(wrong, x, 1, {.modes = {GradMode::Rev}}); });
+  EXPECT_HAS(e, "[check_grads] VJP: cotangent projection");
+  // Second order reaches a wrong rule of the derivative only.
+  auto wrong2 = custom_jvp([](const Array& v) { return v * v; },
+                           [](const std::tuple<Array>& p, const std::tuple<Array>& t) {
+                             Array a = std::get<0>(p);
+                             return std::make_pair(a * a, stop_gradient(a) * std::get<0>(t) * 2.0);
+                           });
+  check_grads(wrong2, x, 1);
+  e = error_of<AssertionError>([&] { check_grads(wrong2, x, 2, {.modes = {GradMode::Fwd}}); });
+  EXPECT_HAS(e, "JVP of JVP");
+  error_of<ValueError>([&] { check_grads(wrong2, x, 0); });
+}
+
+// pcast (manual-spmd §3.5, §3.6): the four casts, unreduced psum, transposes, errors.
+class Pcast : public ::testing::Test {
+ protected:
+  Mesh mesh = make_mesh({2}, {"x"});
+  MeshScope scope{mesh};
+  Array w = device_put(array<float>({1.f, 2.f}), P());
+  Array v = device_put(iota({4}), P("x"));
+  template <class F>
+  auto smap(F f, tree::Prefix<std::optional<PartitionSpec>> in, PartitionSpec out) {
+    return shard_map(f, {.in_specs = std::move(in), .out_specs = std::move(out)});
+  }
+};
+
+TEST_F(Pcast, ToVaryingIsPvary) {
+  std::string t;
+  Array y = smap(
+      [&](const Array& a) {
+        Array b = pcast(a, "x", PcastTo::Varying);
+        t = typeof(b).str();
+        return b * 2.0;
+      },
+      P(), P("x"))(w);
+  EXPECT_EQ(t, "f32[2]{V:x}");
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, 4, 2, 4}));
+}
+
+TEST_F(Pcast, VaryingToUnreducedThenPsum) {
+  std::vector<std::string> t;
+  auto body = [&](const Array& b) {
+    Array u = pcast(b * b, "x", PcastTo::Unreduced);
+    t.push_back(typeof(u).str());
+    Array s = psum(u, "x");
+    t.push_back(typeof(s).str());
+    return s;
+  };
+  Array y = smap(body, P("x"), P())(v);
+  EXPECT_EQ(t, (std::vector<std::string>{"f32[2]{U:x}", "f32[2]"}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 10}));  // [0+4, 1+9]
+  Array jy = jit([&](const Array& a) { return smap(body, P("x"), P())(a); })(v);
+  EXPECT_EQ(jy.to_vector<float>(), y.to_vector<float>());
+  // grad: the cotangent goes reduced -> varying.
+  auto f = smap([](const Array& b) { return psum(pcast(b * b, "x", PcastTo::Unreduced), "x"); },
+                P("x"), P());
+  Array g = grad([&](const Array& a) { return sum(f(a)); })(v);
+  EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{0, 2, 4, 6}));
+  EXPECT_EQ(typeof(g).str(), "f32[4@x]");
+}
+
+TEST_F(Pcast, InvariantToReducedToVarying) {
+  std::vector<std::string> t;
+  auto body = [&](const Array& a, const Array& b) {
+    Array r = pcast(a, "x", PcastTo::Reduced);
+    Array q = pcast(r, "x", PcastTo::Varying);
+    Array imp = r * b;  // reduced meets varying: the cast to varying is implicit
+    t = {typeof(r).str(), typeof(q).str(), typeof(imp).str()};
+    return q * b + imp;
+  };
+  Array y = smap(body, {P(), P("x")}, P("x"))(w, v);
+  EXPECT_EQ(t, (std::vector<std::string>{"f32[2]{R:x}", "f32[2]{V:x}", "f32[2]{V:x}"}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0, 4, 4, 12}));
+  auto loss = smap(
+      [](const Array& a, const Array& b) {
+        Array q = pcast(pcast(a, "x", PcastTo::Reduced), "x", PcastTo::Varying);
+        return psum(sum(q * b), "x");
+      },
+      {P(), P("x")}, P());
+  Array g = grad(loss)(w, v);  // the cotangent: varying -> unreduced -> psum'd
+  EXPECT_EQ(typeof(g).str(), "f32[2]");
+  EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 4}));  // [0+2, 1+3]
+  Array gj = jit(grad(loss))(w, v);
+  EXPECT_EQ(gj.to_vector<float>(), g.to_vector<float>());
+}
+
+TEST_F(Pcast, UnreducedRulesAndErrors) {
+  std::string t;
+  Array y = smap(
+      [&](const Array& a, const Array& b) {
+        Array u = pcast(b, "x", PcastTo::Unreduced);
+        Array r = pcast(a, "x", PcastTo::Reduced);
+        Array p = u * r + u;  // mul by the reduced value, add of two unreduced
+        t = typeof(p).str();
+        return psum(reshape(p, {2, 1}), "x");
+      },
+      {P(), P("x")}, P())(w, v);
+  EXPECT_EQ(t, "f32[2]{U:x}");
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{4, 12}));  // [0*2 + 2*2, 1*3 + 3*3]
+  auto run = [&](const std::function<Array(const Array&)>& body) {
+    return [&, body] { (void)smap(body, P("x"), P())(v); };
+  };
+  auto U = [](const Array& b) { return pcast(b, "x", PcastTo::Unreduced); };
+  auto e = error_of<NotImplementedError>(run([&](const Array& b) { return psum(sin(U(b)), "x"); }));
+  EXPECT_HAS(e, "[sin] unreduced rule for sin is not implemented");
+  e = error_of<ShardingTypeError>(run([&](const Array& b) { return psum(U(b) * 2.0, "x"); }));
+  EXPECT_HAS(e, "RHS should be reduced along the same axes LHS is unreduced on");
+  e = error_of<ShardingTypeError>(run([&](const Array& b) { return psum(U(b) + 1.0, "x"); }));
+  EXPECT_HAS(e, "lhs is unreduced while rhs is not");
+  e = error_of<ShardingTypeError>(run([&](const Array& b) { return psum(U(b) * U(b), "x"); }));
+  EXPECT_HAS(e, "cannot be unreduced since mul is bilinear");
+  e = error_of<ValueError>(run([&](const Array& b) { return pmax(U(b), "x"); }));
+  EXPECT_HAS(e, "pvary cannot accept args which are unreduced");
+  e = error_of<ValueError>(run([&](const Array& b) { return pcast(b, "x", PcastTo::Varying); }));
+  EXPECT_HAS(e, "[pcast] Unsupported pcast from=varying, to='varying'");
+  e = error_of<ValueError>(run([&](const Array& b) { return psum(pcast(U(b), "x", PcastTo::Varying), "x"); }));
+  EXPECT_HAS(e, "Unsupported pcast from=unreduced, to='varying'");
+  e = error_of<NotImplementedError>(run([&](const Array& b) { return U(b); }));
+  EXPECT_HAS(e, "out_specs with unreduced= / reduced= are not supported yet");
+  e = error_of<ShardingTypeError>([&] {
+    (void)smap([](const Array& a) { return pcast(pcast(a, "x", PcastTo::Reduced) * 2.0, "x",
+                                                 PcastTo::Varying); },
+               P(), P("x"))(w);
+  });
+  EXPECT_HAS(e, "Inputs cannot be replicated on the same axes that another input is reduced on");
+  e = error_of<ValueError>([&] {
+    (void)smap([](const Array& a) { return pcast(a, "x", PcastTo::Unreduced); }, P(), P())(w);
+  });
+  EXPECT_HAS(e, "Unsupported pcast from=invarying, to='unreduced'");
+  // Outside shard_map: the axis is unbound.
+  error_of<NameError>([&] { (void)pcast(w, "x", PcastTo::Reduced); });
+  // check_vma=false: the casts are no-ops.
+  Array same = shard_map([](const Array& b) { return pcast(b, "x", PcastTo::Unreduced); },
+                         {.in_specs = P("x"), .out_specs = P("x"), .check_vma = false})(v);
+  EXPECT_EQ(same.to_vector<float>(), v.to_vector<float>());
+}
+
+TEST_F(Pcast, UnderVmap) {
+  Array vs = device_put(reshape(iota({12}), {3, 4}), P(nullptr, "x"));
+  auto per = [](const Array& row) {
+    return shard_map(
+        [](const Array& b) { return psum(pcast(b * b, "x", PcastTo::Unreduced), "x"); },
+        {.in_specs = P("x"), .out_specs = P()})(row);
+  };
+  Array y = vmap(per)(vs);
+  for (int64_t k = 0; k < 3; ++k) {
+    std::vector<float> row = per(device_put(vs[k], P("x"))).to_vector<float>();
+    std::vector<float> got = y[k].to_vector<float>();
+    EXPECT_EQ(got, row);
+  }
 }
 
 }  // namespace

@@ -160,6 +160,7 @@ Array::operator bool() const {
 }
 
 void Array::check_item() const {
+  detail::check_concrete(*this, "item");
   if (size() != 1)
     throw ValueError("[item] the array does not hold exactly one element. Got shape " +
                      shape_str(shape()) +

@@ -82,7 +82,10 @@ prim::Placed resolve_placed(const Placement& where, const Shape& shape, const ch
 
 Array scalar_array(double v, DType dtype, bool weak, const Array* like) {
   prim::Placed where;
-  if (like && like->valid() && !like->impl()->var && !like->sharding().mesh().empty()) {
+  // (An abstract array, from eval_shape, has no devices: the scalar is placed as for a
+  // traced one, and the op that uses it refuses the abstract operand.)
+  if (like && like->valid() && !like->impl()->var && like->sharding().concrete_mesh() &&
+      !like->sharding().mesh().empty()) {
     where.mesh = *like->sharding().concrete_mesh();
     where.sharding = NamedSharding(like->type().sharding.mesh(), P());
     if (where.sharding->mesh().empty()) where.sharding.reset();

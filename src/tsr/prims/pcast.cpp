@@ -21,8 +21,6 @@ const bool registered =
     declare_ad("preduced", AdKind::Linear) && declare_ad("vary_unreduced_cast", AdKind::Linear) &&
     declare_ad("reduced_vary_cast", AdKind::Linear) && declare_ad("unreduced_psum", AdKind::Linear);
 
-std::set<std::string> as_set(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
-
 bool subset(const std::vector<std::string>& a, const std::set<std::string>& s) {
   return std::all_of(a.begin(), a.end(), [&](const std::string& x) { return s.count(x) > 0; });
 }

@@ -84,10 +84,14 @@ Placement split_auto_axes(const Placement& p, const Array& out, const std::strin
   if (!ps && !ns) return p;
   AbstractMesh m = ps ? get_abstract_mesh() : ns->mesh();
   const PartitionSpec& spec = ps ? *ps : ns->spec();
-  bool any_auto = false;
-  for (const auto& a : spec.partition_axes())
+  bool any_auto = false, known = !m.empty();
+  for (const auto& a : spec.partition_axes()) {
     any_auto = any_auto || (m.axis_index(a) >= 0 && m.axis_type(a) == AxisType::Auto);
-  if (!any_auto) return p;  // reshard checks (and refuses) the rest
+    known = known && m.axis_index(a) >= 0;
+  }
+  // Without Auto axes reshard types the result; JAX checks the concrete sharding's rank
+  // and shard shape first (pjit_check_aval_sharding: E21, E22), so do the same.
+  if (!any_auto && !known) return p;  // reshard refuses the rest, with its texts
   NamedSharding full = ns ? *ns : NamedSharding(m, spec);
   if (ps) {
     Mesh ctx = get_mesh();
@@ -113,6 +117,7 @@ Placement split_auto_axes(const Placement& p, const Array& out, const std::strin
     if (m.empty() || m.back() != '.') m += ".";
     throw IndivisibleError("[jit] " + what + " was given the sharding " + m);
   }
+  if (!any_auto) return p;
   layout = full;
   std::vector<PartitionEntry> kept;
   for (const auto& e : full.spec().entries()) {

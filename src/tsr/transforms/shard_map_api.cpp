@@ -244,6 +244,12 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
             std::set<std::string> named;
             for (const auto& e : p.entries())
               for (const auto& a : e.axes()) named.insert(a);
+            if (!y.type().munreduced.empty() || !y.type().mreduced.empty())
+              throw NotImplementedError(
+                  "[shard_map] " + path + " of '" + fn_name + "' has type " + y.type().str() +
+                  ", unreduced or reduced over manual axes; out_specs with unreduced= / "
+                  "reduced= are not supported yet. Got that output; expected a varying or "
+                  "invariant one. psum an unreduced value, or pcast a reduced one to varying.");
             if (o.check_vma) {
               std::vector<std::string> add;  // implicit pvary: an invariant output tiled
               for (const auto& a : inner.axis_names())
