@@ -59,8 +59,7 @@ Array direction_like(const Array& x, int salt);
 /** jax.test_util.check_grads(f, args, order, modes, atol, rtol, eps): `args` is the
  *  tuple of positional arguments (trees); AssertionError on a mismatch. */
 template <class F, class... Args>
-void check_grads(F f, const std::tuple<Args...>& args, int order,
-                 const CheckGradsOptions& o = {}) {
+void check_grads(F f, const std::tuple<Args...>& args, int order, const CheckGradsOptions& o = {}) {
   using Tup = std::tuple<std::decay_t<Args>...>;
   Tup tup = args;
   auto [leaves, st] = tree::flatten(tup);

@@ -67,12 +67,13 @@ REF_CASE(scan_carry_loses_vma) {
     };
     return scan(step, b, std::tuple<>{}, {.length = 2}).first;
   };
-  return {shard_map(body, {.in_specs = P("i"), .out_specs = P("i")})(device_put(iota({4}), P("i")))};
+  return {
+      shard_map(body, {.in_specs = P("i"), .out_specs = P("i")})(device_put(iota({4}), P("i")))};
 }
 
 REF_CASE(vmap_out_axes_none_mapped) {
-  return {vmap([](const Array& x) { return x * 2.0; }, {.out_axes = none, .axis_name = "foo"})(
-      iota({3, 2}))};
+  return {vmap([](const Array& x) { return x * 2.0; },
+               {.out_axes = none, .axis_name = "foo"})(iota({3, 2}))};
 }
 
 REF_CASE(explicit_axes_no_mesh) {
@@ -222,9 +223,9 @@ REF_CASE(pcast_unreduced_times_reduced) {
 REF_CASE(pcast_grad_varying_unreduced) {
   Mesh m = ref::mesh({2}, {"x"});
   MeshScope s(m);
-  auto f = shard_map(
-      [](const Array& v) { return psum(pcast(v * v, "x", PcastTo::Unreduced), "x"); },
-      {.in_specs = P("x"), .out_specs = P()});
+  auto f =
+      shard_map([](const Array& v) { return psum(pcast(v * v, "x", PcastTo::Unreduced), "x"); },
+                {.in_specs = P("x"), .out_specs = P()});
   return {grad([&](const Array& v) { return sum(f(v)); })(device_put(iota({4}), P("x")))};
 }
 
@@ -259,17 +260,17 @@ REF_CASE(pcast_invariant_to_unreduced) {
 REF_CASE(pcast_unreduced_nonlinear) {
   Mesh m = ref::mesh({2}, {"x"});
   MeshScope s(m);
-  auto f = shard_map(
-      [](const Array& v) { return psum(sin(pcast(v, "x", PcastTo::Unreduced)), "x"); },
-      {.in_specs = P("x"), .out_specs = P()});
+  auto f =
+      shard_map([](const Array& v) { return psum(sin(pcast(v, "x", PcastTo::Unreduced)), "x"); },
+                {.in_specs = P("x"), .out_specs = P()});
   return {f(device_put(iota({4}), P("x")))};
 }
 
 REF_CASE(pcast_unreduced_times_invariant) {
   Mesh m = ref::mesh({2}, {"x"});
   MeshScope s(m);
-  auto f = shard_map(
-      [](const Array& v) { return psum(pcast(v, "x", PcastTo::Unreduced) * 2.0, "x"); },
-      {.in_specs = P("x"), .out_specs = P()});
+  auto f =
+      shard_map([](const Array& v) { return psum(pcast(v, "x", PcastTo::Unreduced) * 2.0, "x"); },
+                {.in_specs = P("x"), .out_specs = P()});
   return {f(device_put(iota({4}), P("x")))};
 }

@@ -13,13 +13,13 @@ namespace tsr::gradcheck {
 
 /** The suites' options of check_grads (mapped onto CheckGradsOptions). */
 struct GradCheck {
-  int order = 2;           /**< 1: jvp and vjp; 2: also of the derivative functions */
-  double eps = 1e-4;       /**< finite-difference step (inputs are float64) */
-  double atol = 1e-5;      /**< absolute tolerance */
-  double rtol = 1e-4;      /**< relative tolerance */
-  bool fd = true;          /**< compare jvp with finite differences */
-  bool rev = true;         /**< check vjp (GradMode::Rev) */
-  bool fwd = true;         /**< check jvp (GradMode::Fwd); false: vjp against differences */
+  int order = 2;      /**< 1: jvp and vjp; 2: also of the derivative functions */
+  double eps = 1e-4;  /**< finite-difference step (inputs are float64) */
+  double atol = 1e-5; /**< absolute tolerance */
+  double rtol = 1e-4; /**< relative tolerance */
+  bool fd = true;     /**< compare jvp with finite differences */
+  bool rev = true;    /**< check vjp (GradMode::Rev) */
+  bool fwd = true;    /**< check jvp (GradMode::Fwd); false: vjp against differences */
 };
 
 /** A deterministic pseudo-random array like x (tsr::detail::direction_like). */
@@ -32,7 +32,7 @@ void check_grads(const detail::FlatFn& f, const std::vector<Array>& args, const 
 /** The tangents of f at args along dirs (jvp), and its input cotangents for cts
  *  (vjp): what a sharded run compares with the one-device oracle. */
 struct Derivatives {
-  std::vector<Array> tangents;  /**< jvp outputs */
+  std::vector<Array> tangents;   /**< jvp outputs */
   std::vector<Array> cotangents; /**< vjp outputs, one per arg */
 };
 /** jvp along direction_like(args) (when fwd) and vjp of direction_like(outs) (when rev). */

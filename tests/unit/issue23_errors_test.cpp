@@ -34,8 +34,7 @@ TEST(TracedBool, IfOnATracedArrayIsTracerBoolConversionError) {
   Array x = array<float>({1.f, -2.f, 4.f});
   expect_bool_error([&] { (void)jit(branchy)(x); }, "jit");
   // Beyond JAX's behaviour (its grad carries concrete primals): our grad traces f.
-  expect_bool_error([&] { (void)grad([](const Array& v) { return sum(branchy(v)); })(x); },
-                    "grad");
+  expect_bool_error([&] { (void)grad([](const Array& v) { return sum(branchy(v)); })(x); }, "grad");
   expect_bool_error([&] { (void)vmap(branchy)(reshape(iota({6}), {2, 3})); }, "vmap");
   Mesh m = make_mesh({2}, {"i"});
   MeshScope scope(m);
@@ -50,9 +49,8 @@ TEST(TracedBool, IfOnATracedArrayIsTracerBoolConversionError) {
 
 TEST(TracedBool, ReadingTracedDataIsConcretizationTypeError) {
   Array x = array<float>({1.f, 2.f});
-  auto m = error_of<ConcretizationTypeError>([&] {
-    (void)jit([](const Array& v) { return v * v.to_vector<float>()[0]; })(x);
-  });
+  auto m = error_of<ConcretizationTypeError>(
+      [&] { (void)jit([](const Array& v) { return v * v.to_vector<float>()[0]; })(x); });
   EXPECT_HAS(m, "[to_vector]");
   EXPECT_HAS(m, "Abstract tracer value encountered where concrete value is expected");
   m = error_of<ConcretizationTypeError>(
@@ -93,8 +91,9 @@ TEST(Messages, InSpecsRankErrorNamesTheFunction) {
   auto id = [](const Array& b) { return b; };
   auto e = error_of<ValueError>(
       [&] { (void)shard_map(id, {.in_specs = P("x", nullptr), .out_specs = P("x")})(x); });
-  EXPECT_HAS(e, "shard_map applied to the function 'f' was given an in_specs entry which is too "
-                "long to be compatible with the corresponding input value from the function");
+  EXPECT_HAS(e,
+             "shard_map applied to the function 'f' was given an in_specs entry which is too "
+             "long to be compatible with the corresponding input value from the function");
   EXPECT_HAS(e, "has shape f32[4@x], which has rank 1 (and 1 < 2)");
   e = error_of<ValueError>([&] {
     (void)shard_map(id, {.in_specs = P("x", nullptr), .out_specs = P("x"), .name = "step"})(x);
@@ -102,16 +101,16 @@ TEST(Messages, InSpecsRankErrorNamesTheFunction) {
   EXPECT_HAS(e, "shard_map applied to the function 'step' was given an in_specs entry");
   EXPECT_HAS(e, "or modify 'step' so that its inputs have sufficient rank");
   // Every shard_map message that names the function takes the same name.
-  e = error_of<ValueError>([&] {
-    (void)shard_map(id, {.in_specs = P("x"), .out_specs = P(), .name = "step"})(x);
-  });
+  e = error_of<ValueError>(
+      [&] { (void)shard_map(id, {.in_specs = P("x"), .out_specs = P(), .name = "step"})(x); });
   EXPECT_HAS(e, "shard_map applied to the function 'step' was given out_specs which require");
   e = error_of<ValueError>([&] {
     (void)shard_map([](const Array& b) { return sum(b); },
                     {.in_specs = P("x"), .out_specs = P("x"), .name = "step"})(x);
   });
-  EXPECT_HAS(e, "shard_map applied to the function 'step' was given an out_specs entry which is "
-                "too long");
+  EXPECT_HAS(e,
+             "shard_map applied to the function 'step' was given an out_specs entry which is "
+             "too long");
   EXPECT_HAS(e, "For scalar values (rank 0), consider using an out_specs entry of `P()`");
 }
 
@@ -133,9 +132,7 @@ TEST(Messages, ScanCarryThatLosesVaryingAxesGetsThePvaryHint) {
   EXPECT_EQ(e.find("astype"), std::string::npos) << e;
   // A carry that gains axes: the hint names the initial carry (JAX's text).
   auto gain = [](const Array& c0, const Array& b) {
-    auto step = [](const Array& c, const Array& xi) {
-      return std::pair<Array, Array>(c + xi, xi);
-    };
+    auto step = [](const Array& c, const Array& xi) { return std::pair<Array, Array>(c + xi, xi); };
     return scan(step, c0, b).first;
   };
   e = error_of<TypeError>([&] {
@@ -149,8 +146,7 @@ TEST(Messages, ScanCarryThatLosesVaryingAxesGetsThePvaryHint) {
 TEST(Messages, VmapOutAxesNoneNamesTheAxis) {
   Array a = iota({3, 2});
   auto id = [](const Array& x) { return x * 2.0; };
-  auto e = error_of<ValueError>(
-      [&] { (void)vmap(id, {.out_axes = none, .axis_name = "foo"})(a); });
+  auto e = error_of<ValueError>([&] { (void)vmap(id, {.out_axes = none, .axis_name = "foo"})(a); });
   EXPECT_HAS(e, "vmap has mapped output (axis_name=foo) but out_axes is None");
   EXPECT_EQ(e.find("result result"), std::string::npos) << e;
   e = error_of<ValueError>([&] { (void)vmap(id, {.out_axes = none})(a); });
@@ -182,7 +178,7 @@ TEST(SpecAsGiven, DevicePutKeepsTheSpecTypesNormalise) {
   NamedSharding s(m, P("i"));
   EXPECT_EQ(s.spec().repr(), "P('i',)");
   Array x = device_put(iota({4, 2}), s);
-  EXPECT_EQ(x.sharding().spec().repr(), "P('i',)");          // as given (JAX prints this)
+  EXPECT_EQ(x.sharding().spec().repr(), "P('i',)");             // as given (JAX prints this)
   EXPECT_EQ(typeof(x).sharding.spec().repr(), "P('i', None)");  // types are normalised
   EXPECT_EQ(typeof(x).str(), "f32[4@i,2]");
   Array h = array<float>({1, 2, 3, 4}, {2, 2}, s);  // from host data too
@@ -221,8 +217,9 @@ TEST(Divisibility, TypesRaiseValueErrorShardShapesIndivisibleError) {
   // A type with an indivisible spec (E23): ValueError, as JAX's get_sharding.
   std::string c = class_of([&] { (void)device_put(x, NamedSharding(m, P("x"))); });
   EXPECT_EQ(c.rfind("ValueError: [device_put]", 0), 0u) << c;
-  EXPECT_HAS(c, "Sharding spec ('x',) implies that array axis 0 is partitioned 4 times, but does "
-                "not evenly divide the dimension size 6");
+  EXPECT_HAS(c,
+             "Sharding spec ('x',) implies that array axis 0 is partitioned 4 times, but does "
+             "not evenly divide the dimension size 6");
   c = class_of([&] { (void)type_sharding(NamedSharding(m, P("x")), {6}); });
   EXPECT_EQ(c.rfind("ValueError: [type]", 0), 0u) << c;
   {
@@ -235,9 +232,8 @@ TEST(Divisibility, TypesRaiseValueErrorShardShapesIndivisibleError) {
     EXPECT_EQ(c.rfind("ValueError:", 0), 0u) << c;
     // jit out_shardings / in_shardings check the concrete sharding's shard shape
     // (JAX 0.10's IndivisibleError, a ValueError, with its "One of pjit outputs" text).
-    c = class_of([&] {
-      (void)jit([](const Array& v) { return v * 2.0; }, {.out_shardings = P("x")})(x);
-    });
+    c = class_of(
+        [&] { (void)jit([](const Array& v) { return v * 2.0; }, {.out_shardings = P("x")})(x); });
     EXPECT_EQ(c.rfind("IndivisibleError: [jit] One of pjit outputs", 0), 0u) << c;
   }
   // On Auto axes types carry nothing: the concrete shard shape refuses (E22).
@@ -308,8 +304,9 @@ TEST(UnreducedKinds, ReshardMayAddMaxMinUnreducedAxes) {
       EXPECT_EQ(typeof(u).str(), k == UnreducedKind::Max ? "f32[8]{U_max:x}" : "f32[8]{U_min:x}");
       EXPECT_EQ(reshard(u, P()).to_vector<float>(), v);
       EXPECT_EQ(reshard(u, P("x")).to_vector<float>(), v);
-      Array j = jit([&](const Array& a) { return reshard(reshard(a, P(Unreduced{{"x"}, k})), P()); })(
-          from);
+      Array j = jit([&](const Array& a) {
+        return reshard(reshard(a, P(Unreduced{{"x"}, k})), P());
+      })(from);
       EXPECT_EQ(j.to_vector<float>(), v);
     }
   }
@@ -366,7 +363,9 @@ TEST(EvalShape, TypesAndShardingsWithoutRunning) {
   EXPECT_EQ(s.sharding().mesh(), m.abstract_mesh());
   // Trees, concrete arguments (never read), and abstract results fed back in.
   std::vector<Array> v = eval_shape(
-      [](const std::vector<Array>& l) { return std::vector<Array>{l[0] + l[1], matmul(l[0], l[1])}; },
+      [](const std::vector<Array>& l) {
+        return std::vector<Array>{l[0] + l[1], matmul(l[0], l[1])};
+      },
       std::vector<Array>{zeros({3, 3}), ones({3, 3})});
   EXPECT_EQ(typeof(v[1]).str(), "f32[3,3]");
   EXPECT_EQ(typeof(eval_shape([](const Array& a) { return sum(a); }, d)).str(), "f32[]");
@@ -511,14 +510,17 @@ TEST_F(Pcast, UnreducedRulesAndErrors) {
   EXPECT_HAS(e, "pvary cannot accept args which are unreduced");
   e = error_of<ValueError>(run([&](const Array& b) { return pcast(b, "x", PcastTo::Varying); }));
   EXPECT_HAS(e, "[pcast] Unsupported pcast from=varying, to='varying'");
-  e = error_of<ValueError>(run([&](const Array& b) { return psum(pcast(U(b), "x", PcastTo::Varying), "x"); }));
+  e = error_of<ValueError>(
+      run([&](const Array& b) { return psum(pcast(U(b), "x", PcastTo::Varying), "x"); }));
   EXPECT_HAS(e, "Unsupported pcast from=unreduced, to='varying'");
   e = error_of<NotImplementedError>(run([&](const Array& b) { return U(b); }));
   EXPECT_HAS(e, "out_specs with unreduced= / reduced= are not supported yet");
   e = error_of<ShardingTypeError>([&] {
-    (void)smap([](const Array& a) { return pcast(pcast(a, "x", PcastTo::Reduced) * 2.0, "x",
-                                                 PcastTo::Varying); },
-               P(), P("x"))(w);
+    (void)smap(
+        [](const Array& a) {
+          return pcast(pcast(a, "x", PcastTo::Reduced) * 2.0, "x", PcastTo::Varying);
+        },
+        P(), P("x"))(w);
   });
   EXPECT_HAS(e, "Inputs cannot be replicated on the same axes that another input is reduced on");
   e = error_of<ValueError>([&] {

@@ -45,8 +45,7 @@ Array with_given_sharding(const Array& x, const NamedSharding& given) {
   return Array(std::move(p));
 }
 
-std::optional<NamedSharding> given_sharding(const Placement& where,
-                                            const NamedSharding& resolved) {
+std::optional<NamedSharding> given_sharding(const Placement& where, const NamedSharding& resolved) {
   if (const auto* ns = std::get_if<NamedSharding>(&where)) return *ns;
   if (const auto* ps = std::get_if<PartitionSpec>(&where))
     if (resolved.concrete_mesh()) return NamedSharding(*resolved.concrete_mesh(), *ps);
@@ -70,8 +69,10 @@ void check_concrete(const Array& x, const char* api) {
         "control flow.");
   if (x.impl()->abstract)
     throw ConcretizationTypeError(
-        std::string("[") + api + "] the array is abstract (from eval_shape or "
-        "shape_dtype_struct): it has the type " + x.type().str() +
+        std::string("[") + api +
+        "] the array is abstract (from eval_shape or "
+        "shape_dtype_struct): it has the type " +
+        x.type().str() +
         " and no data. Got an abstract array; expected a concrete one. Run the function "
         "itself (or its jit) on concrete arrays to compute values.");
   if (x.impl()->deleted)

@@ -39,8 +39,8 @@ std::string ArrayType::str() const {
   r.insert(mreduced.begin(), mreduced.end());
   if (!u.empty()) {
     const char* k = spec.unreduced().empty() || spec.unreduced_kind() == UnreducedKind::Sum ? "U:"
-                    : spec.unreduced_kind() == UnreducedKind::Max                          ? "U_max:"
-                                                                                     : "U_min:";
+                    : spec.unreduced_kind() == UnreducedKind::Max ? "U_max:"
+                                                                  : "U_min:";
     parts.push_back(k + set_label(u));
   }
   if (!r.empty()) parts.push_back("R:" + set_label(r));
@@ -114,11 +114,11 @@ NamedSharding type_sharding(const NamedSharding& s, const Shape& shape) {
       std::string shp = shape_str(shape);
       // A ValueError, not IndivisibleError: JAX's type check (E23) vs shard_shape (E22).
       throw ValueError("[type] Sharding spec " + entry + " implies that array axis " +
-                             std::to_string(d) + " is partitioned " + std::to_string(t) +
-                             " times, but does not evenly divide the dimension size " +
-                             std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +
-                             out.str() + ". Make the dimension a multiple of " + std::to_string(t) +
-                             " or shard it over fewer devices.");
+                       std::to_string(d) + " is partitioned " + std::to_string(t) +
+                       " times, but does not evenly divide the dimension size " +
+                       std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +
+                       out.str() + ". Make the dimension a multiple of " + std::to_string(t) +
+                       " or shard it over fewer devices.");
     }
   }
   return out;

@@ -133,8 +133,9 @@ namespace {
 // Primitives linear in operand 0 whose other operands are parameters: an unreduced
 // operand 0 stays unreduced (each device applies the op to its partial value).
 bool linear_in_first(const std::string& n) {
-  static const char* const kNames[] = {"reshape", "transpose", "squeeze", "broadcast_in_dim",
-                                       "reduce_sum", "slice", "rev", "convert_element_type"};
+  static const char* const kNames[] = {
+      "reshape",    "transpose", "squeeze", "broadcast_in_dim",
+      "reduce_sum", "slice",     "rev",     "convert_element_type"};
   return std::any_of(std::begin(kNames), std::end(kNames), [&](const char* k) { return n == k; });
 }
 
@@ -172,32 +173,34 @@ void manual_unreduced_rule(const Primitive& prim, const std::vector<ArrayType>& 
       u = a.munreduced;
     } else if (n == "mul") {
       if (un.size() == 2)
-        throw ShardingTypeError(pre + "lhs and rhs to `mul` cannot be unreduced since mul is "
-                                      "bilinear. Got lhs=" +
+        throw ShardingTypeError(pre +
+                                "lhs and rhs to `mul` cannot be unreduced since mul is "
+                                "bilinear. Got lhs=" +
                                 in[0].str() + " and rhs=" + in[1].str() +
                                 ". Psum one factor first.");
       const size_t o = un[0] == 0 ? 1 : 0;
       if (in[o].mreduced != a.munreduced) {
         const bool lhs = un[0] == 0;
-        throw ShardingTypeError(pre + (lhs ? "RHS" : "LHS") +
-                                " should be reduced along the same axes " + (lhs ? "LHS" : "RHS") +
-                                " is unreduced on. Got lhs=" + in[0].str() + " and rhs=" +
-                                in[1].str() + ". pcast the other factor to Reduced over " +
-                                sets_str(a.munreduced) + ", or psum this one first.");
+        throw ShardingTypeError(
+            pre + (lhs ? "RHS" : "LHS") + " should be reduced along the same axes " +
+            (lhs ? "LHS" : "RHS") + " is unreduced on. Got lhs=" + in[0].str() +
+            " and rhs=" + in[1].str() + ". pcast the other factor to Reduced over " +
+            sets_str(a.munreduced) + ", or psum this one first.");
       }
       u = a.munreduced;
       reduced_consumed = true;
     } else if (n == "dot_general") {
-      throw ShardingTypeError(pre + "lhs or rhs passed to dot_general cannot be unreduced. Got lhs=" +
-                              in[0].str() + " and rhs=" + in[1].str() +
-                              ". Psum the unreduced operand first.");
+      throw ShardingTypeError(
+          pre + "lhs or rhs passed to dot_general cannot be unreduced. Got lhs=" + in[0].str() +
+          " and rhs=" + in[1].str() + ". Psum the unreduced operand first.");
     } else if (linear_in_first(n) && un.size() == 1 && un[0] == 0) {
       if (n == "convert_element_type" && !(is_floating(in[0].dtype) && is_floating(out[0].dtype)))
         throw ShardingTypeError(pre + "an unreduced value cannot be converted from " +
                                 dtype_name(in[0].dtype) + " to " + dtype_name(out[0].dtype) +
                                 ": the converted partials do not combine to the converted value. "
                                 "Got " +
-                                in[0].str() + "; expected a float -> float conversion. Psum first.");
+                                in[0].str() +
+                                "; expected a float -> float conversion. Psum first.");
       u = a.munreduced;
     } else {
       throw NotImplementedError(pre + "unreduced rule for " + n +
@@ -213,8 +216,9 @@ void manual_unreduced_rule(const Primitive& prim, const std::vector<ArrayType>& 
     for (const auto& t : in)
       if (!t.mreduced.empty()) {
         if (first && t.mreduced != first->mreduced)
-          throw ShardingTypeError(pre + "All inputs should be reduced across the same mesh axes. "
-                                        "Got specs: " +
+          throw ShardingTypeError(pre +
+                                  "All inputs should be reduced across the same mesh axes. "
+                                  "Got specs: " +
                                   first->str() + ", " + t.str() +
                                   ". pcast them to one reduced set first.");
         first = &t;
@@ -223,8 +227,9 @@ void manual_unreduced_rule(const Primitive& prim, const std::vector<ArrayType>& 
       for (const auto& t : in)
         if (t.mreduced.empty())
           throw ShardingTypeError(
-              pre + "Inputs cannot be replicated on the same axes that another input is "
-                    "reduced on. Got input type: " +
+              pre +
+              "Inputs cannot be replicated on the same axes that another input is "
+              "reduced on. Got input type: " +
               t.str() + " and reduced spec: " + sets_str(first->mreduced) +
               ". pcast the reduced input to Varying (or the other to Reduced) first.");
       r = first->mreduced;
@@ -242,8 +247,9 @@ namespace tsr {
 
 Array pcast(const Array& x, const AxisNames& axes, PcastTo to) {
   using Cast = prim::ManualCast::Cast;
-  const char* to_s = to == PcastTo::Varying ? "varying" : to == PcastTo::Unreduced ? "unreduced"
-                                                                                   : "reduced";
+  const char* to_s = to == PcastTo::Varying     ? "varying"
+                     : to == PcastTo::Unreduced ? "unreduced"
+                                                : "reduced";
   if (axes.names.empty()) return x;
   detail::check_axes_bound(axes.names, "pcast");
   if (!detail::current_check_vma()) return x;  // §3.8: the casts are no-ops
@@ -298,8 +304,7 @@ std::optional<Array> psum_of_unreduced(const Array& x, const std::vector<std::st
     if (u.count(a)) in_u.push_back(a);
   if (in_u.empty()) return std::nullopt;
   if (in_u.size() != axes.size())
-    throw ValueError("[psum] psum over " + prim::axis_names_tuple(axes) + " of " +
-                     x.type().str() +
+    throw ValueError("[psum] psum over " + prim::axis_names_tuple(axes) + " of " + x.type().str() +
                      ", which is unreduced over some of the axes only. Got that; expected all "
                      "of them unreduced, or none. Psum the unreduced axes and the others in two "
                      "calls.");

@@ -518,11 +518,12 @@ void check_grad_output(const Array& ans, const char* api) {
     std::string extract = n == 1 ? std::string("extract the scalar with output.reshape(())") +
                                        (t.ndim() == 1 ? " or output[0]" : "") + ", "
                                  : "";
-    throw TypeError(std::string("[") + api +
-                    "] Gradient only defined for scalar-output functions. Output had shape: " +
-                    shape_str(t.shape) + ". To get the gradient, " + extract +
-                    "reduce the output to a scalar with output.sum(), or use tsr::jacfwd / tsr::jacrev to "
-                    "differentiate a function with a non-scalar output.");
+    throw TypeError(
+        std::string("[") + api +
+        "] Gradient only defined for scalar-output functions. Output had shape: " +
+        shape_str(t.shape) + ". To get the gradient, " + extract +
+        "reduce the output to a scalar with output.sum(), or use tsr::jacfwd / tsr::jacrev to "
+        "differentiate a function with a non-scalar output.");
   }
   if (!is_floating(t.dtype))
     throw TypeError(std::string("[") + api +

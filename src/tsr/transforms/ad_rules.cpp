@@ -97,12 +97,11 @@ Array with_manual_sets(const Array& x, const ArrayType& want) {
                           {want.mreduced.begin(), want.mreduced.end()});
   if (!want.munreduced.empty()) {
     std::vector<std::string> u(want.munreduced.begin(), want.munreduced.end());
-    y = prim::manual_cast(
-        prim::ManualCast::Cast::VaryingToUnreduced,
-        bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, u, ReduceOp::Sum,
-                                                 true),
-              {y}),
-        u);
+    y = prim::manual_cast(prim::ManualCast::Cast::VaryingToUnreduced,
+                          bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, u,
+                                                                   ReduceOp::Sum, true),
+                                {y}),
+                          u);
   }
   return y;
 }

@@ -95,7 +95,8 @@ std::vector<Array> explicit_axes_flat(const FlatFn& f, const std::vector<Array>&
   AbstractMesh m = get_abstract_mesh();
   if (m.empty())
     throw ValueError(
-        "[explicit_axes] Context mesh cannot be empty. Please use `set_mesh` (or a MeshScope) to enter "
+        "[explicit_axes] Context mesh cannot be empty. Please use `set_mesh` (or a MeshScope) to "
+        "enter "
         "into a mesh context when using `explicit_axes` API. Got no context mesh; expected one. "
         "Wrap the call in MeshScope(mesh).");
   std::vector<std::string> axes = axes_of(o.axes, m, "explicit_axes");

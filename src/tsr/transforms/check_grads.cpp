@@ -45,8 +45,8 @@ void check_close(const Array& want, const Array& got, const CheckGradsOptions& o
   double rtol = o.rtol ? *o.rtol : default_tol(want.dtype());
   std::vector<double> a = want.to_vector<double>(), b = got.to_vector<double>();
   if (a.size() != b.size())
-    fail(what, "the shapes differ. Got " + typeof(got).str() + "; expected " +
-                   typeof(want).str() + ".");
+    fail(what,
+         "the shapes differ. Got " + typeof(got).str() + "; expected " + typeof(want).str() + ".");
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
     if (a[i] == b[i]) continue;  // infinities of one sign
@@ -126,8 +126,7 @@ void check_jvp(const FlatFn& f, const std::vector<Array>& args, const CheckGrads
   if (!o.finite_differences) return;
   std::vector<Array> fd = numerical_jvp(f, args, v, o.eps);
   for (size_t j = 0; j < outs.size(); ++j)
-    if (is_float(outs[j]))
-      check_close(fd[j], touts[j], o, what + " tangent " + std::to_string(j));
+    if (is_float(outs[j])) check_close(fd[j], touts[j], o, what + " tangent " + std::to_string(j));
 }
 
 void check_vjp(const FlatFn& f, const std::vector<Array>& args, const CheckGradsOptions& o,
@@ -201,8 +200,7 @@ void check_rec(const FlatFn& f, const std::vector<Array>& args, int order,
         auto [o_, m] = vjp_flat(f, x);
         std::vector<Array> c;
         size_t k = n;
-        for (size_t j = 0; j < o_.size(); ++j)
-          c.push_back(fl_out[j] ? a[k++] : zeros_like(o_[j]));
+        for (size_t j = 0; j < o_.size(); ++j) c.push_back(fl_out[j] ? a[k++] : zeros_like(o_[j]));
         std::vector<Array> g = (*m)(c), r;
         for (size_t i = 0; i < n; ++i)
           if (fl_in[i]) r.push_back(g[i]);
@@ -239,8 +237,8 @@ Array direction_like(const Array& x, int salt) {
 void check_grads_flat(const FlatFn& f, const std::vector<Array>& args, int order,
                       const CheckGradsOptions& o) {
   if (order < 1)
-    throw ValueError("[check_grads] order must be at least 1. Got order=" +
-                     std::to_string(order) + "; expected 1 (first derivatives) or more.");
+    throw ValueError("[check_grads] order must be at least 1. Got order=" + std::to_string(order) +
+                     "; expected 1 (first derivatives) or more.");
   for (const auto& m : o.modes)
     if (m != GradMode::Fwd && m != GradMode::Rev)
       throw ValueError("[check_grads] unknown mode " + std::to_string(static_cast<int>(m)) +

@@ -385,7 +385,8 @@ struct JitCore::Impl : JitCache {
           }
           // The result's sharding shows the spec as written (JAX), not rank-normalized.
           Mesh ctx = get_mesh();
-          if (auto g = given_sharding(outsh[i], ctx.empty() ? NamedSharding() : NamedSharding(ctx, P()));
+          if (auto g =
+                  given_sharding(outsh[i], ctx.empty() ? NamedSharding() : NamedSharding(ctx, P()));
               g && g->concrete_mesh()) {
             e->out_given.resize(outs.size());
             e->out_given[i] = g;

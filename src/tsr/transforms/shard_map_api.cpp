@@ -96,15 +96,15 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
         ", which has rank " + std::to_string(rank) + " (and " + std::to_string(rank) + " < " +
         std::to_string(p.size()) + "). Entries in " + which +
         " must be of length no greater than the number of axes in the corresponding " + put +
-        " value. Either revise the spec to be shorter, or modify '" + fn + "' so that its " +
-        put + "s have sufficient rank." +
-        (rank == 0 ? " For scalar values (rank 0), consider using an " + which +
-                         " entry of `P()`." +
-                         (in ? ""
-                             : " In particular, for rank 0 outputs which are not constant over "
-                               "the mesh, add at least one (singleton) axis to them so that "
-                               "they can be concatenated using out_specs.")
-                   : ""));
+        " value. Either revise the spec to be shorter, or modify '" + fn + "' so that its " + put +
+        "s have sufficient rank." +
+        (rank == 0
+             ? " For scalar values (rank 0), consider using an " + which + " entry of `P()`." +
+                   (in ? ""
+                       : " In particular, for rank 0 outputs which are not constant over "
+                         "the mesh, add at least one (singleton) axis to them so that "
+                         "they can be concatenated using out_specs.")
+             : ""));
   }
   return p.normalized(rank);
 }

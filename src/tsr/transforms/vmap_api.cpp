@@ -196,8 +196,8 @@ std::vector<Array> vmap_outputs(const VmapFlat& r, const std::vector<VmapAxis>& 
         std::string key = paths[j].rfind("result", 0) == 0 ? paths[j].substr(6) : paths[j];
         std::string what =
             r.axis_name.empty()
-                ? "at vmap out_axes" + key + ", got axis spec None but output was batched on axis " +
-                      std::to_string(d)
+                ? "at vmap out_axes" + key +
+                      ", got axis spec None but output was batched on axis " + std::to_string(d)
                 : "vmap has mapped output (axis_name=" + r.axis_name + ") but out_axes is None";
         throw ValueError("[vmap] " + what + ". Got " + (key.empty() ? "the result" : paths[j]) +
                          " of type " + short_type(x.type()) +
