@@ -11,11 +11,23 @@ using namespace tsr;
 namespace rules {
 namespace {
 
-std::vector<std::string> varying(const Array& b) {
-  std::vector<std::string> v;
-  for (const auto& a : get_abstract_mesh().axis_names())
-    if (typeof(b).vma.count(a)) v.push_back(a);
-  return v;
+// Every manual axis of the body (all of the mesh's), and how many devices hold each
+// element of a block that varies over only some of them.
+std::vector<std::string> all_axes() { return get_abstract_mesh().axis_names(); }
+
+double copies(const Array& b) {
+  double n = 1;
+  for (const auto& a : all_axes())
+    if (!typeof(b).vma.count(a)) n *= static_cast<double>(axis_size(a));
+  return n;
+}
+
+// b varying over every axis (a pvary over those it is invariant over).
+Array everywhere(const Array& b) {
+  std::vector<std::string> add;
+  for (const auto& a : all_axes())
+    if (!typeof(b).vma.count(a)) add.push_back(a);
+  return add.empty() ? b : pcast(b, add, PcastTo::Varying);
 }
 
 std::vector<std::vector<PartitionSpec>> specs() {
@@ -26,16 +38,16 @@ std::vector<std::vector<PartitionSpec>> specs() {
 
 std::vector<Record> pcast_records() {
   std::vector<Record> r;
-  // varying -> unreduced, then unreduced_psum: the sum of the blocks' partial sums.
+  // varying -> unreduced, then unreduced_psum: the sum of every device's partial sum
+  // (a block held by several devices counted once).
   r.push_back(Record{{"shard_map", "vary_unreduced_cast", "unreduced_psum"},
                      "pcast_unreduced_then_psum",
                      {{{16, 8}}},
                      one([](const std::vector<Array>& a) {
                        auto body = [](const Array& b) {
-                         std::vector<std::string> ax = varying(b);
-                         Array part = sum(b * b, std::vector<int>{1});  // [rows of the block]
-                         Array s = sum(part);
-                         return psum(pcast(s, ax, PcastTo::Unreduced), ax);
+                         Array v = everywhere(b);
+                         Array u = pcast(sum(v * v), all_axes(), PcastTo::Unreduced);
+                         return psum(u, all_axes()) / copies(b);
                        };
                        return shard_map(body, {.out_specs = P()})(a[0]);
                      }),
@@ -49,10 +61,11 @@ std::vector<Record> pcast_records() {
                      {{{}}, {{16, 8}}},
                      one([](const std::vector<Array>& a) {
                        auto body = [](const Array& w, const Array& b) {
-                         std::vector<std::string> ax = varying(b);
-                         Array q = pcast(pcast(w, ax, PcastTo::Reduced), ax, PcastTo::Varying);
-                         Array imp = pcast(w * 0.5, ax, PcastTo::Reduced) * b;  // implicit cast
-                         return psum(sum(q * b) + sum(imp * imp), ax);
+                         Array v = everywhere(b);
+                         Array r = pcast(w, all_axes(), PcastTo::Reduced);
+                         Array q = pcast(r, all_axes(), PcastTo::Varying);
+                         Array imp = pcast(w * 0.5, all_axes(), PcastTo::Reduced) * v;
+                         return psum(sum(q * v) + sum(imp * imp), all_axes()) / copies(b);
                        };
                        return shard_map(body, {.out_specs = P()})(a[0], a[1]);
                      }),

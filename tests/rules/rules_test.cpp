@@ -291,6 +291,8 @@ TEST(RulesCoverage, EveryPrimitiveHasARuleRecordAndAKernel) {
         // Collectives lower to comm steps (Group calls), not kernels.
         "all_gather", "all_gather_invariant", "reduce_scatter", "ppermute", "all_to_all",
         "pbroadcast",
+        // pcast's casts alias the buffer (as pvary); unreduced_psum is psum's all-reduce.
+        "preduced", "vary_unreduced_cast", "reduced_vary_cast", "unreduced_psum",
         // Control flow runs its bodies' kernels from loop and branch steps.
         "cond", "while", "scan",
         // A layout constraint lowers to a reshard step.

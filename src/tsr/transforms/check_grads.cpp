@@ -38,22 +38,26 @@ double default_tol(DType t) {
   throw AssertionError("[check_grads] " + what + ": " + msg);
 }
 
+// The logical values (an unreduced array reduced), as doubles.
+using Host = std::vector<double>;
+Host host(const Array& a) { return a.to_vector<double>(); }
+
 // assert_allclose: |got - want| <= atol + rtol * |want| elementwise.
-void check_close(const Array& want, const Array& got, const CheckGradsOptions& o,
+void check_close(const Host& a, const Array& got, DType dt, const CheckGradsOptions& o,
                  const std::string& what) {
-  double atol = o.atol ? *o.atol : default_tol(want.dtype());
-  double rtol = o.rtol ? *o.rtol : default_tol(want.dtype());
-  std::vector<double> a = want.to_vector<double>(), b = got.to_vector<double>();
+  double atol = o.atol ? *o.atol : default_tol(dt);
+  double rtol = o.rtol ? *o.rtol : default_tol(dt);
+  Host b = host(got);
   if (a.size() != b.size())
-    fail(what,
-         "the shapes differ. Got " + typeof(got).str() + "; expected " + typeof(want).str() + ".");
+    fail(what, "the sizes differ. Got " + typeof(got).str() + " with " + std::to_string(b.size()) +
+                   " elements; expected " + std::to_string(a.size()) + ".");
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
     if (a[i] == b[i]) continue;  // infinities of one sign
     if (!(std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(a[i]))) {
       std::ostringstream os;
       os.precision(17);
-      os << "not close at element " << i << " of " << typeof(want).str() << ". Got " << b[i]
+      os << "not close at element " << i << " of " << typeof(got).str() << ". Got " << b[i]
          << "; expected " << a[i] << " (atol=" << atol << ", rtol=" << rtol << ").";
       fail(what, os.str());
     }
@@ -89,28 +93,39 @@ std::vector<Array> cts_like(const std::vector<Array>& outs, const LinearMap& vjp
   return ct;
 }
 
-// JAX's numerical_jvp: (f(x + eps v) - f(x - eps v)) / 2 eps.
-std::vector<Array> numerical_jvp(const FlatFn& f, const std::vector<Array>& args,
-                                 const std::vector<Array>& v, double eps) {
+// JAX's numerical_jvp: (f(x + eps v) - f(x - eps v)) / 2 eps, on the logical values (so
+// outputs of any type, unreduced ones included, difference alike); empty for non-float
+// outputs.
+std::vector<Host> numerical_jvp(const FlatFn& f, const std::vector<Array>& args,
+                                const std::vector<Array>& v, double eps) {
   std::vector<Array> plus, minus;
   for (size_t i = 0; i < args.size(); ++i) {
     plus.push_back(v[i].valid() ? args[i] + v[i] * eps : args[i]);
     minus.push_back(v[i].valid() ? args[i] - v[i] * eps : args[i]);
   }
-  std::vector<Array> fp = f(plus), fm = f(minus), t;
-  for (size_t j = 0; j < fp.size(); ++j)
-    t.push_back(is_float(fp[j]) ? (fp[j] - fm[j]) / (2 * eps) : fp[j]);
+  std::vector<Array> fp = f(plus), fm = f(minus);
+  std::vector<Host> t(fp.size());
+  for (size_t j = 0; j < fp.size(); ++j) {
+    if (!is_float(fp[j])) continue;
+    Host a = host(fp[j]), b = host(fm[j]);
+    t[j].resize(a.size());
+    for (size_t k = 0; k < a.size(); ++k) t[j][k] = (a[k] - b[k]) / (2 * eps);
+  }
   return t;
 }
 
-double inner(const std::vector<Array>& a, const std::vector<Array>& b) {
+double inner(const std::vector<Host>& a, const std::vector<Host>& b) {
   double s = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    if (!is_float(a[i]) || !is_float(b[i])) continue;
-    auto x = a[i].to_vector<double>(), y = b[i].to_vector<double>();
-    for (size_t k = 0; k < x.size() && k < y.size(); ++k) s += x[k] * y[k];
-  }
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    for (size_t k = 0; k < a[i].size() && k < b[i].size(); ++k) s += a[i][k] * b[i][k];
   return s;
+}
+
+std::vector<Host> floats(const std::vector<Array>& xs) {
+  std::vector<Host> h(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (is_float(xs[i])) h[i] = host(xs[i]);
+  return h;
 }
 
 void check_jvp(const FlatFn& f, const std::vector<Array>& args, const CheckGradsOptions& o,
@@ -120,13 +135,14 @@ void check_jvp(const FlatFn& f, const std::vector<Array>& args, const CheckGrads
   std::vector<Array> want = f(args);
   for (size_t j = 0; j < outs.size(); ++j) {
     if (!is_float(outs[j])) continue;
-    check_close(want[j], outs[j], o, what + " primal " + std::to_string(j));
+    check_close(host(want[j]), outs[j], outs[j].dtype(), o, what + " primal " + std::to_string(j));
     check_type(typeof(outs[j]), touts[j], what + " tangent " + std::to_string(j));
   }
   if (!o.finite_differences) return;
-  std::vector<Array> fd = numerical_jvp(f, args, v, o.eps);
+  std::vector<Host> fd = numerical_jvp(f, args, v, o.eps);
   for (size_t j = 0; j < outs.size(); ++j)
-    if (is_float(outs[j])) check_close(fd[j], touts[j], o, what + " tangent " + std::to_string(j));
+    if (is_float(outs[j]))
+      check_close(fd[j], touts[j], outs[j].dtype(), o, what + " tangent " + std::to_string(j));
 }
 
 void check_vjp(const FlatFn& f, const std::vector<Array>& args, const CheckGradsOptions& o,
@@ -134,8 +150,8 @@ void check_vjp(const FlatFn& f, const std::vector<Array>& args, const CheckGrads
   std::vector<Array> v = dirs_like(args, 1);
   // Against the jvp when it is checked too (it was compared with differences), else
   // against differences (JAX's rev mode).
-  std::vector<Array> touts =
-      has(o, GradMode::Fwd) ? jvp_flat(f, args, v).second : numerical_jvp(f, args, v, o.eps);
+  std::vector<Host> touts = has(o, GradMode::Fwd) ? floats(jvp_flat(f, args, v).second)
+                                                  : numerical_jvp(f, args, v, o.eps);
   auto [outs, vjp] = vjp_flat(f, args);
   std::vector<Array> ct = cts_like(outs, *vjp, 7);
   std::vector<Array> g = (*vjp)(ct);
@@ -148,7 +164,7 @@ void check_vjp(const FlatFn& f, const std::vector<Array>& args, const CheckGrads
     check_type(vjp->out_types()[i], g[i], what + " cotangent " + std::to_string(i));
     if (itemsize(args[i].dtype()) < itemsize(dt)) dt = args[i].dtype();
   }
-  double lhs = inner(g, v), rhs = inner(ct, touts);
+  double lhs = inner(floats(g), floats(v)), rhs = inner(floats(ct), touts);
   double atol = o.atol ? *o.atol : default_tol(dt), rtol = o.rtol ? *o.rtol : default_tol(dt);
   // The two inner products sum many terms: the tolerance scales with their size.
   double tol = 10 * (atol + rtol * std::max(std::fabs(lhs), std::fabs(rhs)));
