@@ -28,6 +28,12 @@ struct ArrayType {
   bool weak = false;            /**< weak type (came from a C++ scalar) */
   NamedSharding sharding;       /**< abstract mesh + rank-normalized spec */
   std::set<std::string> vma;    /**< manual mesh axes the value varies over */
+  /** Manual axes the value is unreduced over (tsr::pcast to Unreduced in a shard_map
+   *  body: each device holds a partial sum; printed with the spec's {U:...}). */
+  std::set<std::string> munreduced;
+  /** Manual axes the value is reduced over (pcast to Reduced: the same on every device,
+   *  its cotangent unreduced; printed with the spec's {R:...}). */
+  std::set<std::string> mreduced;
 
   /** Rank. */
   int ndim() const { return static_cast<int>(shape.size()); }
@@ -115,7 +121,7 @@ class Array {
     return to_vector<T>()[0];
   }
 
-  /** The truth value of a one-element concrete array (`if (all(x == y))`). A traced
+  /** The truth value of a one-element concrete array (`if (all(equal(x, y)))`). A traced
    *  array raises TracerBoolConversionError (use cond / where); more than one
    *  element raises ValueError, as NumPy. */
   explicit operator bool() const;

@@ -59,6 +59,18 @@ Array pmin(const Array& x, const AxisNames& axes, const PsumOptions& o);
 /** jax.lax.pcast(x, axes, to='varying') / pvary: an invariant value typed varying
  *  over the axes (no data moves). */
 Array pvary(const Array& x, const AxisNames& axes);
+/** The state jax.lax.pcast casts to (its `to=`). */
+enum class PcastTo {
+  Varying,   /**< 'varying': from invariant (pvary) or from reduced */
+  Unreduced, /**< 'unreduced': from varying (each device's value is a partial sum) */
+  Reduced    /**< 'reduced': from invariant (its cotangent is unreduced) */
+};
+/** jax.lax.pcast(x, axes, to=...): a free cast of x's state over the manual axes
+ *  (manual-spmd §3.5, §3.6): invariant -> varying (= pvary), invariant -> reduced,
+ *  varying -> unreduced, reduced -> varying; any other pair is a ValueError. An
+ *  unreduced value is summed by psum (to invariant); reduced values combine with
+ *  varying ones by an implicit cast to varying. A no-op with check_vma=false. */
+Array pcast(const Array& x, const AxisNames& axes, PcastTo to);
 /** jax.lax.axis_index: this device's row-major index over the named axes, i32[]. */
 Array axis_index(const AxisNames& axes);
 /** jax.lax.axis_size: the product of the named manual axes' sizes. */

@@ -41,9 +41,14 @@ inline constexpr DType bfloat16 = DType::BFloat16; /**< brain float (8-bit expon
 inline constexpr DType float32 = DType::Float32;   /**< IEEE binary32 */
 inline constexpr DType float64 = DType::Float64;   /**< IEEE binary64 */
 
-/** Bytes per element. */
+/** True when t is one of the enum's values (not a `static_cast<DType>(77)`). */
+bool is_valid_dtype(DType t);
+/** Raises ValueError naming `api` and the value when t is not a valid DType: every
+ *  entry point that takes a DType checks it (as check_shape does for shapes). */
+void check_dtype(DType t, const char* api);
+/** Bytes per element (0 for an invalid DType). */
 int itemsize(DType t);
-/** Full name as JAX prints it: "float32", "bool", ... */
+/** Full name as JAX prints it: "float32", "bool", ... ("invalid" for an invalid DType). */
 const char* dtype_name(DType t);
 /** Short name used in type strings: "f32", "i32", "bf16", "bool", ... */
 const char* dtype_short_name(DType t);

@@ -199,6 +199,9 @@ Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi);
  *  zero, saturates at the integer's range and maps NaN to 0 (as XLA); integer to
  *  integer wraps. */
 Array astype(const Array& x, DType dtype);
+/** jnp.copy / x.copy(): a new array with x's values, type and layout in its own
+ *  buffers (a later donation of x leaves it intact). Under jit, one copy per device. */
+Array copy(const Array& x);
 /** Options of convert_element_type. */
 struct ConvertOptions {
   bool weak = false;         /**< the result is weakly typed */

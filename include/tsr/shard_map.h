@@ -37,6 +37,9 @@ struct ShardMapOptions {
   std::vector<std::string> axis_names = {};
   /** Type the body's values with vma and check the out_specs promise. */
   bool check_vma = true;
+  /** The function's name in errors ("shard_map applied to the function 'f' ...") and
+   *  in printed programs; JAX takes the Python function's name. */
+  std::string name = "f";
 };
 
 namespace detail {
@@ -75,7 +78,7 @@ auto shard_map(F f, ShardMapOptions o) {
                                      .root = "result"});
     };
     std::vector<Array> r =
-        detail::shard_map_flat(call.fn(), leaves, in, st.paths("args"), outs, o, "f");
+        detail::shard_map_flat(call.fn(), leaves, in, st.paths("args"), outs, o, o.name);
     return tree::unflatten<R>(*call.out, r);
   };
 }

@@ -8,6 +8,7 @@
 #include "tsr/device.h"
 #include "tsr/dtype.h"
 #include "tsr/error.h"
+#include "tsr/eval_shape.h"
 #include "tsr/indexing.h"
 #include "tsr/memory.h"
 #include "tsr/mesh.h"

@@ -53,6 +53,7 @@ struct VmapFlat {
   int64_t size = 0;        /**< the batch size */
   PartitionEntry entry;    /**< the batch dimension's sharding entry */
   AbstractMesh mesh;       /**< the mesh entry names axes of */
+  std::string axis_name;   /**< VmapOptions::axis_name (named in errors) */
 };
 
 /** vmap over flat leaves: checks the axes, sizes and shardings (spec §12.16), traces f

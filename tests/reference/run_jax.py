@@ -23,7 +23,9 @@ SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16
 
 def short_type(s):
     """'float32[4@x,2]{V:x}' -> 'f32[4@x,2]{V:x}'."""
-    head, _, rest = s.partition("[")
+    head, bracket, rest = s.partition("[")
+    if not bracket:  # not a type (a spec, a message): as it is
+        return s
     return SHORT.get(head, head) + "[" + rest
 
 

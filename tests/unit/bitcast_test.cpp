@@ -69,7 +69,7 @@ TEST(Bitcast, ShardingOfTheResult) {
 TEST(Bitcast, Errors) {
   std::string e = error_of<TypeError>([] { bitcast_convert_type(array<int8_t>({1}, {1}), bool_); });
   EXPECT_HAS(e,
-             "[bitcast_convert_type] lax.bitcast_convert_type does not support bool or "
+             "[bitcast_convert_type] tsr::bitcast_convert_type does not support bool or "
              "complex values unless the operand and destination types match.");
   EXPECT_HAS(e, "Got operand dtype=int8, new_dtype=bool");
   EXPECT_HAS(e, "Consider using the arr.view() method instead");

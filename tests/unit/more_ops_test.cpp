@@ -311,7 +311,7 @@ TEST_F(MoreOpsSharded, E17RollTileUnstack) {
 
 TEST_F(MoreOpsSharded, RepeatNeedsOutSharding) {
   Array x = device_put(zeros({8, 4}), P("x"));
-  const char* want = "[repeat] Please pass sharding to `jnp.repeat` via `out_sharding` parameter.";
+  const char* want = "[repeat] Please pass sharding to `tsr::repeat` via `out_sharding` parameter.";
   EXPECT_HAS(error_of<ValueError>([&] { repeat(x, 2, 0); }), want);
   EXPECT_HAS(error_of<ValueError>([&] { repeat(x, 2); }), want);
 }

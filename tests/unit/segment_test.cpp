@@ -27,7 +27,7 @@ TEST(Bincount, ShardedOutShardingIsRefusedWithJaxsWords) {
   MeshScope scope(mesh);
   Array x = device_put(array(std::vector<int32_t>{0, 1, 1, 3, 2, 0, 1, 1}), P("x"));
   const char* jax =
-      "out_sharding passed to `jnp.bincount` can only be fully replicated or fully unreduced "
+      "out_sharding passed to `tsr::bincount` can only be fully replicated or fully unreduced "
       "along all mesh axes";
   for (auto bad : {P("x"), P(Unreduced{{"x"}}), P(Reduced{{"x"}})}) {
     EXPECT_HAS(error_of<ShardingTypeError>([&] { bincount(x, 8, {}, bad); }), jax);

@@ -208,7 +208,7 @@ TEST(VmapErrors, JaxTexts) {
   EXPECT_HAS(e, "vmap must have at least one non-None value in in_axes");
   e = error_of<ValueError>(
       [&] { (void)vmap([](const Array& x) { return x; }, {.out_axes = none})(a); });
-  EXPECT_HAS(e, "vmap has mapped output but out_axes is None");
+  EXPECT_HAS(e, "at vmap out_axes, got axis spec None but output was batched on axis 0");
   Mesh mesh = make_mesh({2, 2}, {"x", "y"});
   MeshScope scope(mesh);
   Array sx = device_put(iota_f({4, 2}), P("x")), sy = device_put(iota_f({4, 2}), P("y"));

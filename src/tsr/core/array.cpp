@@ -36,6 +36,22 @@ Array make_traced(const VarPtr& var, uint64_t trace_id) {
   return Array(std::move(impl));
 }
 
+Array with_given_sharding(const Array& x, const NamedSharding& given) {
+  const ArrayImpl& impl = *x.impl();
+  const bool plain = impl.sharding() == given;
+  if (impl.given ? *impl.given == given : plain) return x;
+  auto p = std::make_shared<ArrayImpl>(impl);  // shares the meta and the buffers
+  p->given = plain ? nullptr : std::make_shared<const NamedSharding>(given);
+  return Array(std::move(p));
+}
+
+std::optional<NamedSharding> given_sharding(const Placement& where, const NamedSharding& resolved) {
+  if (const auto* ns = std::get_if<NamedSharding>(&where)) return *ns;
+  if (const auto* ps = std::get_if<PartitionSpec>(&where))
+    if (resolved.concrete_mesh()) return NamedSharding(*resolved.concrete_mesh(), *ps);
+  return std::nullopt;
+}
+
 void check_concrete(const Array& x, const char* api) {
   if (!x.impl())
     throw ValueError(std::string("[") + api +
@@ -51,6 +67,14 @@ void check_concrete(const Array& x, const char* api) {
         "a traced array; expected a concrete one. Return it from the jitted "
         "function and read it outside, or use cond / while_loop for data-dependent "
         "control flow.");
+  if (x.impl()->abstract)
+    throw ConcretizationTypeError(
+        std::string("[") + api +
+        "] the array is abstract (from eval_shape or "
+        "shape_dtype_struct): it has the type " +
+        x.type().str() +
+        " and no data. Got an abstract array; expected a concrete one. Run the function "
+        "itself (or its jit) on concrete arrays to compute values.");
   if (x.impl()->deleted)
     throw ValueError(std::string("[") + api +
                      "] the array was deleted: it was donated to a jit "
@@ -90,7 +114,10 @@ bool zero_for_unreduced(const NamedSharding& s, int i) {
 }  // namespace
 
 const ArrayType& Array::type() const { return get(impl_).type(); }
-const NamedSharding& Array::sharding() const { return get(impl_).sharding(); }
+const NamedSharding& Array::sharding() const {
+  const auto& impl = get(impl_);
+  return impl.given ? *impl.given : impl.sharding();
+}
 
 const Array& Array::block_until_ready() const {
   detail::check_concrete(*this, "block_until_ready");
@@ -134,6 +161,7 @@ Array::operator bool() const {
 }
 
 void Array::check_item() const {
+  detail::check_concrete(*this, "item");
   if (size() != 1)
     throw ValueError("[item] the array does not hold exactly one element. Got shape " +
                      shape_str(shape()) +
@@ -142,6 +170,7 @@ void Array::check_item() const {
 
 void Array::copy_to_host(void* dst, DType as) const {
   detail::check_concrete(*this, "to_vector");
+  check_dtype(as, "to_vector");
   const auto& impl0 = get(impl_);
   if (!impl0.sharding().spec().unreduced().empty()) {
     // The logical value of an unreduced array is the reduction over its axes.
@@ -202,8 +231,17 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
   }
   s.check_rank(rank);
   s = s.normalized(rank);
+  // Divisibility: the type first (Explicit axes: ValueError, E23), then the concrete
+  // shard shape (the Auto axes types leave out: IndivisibleError, E22), as JAX orders them.
   try {
-    s.shard_shape(shape);  // divisibility (E22)
+    type_sharding(s, shape);
+  } catch (const ValueError& e) {
+    std::string inner = e.what();
+    if (inner.rfind("[type] ", 0) == 0) inner = inner.substr(7);
+    throw ValueError(std::string("[") + api + "] " + inner);
+  }
+  try {
+    s.shard_shape(shape);
   } catch (const IndivisibleError& e) {
     // JAX wraps this as "One of device_put args was given the sharding ...".
     std::string inner = e.what();
@@ -211,7 +249,6 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
     throw IndivisibleError(std::string("[") + api + "] One of " + api +
                            " args was given the sharding of " + inner);
   }
-  type_sharding(s, shape);
   return s;
 }
 
@@ -241,13 +278,16 @@ Array put_host(const void* data, DType dtype, const Shape& shape, const Placemen
                        Shape(local.size(), 0), local, isz);
     bufs.push_back(std::move(b));
   }
-  return detail::make_array(shape, dtype, s, std::move(bufs));
+  Array a = detail::make_array(shape, dtype, s, std::move(bufs));
+  if (auto g = detail::given_sharding(where, s)) return detail::with_given_sharding(a, *g);
+  return a;
 }
 
 }  // namespace
 
 Array from_host(const void* data, size_t count, DType dtype, const Shape& shape,
                 const Placement& where, const char* api) {
+  check_dtype(dtype, api);
   int64_t n = check_shape(shape, api, itemsize(dtype));
   if (count != static_cast<size_t>(n))
     throw ValueError(std::string("[") + api + "] the host data does not match the shape. Got " +
@@ -258,6 +298,7 @@ Array from_host(const void* data, size_t count, DType dtype, const Shape& shape,
 }
 
 Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where) {
+  check_dtype(dtype, "from_host");
   return put_host(data, dtype, shape, where, "from_host");
 }
 
@@ -300,8 +341,10 @@ Array device_put(const Array& x, const Placement& where) {
     return reshard(x, where);
   }
   NamedSharding s = resolve_placement(where, x.shape(), "device_put");
-  if (s == x.sharding()) return x;
-  return detail::reshard_to(x, s);
+  Array r = s == x.impl()->sharding() ? x : detail::reshard_to(x, s);
+  // JAX keeps the sharding as given (P('i',) on a rank-2 value); types normalise.
+  if (auto g = detail::given_sharding(where, s)) return detail::with_given_sharding(r, *g);
+  return r;
 }
 
 }  // namespace tsr

@@ -1,6 +1,8 @@
 #pragma once
 // What an Array handle points at: its type, its concrete sharding (normalized to
 // the rank) and one buffer per device of the sharding's mesh, in row-major order.
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "tsr/array.h"
@@ -26,7 +28,18 @@ struct ArrayImpl {
   VarPtr var;                      // set when this is a value of a trace
   uint64_t trace_id = 0;           // which trace `var` belongs to
   bool deleted = false;            // donated to a jit call
+  bool abstract = false;           // a type without data (shape_dtype_struct, eval_shape)
+  // The sharding as the caller wrote it (device_put, jit out_shardings), when its spec
+  // is shorter than the rank: Array::sharding() shows it, as JAX's x.sharding does.
+  std::shared_ptr<const NamedSharding> given;
 };
+
+/** x with `given` as the sharding Array::sharding() shows (its layout stays the
+ *  rank-normalized one); x itself when nothing changes. */
+Array with_given_sharding(const Array& x, const NamedSharding& given);
+/** The sharding a NamedSharding or PartitionSpec placement names, as written (on
+ *  `resolved`'s concrete mesh for a spec); nullopt for the other placements. */
+std::optional<NamedSharding> given_sharding(const Placement& where, const NamedSharding& resolved);
 
 /** A traced (symbolic) array of trace `trace_id`. */
 Array make_traced(const VarPtr& var, uint64_t trace_id);

@@ -33,13 +33,17 @@ std::string ArrayType::str() const {
   std::vector<std::string> parts;
   if (!vma.empty()) parts.push_back("V:" + set_label(vma));
   const auto& spec = sharding.spec();
-  if (!spec.unreduced().empty()) {
-    const char* k = spec.unreduced_kind() == UnreducedKind::Sum   ? "U:"
+  // Manual axes' unreduced / reduced sets print with the mesh axes' (as JAX's).
+  std::set<std::string> u = spec.unreduced(), r = spec.reduced();
+  u.insert(munreduced.begin(), munreduced.end());
+  r.insert(mreduced.begin(), mreduced.end());
+  if (!u.empty()) {
+    const char* k = spec.unreduced().empty() || spec.unreduced_kind() == UnreducedKind::Sum ? "U:"
                     : spec.unreduced_kind() == UnreducedKind::Max ? "U_max:"
                                                                   : "U_min:";
-    parts.push_back(k + set_label(spec.unreduced()));
+    parts.push_back(k + set_label(u));
   }
-  if (!spec.reduced().empty()) parts.push_back("R:" + set_label(spec.reduced()));
+  if (!r.empty()) parts.push_back("R:" + set_label(r));
   if (!parts.empty()) {
     s += "{";
     for (size_t i = 0; i < parts.size(); ++i) s += (i ? ", " : "") + parts[i];
@@ -49,7 +53,9 @@ std::string ArrayType::str() const {
 }
 
 bool ArrayType::operator==(const ArrayType& o) const {
-  if (shape != o.shape || dtype != o.dtype || vma != o.vma) return false;
+  if (shape != o.shape || dtype != o.dtype || vma != o.vma || munreduced != o.munreduced ||
+      mreduced != o.mreduced)
+    return false;
   const AbstractMesh &a = sharding.mesh(), &b = o.sharding.mesh();
   bool any_explicit = !a.explicit_axes().empty() || !b.explicit_axes().empty();
   if (any_explicit && !a.empty() && !b.empty()) return sharding == o.sharding;
@@ -106,12 +112,13 @@ NamedSharding type_sharding(const NamedSharding& s, const Shape& shape) {
       for (size_t i = 0; i < ax.size(); ++i) entry += (i ? ", '" : "'") + ax[i] + "'";
       entry += ax.size() == 1 ? ",)" : ")";
       std::string shp = shape_str(shape);
-      throw IndivisibleError("[type] Sharding spec " + entry + " implies that array axis " +
-                             std::to_string(d) + " is partitioned " + std::to_string(t) +
-                             " times, but does not evenly divide the dimension size " +
-                             std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +
-                             out.str() + ". Make the dimension a multiple of " + std::to_string(t) +
-                             " or shard it over fewer devices.");
+      // A ValueError, not IndivisibleError: JAX's type check (E23) vs shard_shape (E22).
+      throw ValueError("[type] Sharding spec " + entry + " implies that array axis " +
+                       std::to_string(d) + " is partitioned " + std::to_string(t) +
+                       " times, but does not evenly divide the dimension size " +
+                       std::to_string(shape[d]) + ". Got shape: " + shp + " and sharding " +
+                       out.str() + ". Make the dimension a multiple of " + std::to_string(t) +
+                       " or shard it over fewer devices.");
     }
   }
   return out;

@@ -81,7 +81,7 @@ std::vector<Array> eager(const PrimPtr& prim, const std::vector<Array>& in) {
     std::vector<NamedSharding> layouts;
     for (const auto& x : in) {
       in_t.push_back(x.type());
-      layouts.push_back(x.sharding());
+      layouts.push_back(x.impl()->sharding());
     }
     std::vector<ArrayType> out_t = infer_types(*prim, in_t);
     Program p;

@@ -147,9 +147,28 @@ int lub(int a, int b) { return least(kUpper[a] & kUpper[b]); }
 
 }  // namespace
 
-int itemsize(DType t) { return kInfo[static_cast<int>(t)].size; }
-const char* dtype_name(DType t) { return kInfo[static_cast<int>(t)].name; }
-const char* dtype_short_name(DType t) { return kInfo[static_cast<int>(t)].short_name; }
+bool is_valid_dtype(DType t) { return static_cast<int>(t) < kNumDTypes; }
+
+void check_dtype(DType t, const char* api) {
+  if (is_valid_dtype(t)) return;
+  std::string names;
+  for (int i = 0; i < kNumDTypes; ++i) names += std::string(i ? ", " : "") + kInfo[i].name;
+  throw ValueError(std::string("[") + api + "] invalid dtype value " +
+                   std::to_string(static_cast<int>(t)) + ". Got DType(" +
+                   std::to_string(static_cast<int>(t)) + "), which is not one of Tessera's " +
+                   std::to_string(kNumDTypes) + " element types; expected one of " + names +
+                   " (values 0.." + std::to_string(kNumDTypes - 1) +
+                   "). Pass a dtype constant such as float32, or dtype_from_name(name).");
+}
+
+// An invalid value (checked at the entry points) must still not read past the table.
+int itemsize(DType t) { return is_valid_dtype(t) ? kInfo[static_cast<int>(t)].size : 0; }
+const char* dtype_name(DType t) {
+  return is_valid_dtype(t) ? kInfo[static_cast<int>(t)].name : "invalid";
+}
+const char* dtype_short_name(DType t) {
+  return is_valid_dtype(t) ? kInfo[static_cast<int>(t)].short_name : "invalid";
+}
 bool is_floating(DType t) {
   return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }

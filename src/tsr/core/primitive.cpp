@@ -7,6 +7,7 @@
 
 #include "tsr/error.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/pcast.h"
 
 namespace tsr::detail {
 
@@ -163,9 +164,19 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
     std::vector<ArrayType> out = prim.infer(in);
     if (vma)
       for (auto& t : out) t.vma = *vma;
+    // Operands unreduced / reduced over manual axes (pcast): sharding §9's rules.
+    if (!prim.custom_vma())
+      for (const auto& t : in)
+        if (!t.munreduced.empty() || !t.mreduced.empty()) {
+          prim::manual_unreduced_rule(prim, in, out);
+          break;
+        }
     // Every result type passes the one shape check, so no rule can hand the
     // lowering a negative size or an element count / byte size past int64.
-    for (const auto& t : out) check_shape(t.shape, name, itemsize(t.dtype));
+    for (const auto& t : out) {
+      check_dtype(t.dtype, name);
+      check_shape(t.shape, name, itemsize(t.dtype));
+    }
     return out;
   } catch (const IllegalResult& e) {
     // Step 7: a proposed spec that uses an axis twice.

@@ -46,7 +46,7 @@ VarPtr Trace::var_for(const Array& x) {
                      " whose jit (or other transform) has already finished; expected a concrete "
                      "array or a value of an active trace. Return the value from the function "
                      "instead of storing it outside.");
-  if (impl->deleted) check_concrete(x, "trace");
+  if (impl->deleted || impl->abstract) check_concrete(x, "trace");
   auto it = captured_.find(impl);
   if (it != captured_.end()) return it->second;
   auto v = std::make_shared<Var>(Var{type_of(x)});

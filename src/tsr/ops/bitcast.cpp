@@ -8,11 +8,13 @@ namespace tsr {
 using namespace detail;
 
 Array bitcast_convert_type(const Array& x, DType dtype) {
+  check_dtype(dtype, "bitcast_convert_type");
   return bind1(std::make_shared<prim::BitcastConvertType>(dtype), {x});
 }
 
 Array Array::view(DType dtype) const {
   const Array& x = *this;
+  check_dtype(dtype, "view");
   if (x.dtype() == dtype) return x;
   const int64_t in_bits = 8 * itemsize(x.dtype()), out_bits = 8 * itemsize(dtype);
   if (x.ndim() == 0) {

@@ -6,6 +6,7 @@
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/collectives_layout.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/pcast.h"
 
 namespace tsr {
 
@@ -40,6 +41,8 @@ Array reduce_over(const Array& x, const AxisNames& axes, detail::ReduceOp op, co
 
 Array psum(const Array& x, const AxisNames& axes) { return psum(x, axes, PsumOptions{}); }
 Array psum(const Array& x, const AxisNames& axes, const PsumOptions& o) {
+  if (o.axis_index_groups.empty())
+    if (auto r = detail::psum_of_unreduced(x, axes.names)) return *r;  // §3.6
   return reduce_over(x, axes, detail::ReduceOp::Sum, "psum", o.axis_index_groups);
 }
 Array pmax(const Array& x, const AxisNames& axes) { return pmax(x, axes, PsumOptions{}); }

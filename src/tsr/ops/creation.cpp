@@ -13,11 +13,13 @@ using namespace detail;
 namespace {
 Array make_full(const Shape& shape, double v, DType dtype, const Placement& where,
                 const char* api) {
+  check_dtype(dtype, api);
   check_shape(shape, api, itemsize(dtype));
   return bind1(
       std::make_shared<prim::Full>(shape, dtype, v, false, resolve_placed(where, shape, api)), {});
 }
 Array make_iota(DType dtype, const Shape& shape, int dim, const Placement& where, const char* api) {
+  check_dtype(dtype, api);
   check_shape(shape, api, itemsize(dtype));
   return bind1(std::make_shared<prim::Iota>(dtype, shape, dim, resolve_placed(where, shape, api)),
                {});
@@ -41,6 +43,7 @@ Array broadcasted_iota(DType dtype, const Shape& shape, int dimension, const Pla
 }
 
 Array arange(double start, double stop, double step, DType dtype, const Placement& where) {
+  check_dtype(dtype, "arange");
   if (step == 0) throw ValueError("[arange] step is zero. Got step=0; expected a non-zero step.");
   double span = std::ceil((stop - start) / step);
   // 2^63 is exact in a double; a span at or past it (or NaN) has no int64 length.
@@ -62,6 +65,7 @@ Array arange(int n, const Placement& where) { return arange(0, n, 1, int32, wher
 
 Array eye(int64_t n, int64_t m, int64_t k, DType dtype, const Placement& where) {
   if (m < 0) m = n;
+  check_dtype(dtype, "eye");
   check_shape({n, m}, "eye", itemsize(dtype));
   Array r = broadcasted_iota(DType::Int32, {n, m}, 0, where);
   Array c = broadcasted_iota(DType::Int32, {n, m}, 1, where);
@@ -70,6 +74,7 @@ Array eye(int64_t n, int64_t m, int64_t k, DType dtype, const Placement& where) 
 
 Array linspace(double start, double stop, int64_t num, bool endpoint, DType dtype,
                const Placement& where) {
+  check_dtype(dtype, "linspace");
   if (num < 0)
     throw ValueError("[linspace] Number of samples, " + std::to_string(num) +
                      ", must be non-negative. Pass num >= 0.");
@@ -98,6 +103,7 @@ Array empty_like(const Array& x, std::optional<DType> dtype, const Placement& wh
 }
 Array full_like(const Array& x, double value, std::optional<DType> dtype, const Placement& where) {
   DType dt = dtype ? *dtype : x.dtype();
+  check_dtype(dt, "full_like");
   // Inside a shard_map body the result varies where x does, whatever its dtype or
   // placement (lax.full_like), so it can meet x and be a loop carry beside it.
   if (!std::holds_alternative<std::monostate>(where))

@@ -21,6 +21,7 @@ Array cumulative(CumKind k, const Array& x0, std::optional<int> axis, const CumO
   const char* op = prim::cum_name(k);
   Array x = x0;
   if (o.dtype) {
+    check_dtype(*o.dtype, op);
     x = astype(x, *o.dtype);
   } else if (x.dtype() == DType::Bool && k != CumKind::LogSumExp) {
     // jnp's _cumulative_reduction promotes only bool (to the default int); integers

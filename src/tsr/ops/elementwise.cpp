@@ -218,8 +218,17 @@ Array clamp(const ArrayLike& lo, const Array& x, const ArrayLike& hi) {
                                                  convert(v[2], x.dtype(), x.type().weak)});
 }
 
-Array astype(const Array& x, DType dtype) { return convert(x, dtype, false); }
+Array astype(const Array& x, DType dtype) {
+  check_dtype(dtype, "astype");
+  return convert(x, dtype, false);
+}
+// A same-dtype convert_element_type is an elementwise copy with every rule convert has
+// (jvp, transpose, batching, unreduced operands), so copy binds it rather than its own.
+Array copy(const Array& x) {
+  return bind1(std::make_shared<prim::Convert>(x.dtype(), x.type().weak), {x});
+}
 Array convert_element_type(const Array& x, DType dtype, const ConvertOptions& o) {
+  check_dtype(dtype, "convert_element_type");
   auto s = canonicalize_sharding(o.sharding, "convert_element_type");
   if (!s) return convert(x, dtype, o.weak);
   return bind1(std::make_shared<prim::Convert>(dtype, o.weak, s), {x});

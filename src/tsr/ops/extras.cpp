@@ -110,6 +110,7 @@ Array roll(const Array& a, const Array& shift, const std::vector<int>& axes) {
 Array full(const Shape& shape, const Array& fill_value, std::optional<DType> dtype,
            const Placement& where) {
   Array v = fill_value;
+  if (dtype) check_dtype(*dtype, "full");
   if (dtype && *dtype != v.dtype()) v = convert(v, *dtype);
   if (v.ndim() > static_cast<int>(shape.size()))
     throw ValueError("[full] fill_value of rank " + std::to_string(v.ndim()) +
@@ -129,6 +130,7 @@ Array full(const Shape& shape, const Array& fill_value, std::optional<DType> dty
 Array full_like(const Array& x, const Array& fill_value, std::optional<DType> dtype,
                 const Placement& where) {
   DType dt = dtype ? *dtype : x.dtype();
+  check_dtype(dt, "full_like");
   if (!std::holds_alternative<std::monostate>(where))
     return vary_like(full(x.shape(), fill_value, dt, where), x);
   const NamedSharding& ts = x.type().sharding;

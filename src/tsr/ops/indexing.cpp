@@ -695,6 +695,7 @@ Array take_along_axis(const Array& arr, const Array& indices, int axis, const Ge
 
 Array one_hot(const Array& x, int64_t n, DType dtype, int axis, const ShardingArg& out_sharding) {
   const char* op = "one_hot";
+  check_dtype(dtype, op);
   const int rank = x.ndim() + 1;
   const int ax = norm_axis(axis, rank, op);
   auto out = canonicalize_sharding(out_sharding, op);

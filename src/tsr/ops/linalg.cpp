@@ -13,6 +13,7 @@ using namespace detail;
 
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,
                   const DotOptions& o) {
+  if (o.preferred_element_type) check_dtype(*o.preferred_element_type, "dot_general");
   std::vector<Array> v = promote({lhs, rhs}, "dot_general");
   auto s = canonicalize_sharding(o.out_sharding, "dot_general");
   DType out = o.preferred_element_type ? *o.preferred_element_type : v[0].dtype();

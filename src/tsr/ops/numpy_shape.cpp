@@ -186,7 +186,7 @@ Array repeat(const Array& a, const std::vector<int64_t>& repeats, std::optional<
   if (explicit_ctx || sharded) {
     if (!e[ax].is_none())
       throw ValueError(
-          "[repeat] Please pass sharding to `jnp.repeat` via `out_sharding` parameter. Got "
+          "[repeat] Please pass sharding to `tsr::repeat` via `out_sharding` parameter. Got "
           "input type=" +
           a.type().str() + " and axis=" + (axis ? std::to_string(*axis) : "None") +
           "; without out_sharding the repeated axis (axis 0 of the flattened array when axis "

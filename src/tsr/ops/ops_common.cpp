@@ -86,9 +86,12 @@ prim::Placed resolve_placed(const Placement& where, const Shape& shape, const ch
 
 Array scalar_array(double v, DType dtype, bool weak, const Array* like) {
   prim::Placed where;
-  if (like && like->valid() && !like->impl()->var && !like->sharding().mesh().empty()) {
-    // On the mesh the innermost trace sees `like` on: in a shard_map body a concrete
-    // array is an invariant block on the manual mesh, and so is a literal beside it.
+  // On the mesh the innermost trace sees `like` on: in a shard_map body a concrete
+  // array is an invariant block on the manual mesh, and so is a literal beside it.
+  // (An abstract array, from eval_shape, has no devices: the scalar is placed as for a
+  // traced one, and the op that uses it refuses the abstract operand.)
+  if (like && like->valid() && !like->impl()->var && like->sharding().concrete_mesh() &&
+      !like->sharding().mesh().empty()) {
     const AbstractMesh seen = seen_type(*like).sharding.mesh();
     if (seen == like->type().sharding.mesh()) where.mesh = *like->sharding().concrete_mesh();
     where.sharding = NamedSharding(seen, P());

@@ -20,6 +20,7 @@ using namespace tsr::detail;
 namespace {
 
 void check_float(DType dtype, const char* api) {
+  check_dtype(dtype, api);
   if (!is_floating(dtype))
     throw ValueError(std::string("[") + api + "] dtype argument to `" + api +
                      "` must be a float dtype. Got dtype=" + dtype_name(dtype) +
@@ -35,6 +36,7 @@ prim::Placed placed(const ShardingArg& s, const Shape& shape, const char* api) {
 Array draw(prim::RandomDist dist, const Array& key, const Shape& shape, DType dtype, double flo,
            double fhi, int64_t ilo, int64_t ihi, const ShardingArg& out_sharding, const char* api) {
   check_key(key.type(), api);
+  check_dtype(dtype, api);
   check_shape(shape, api, itemsize(dtype));
   return bind1(std::make_shared<prim::RandomBits>(dist, shape, dtype, flo, fhi, ilo, ihi,
                                                   placed(out_sharding, shape, api)),

@@ -47,6 +47,7 @@ DType upcast_half(DType t) { return is_half(t) ? DType::Float32 : t; }
 Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOptions& o,
              const char* op) {
   Array x = x0;
+  if (o.dtype) check_dtype(*o.dtype, op);
   if (o.dtype)
     x = astype(x, *o.dtype);
   else if ((k == ReduceKind::Sum || k == ReduceKind::Prod) &&
@@ -94,6 +95,7 @@ Array mean(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
   for (int a : axes) n *= x.shape()[a];
   // As jnp.mean: sum and divide in the computation dtype (float32 for the half
   // types), then round once to the result dtype.
+  if (o.dtype) check_dtype(*o.dtype, "mean");
   DType out = o.dtype ? *o.dtype : (is_floating(x.dtype()) ? x.dtype() : DType::Float32);
   DType comp = upcast_half(out);
   Array s = sum(x, std::vector<int>(axes), {o.keepdims, o.out_sharding, comp});
@@ -106,6 +108,7 @@ Array var(const Array& x, const AxisArg& axis, int ddof, const ReduceOptions& o)
   int64_t n = 1;
   for (int a : axes) n *= x.shape()[a];
   // As jnp.var: every step in float32 for the half types, one rounding at the end.
+  if (o.dtype) check_dtype(*o.dtype, "var");
   DType out = o.dtype ? *o.dtype : (is_floating(x.dtype()) ? x.dtype() : DType::Float32);
   DType comp = upcast_half(out);
   Array xf = x.dtype() == comp ? x : astype(x, comp);

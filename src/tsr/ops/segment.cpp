@@ -68,7 +68,7 @@ Array local_scatter_add(const Array& ids, const Array& data, int64_t num, const 
 }
 
 [[noreturn]] void not_replicated_or_unreduced(const char* api, const NamedSharding& s) {
-  throw ShardingTypeError(std::string("[") + api + "] out_sharding passed to `jnp." + api +
+  throw ShardingTypeError(std::string("[") + api + "] out_sharding passed to `tsr::" + api +
                           "` can only be fully replicated or fully unreduced along all mesh "
                           "axes. Got " +
                           s.spec().repr() + "; expected P() or P(unreduced={every mesh axis}).");

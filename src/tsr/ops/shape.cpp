@@ -258,7 +258,7 @@ Array reshard(const Array& x, const Placement& where) {
                      std::to_string(x.ndim()) + " and sharding " + dst.str() +
                      ". Give at most one spec entry per dimension.");
   dst = dst.normalized(x.ndim());
-  if (!traced && mesh && NamedSharding(*mesh, dst.spec()) == x.sharding()) return x;
+  if (!traced && mesh && NamedSharding(*mesh, dst.spec()) == x.impl()->sharding()) return x;
   return bind1(std::make_shared<prim::Reshard>(dst, mesh), {x});
 }
 

@@ -19,7 +19,7 @@ std::vector<ArrayType> BitcastConvertType::infer(const std::vector<ArrayType>& i
   const int old_bits = 8 * itemsize(x.dtype), new_bits = 8 * itemsize(dtype_);
   if ((x.dtype == DType::Bool || dtype_ == DType::Bool) && x.dtype != dtype_)
     throw TypeError(
-        "[bitcast_convert_type] lax.bitcast_convert_type does not support bool or complex values "
+        "[bitcast_convert_type] tsr::bitcast_convert_type does not support bool or complex values "
         "unless the operand and destination types match. Got operand dtype=" +
         std::string(dtype_name(x.dtype)) + ", new_dtype=" + dtype_name(dtype_) +
         "; expected two non-bool dtypes. Consider using the arr.view() method instead "

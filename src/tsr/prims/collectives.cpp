@@ -6,6 +6,7 @@
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
+#include "tsr/prims/pcast.h"
 #include "tsr/transforms/ad_rules.h"
 #include "tsr/transforms/batch.h"
 
@@ -235,6 +236,12 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
   }
   if (kind_ == Kind::Pvary) {
     for (const auto& a : named)
+      if (t.munreduced.count(a) || t.mreduced.count(a))
+        throw ValueError(pre + "pvary cannot accept args which are " +
+                         (t.munreduced.count(a) ? "unreduced" : "reduced") + ". Got " + t.str() +
+                         " and axes=" + axis_set_str(ax) +
+                         ". psum an unreduced value first; pcast a reduced one to varying.");
+    for (const auto& a : named)
       if (t.vma.count(a))
         throw ValueError(pre +
                          "pvary is a invariant->variant collective. This means that the axis "
@@ -380,6 +387,12 @@ std::vector<Array> auto_pvary(const std::vector<Array>& in) {
     std::vector<std::string> missing;  // in mesh order
     for (const auto& a : ctx.axis_names())
       if (all.count(a) && !x.type().vma.count(a)) missing.push_back(a);
+    // A value reduced over exactly those axes becomes varying by its own cast (§3.4).
+    if (!x.type().mreduced.empty() &&
+        x.type().mreduced == std::set<std::string>(missing.begin(), missing.end())) {
+      out.push_back(prim::manual_cast(prim::ManualCast::Cast::ReducedToVarying, x, missing));
+      continue;
+    }
     out.push_back(bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, missing,
                                                            ReduceOp::Sum, true),
                         {x}));

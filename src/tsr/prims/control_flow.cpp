@@ -114,18 +114,31 @@ void check_invariant_pred(const char* op, const char* what, const ArrayType& pre
 // A loop's carry k must come out of the body with its input type (no implicit pvary).
 void check_carry(const std::string& what, const ArrayType& in, const ArrayType& out, size_t k) {
   if (in == out && in.dtype == out.dtype) return;
-  std::set<std::string> more;
+  std::set<std::string> more, less;
   std::set_difference(out.vma.begin(), out.vma.end(), in.vma.begin(), in.vma.end(),
                       std::inserter(more, more.end()));
+  std::set_difference(in.vma.begin(), in.vma.end(), out.vma.begin(), out.vma.end(),
+                      std::inserter(less, less.end()));
   const std::string c = "carry[" + std::to_string(k) + "]";
+  // JAX's pcast hint (manual-spmd §3.4): the carry gains axes in the body, so the initial
+  // value must vary over them too; a carry that loses axes (a psum in the body) needs
+  // the body's output carry varying again.
+  std::string hint;
+  if (!more.empty())
+    hint = " This might be fixed by applying `tsr::pvary(..., " + axes_tuple(more) +
+           ")` (tsr::pcast to varying) to the initial carry value corresponding to " + c + ".";
+  else if (!less.empty())
+    hint = " This might be fixed by applying `tsr::pvary(..., " + axes_tuple(less) +
+           ")` (tsr::pcast to varying) to the output carry component " + c +
+           " the body returns, or by starting from an initial carry that does not vary over " +
+           axes_tuple(less) + ".";
+  else
+    hint =
+        " Make the body return the carry's shapes, dtypes and shardings (tsr::reshard or "
+        "astype the output).";
   throw TypeError(what + ", but they differ: the input carry component " + c + " has type " +
                   in.str() + " but the corresponding output carry component has type " + out.str() +
-                  ad::mismatch(in, out) + ". Got different types; expected equal ones." +
-                  (more.empty()
-                       ? " Make the body return the carry's shapes, dtypes and shardings "
-                         "(tsr::reshard or astype the output)."
-                       : " This might be fixed by applying `tsr::pvary(..., " + axes_tuple(more) +
-                             ")` to the initial carry value corresponding to " + c + "."));
+                  ad::mismatch(in, out) + ". Got different types; expected equal ones." + hint);
 }
 
 // Which carries depend on the flagged inputs: `step(carry flags)` gives the body's

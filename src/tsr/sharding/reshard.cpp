@@ -513,7 +513,7 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
 
 Array reshard_to(const Array& x, const NamedSharding& dst) {
   const Shape& shape = x.shape();
-  auto plan = get_plan(shape, x.dtype(), x.sharding(), dst);
+  auto plan = get_plan(shape, x.dtype(), x.impl()->sharding(), dst);
   const auto& impl = *x.impl();
   const Mesh& md = *dst.concrete_mesh();
   size_t dst_bytes = static_cast<size_t>(numel(plan->dst_local)) * itemsize(x.dtype());

@@ -256,10 +256,11 @@ std::string visualize_block(const ArrayType& t, const AbstractMesh& am) {
 }  // namespace
 
 std::string visualize(const Shape& shape, DType dtype, const NamedSharding& sharding) {
+  check_dtype(dtype, "visualize");
   int rank = static_cast<int>(shape.size());
   sharding.check_rank(rank);
   NamedSharding s = sharding.normalized(rank);
-  ArrayType t{shape, dtype, false, type_sharding(s, shape), {}};
+  ArrayType t{shape, dtype, false, type_sharding(s, shape), {}, {}, {}};
   // Devices: the sharding's own; for a type (a traced value) the context mesh when it
   // has the same axes, else mesh coordinates (the jit call fixes the devices).
   std::optional<Mesh> mesh = s.concrete_mesh();

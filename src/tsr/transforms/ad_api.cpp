@@ -170,7 +170,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
   std::vector<ArrayType> pt = types_of(primals, "jvp");
   if (tangents.size() != primals.size())
     throw TypeError(
-        "[jvp] primal and tangent arguments to jax.jvp must have the same tree structure; "
+        "[jvp] primal and tangent arguments to tsr::jvp must have the same tree structure; "
         "primals have " +
         std::to_string(primals.size()) + " leaves whereas tangents have " +
         std::to_string(tangents.size()) + ". Pass one tangent per primal leaf.");
@@ -180,7 +180,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f,
     const Array& ti = tangents[i];
     if (!ti.valid()) continue;
     if (ti.dtype() != pt[i].dtype)
-      throw TypeError(std::string("[jvp] primal and tangent arguments to jax.jvp do not match; "
+      throw TypeError(std::string("[jvp] primal and tangent arguments to tsr::jvp do not match; "
                                   "dtypes must be equal, or in case of int/bool primal dtype "
                                   "the tangent dtype must be float0.Got primal dtype ") +
                       dtype_name(pt[i].dtype) + " and so expected tangent dtype " +
@@ -448,8 +448,8 @@ std::vector<Array> jacobian_flat(const FlatFn& ff, const std::vector<Array>& lea
   for (const auto& x : leaves)
     if (!is_floating(x.dtype()))
       throw TypeError(std::string("[") + api + "] " + api +
-                      " requires real-valued inputs (input dtype that is a sub-dtype of "
-                      "np.floating), but got " +
+                      " requires real-valued inputs (a floating input dtype: float16, bfloat16, "
+                      "float32 or float64), but got " +
                       dtype_name(x.dtype()) +
                       ". Differentiate with respect to float arguments only (argnums).");
   // One vmap of the linear map over a basis (JAX's jacfwd / jacrev): no loop.
@@ -511,16 +511,17 @@ void check_grad_output(const Array& ans, const char* api) {
     std::string extract = n == 1 ? std::string("extract the scalar with output.reshape(())") +
                                        (t.ndim() == 1 ? " or output[0]" : "") + ", "
                                  : "";
-    throw TypeError(std::string("[") + api +
-                    "] Gradient only defined for scalar-output functions. Output had shape: " +
-                    shape_str(t.shape) + ". To get the gradient, " + extract +
-                    "reduce the output to a scalar with output.sum(), or use jax.jacobian to "
-                    "differentiate a function with a non-scalar output.");
+    throw TypeError(
+        std::string("[") + api +
+        "] Gradient only defined for scalar-output functions. Output had shape: " +
+        shape_str(t.shape) + ". To get the gradient, " + extract +
+        "reduce the output to a scalar with output.sum(), or use tsr::jacfwd / tsr::jacrev to "
+        "differentiate a function with a non-scalar output.");
   }
   if (!is_floating(t.dtype))
     throw TypeError(std::string("[") + api +
-                    "] grad requires real-valued outputs (output dtype that is a sub-dtype of "
-                    "np.floating), but got " +
+                    "] grad requires real-valued outputs (a floating output dtype: float16, "
+                    "bfloat16, float32 or float64), but got " +
                     dtype_name(t.dtype) + ". Convert the output with astype(float32).");
 }
 
@@ -531,8 +532,8 @@ void check_grad_input(const Array& x, bool allow_int, const char* api, const std
                      "array made by an op.");
   if (!is_floating(x.dtype()) && !allow_int)
     throw TypeError(std::string("[") + api +
-                    "] grad requires real- or complex-valued inputs (input dtype that is a "
-                    "sub-dtype of np.inexact), but got " +
+                    "] grad requires real- or complex-valued inputs (a floating input dtype: "
+                    "float16, bfloat16, float32 or float64), but got " +
                     dtype_name(x.dtype()) + (path.empty() ? "" : " at " + path) +
                     ". If you want to use Boolean- or integer-valued inputs, use vjp or set "
                     "allow_int to True.");

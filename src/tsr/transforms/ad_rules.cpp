@@ -9,6 +9,7 @@
 #include "tsr/prims/common.h"
 #include "tsr/prims/creation.h"
 #include "tsr/prims/elementwise.h"
+#include "tsr/prims/pcast.h"
 #include "tsr/prims/reduction.h"
 #include "tsr/prims/shape_ops.h"
 #include "tsr/prims/sharding_ops.h"
@@ -78,6 +79,31 @@ Array with_vma(const Array& x, const std::set<std::string>& vma, const char* rul
   return bind1(
       std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, add, ReduceOp::Sum, true),
       {x});
+}
+
+// x (invariant over them: a zero, or a value an invariant op made) typed unreduced /
+// reduced over the manual axes `want` is (pcast's states, §3.6).
+Array with_manual_sets(const Array& x, const ArrayType& want) {
+  const ArrayType& t = x.type();
+  if (t.munreduced == want.munreduced && t.mreduced == want.mreduced) return x;
+  if (!t.munreduced.empty() || !t.mreduced.empty())
+    throw TypeError("[cotangent] a rule produced " + t.str() + " for a value of type " +
+                    want.str() +
+                    ". Got other unreduced / reduced manual axes; expected equal ones. This is a "
+                    "bug in Tessera's rule: please report it.");
+  Array y = x;
+  if (!want.mreduced.empty())
+    y = prim::manual_cast(prim::ManualCast::Cast::InvariantToReduced, y,
+                          {want.mreduced.begin(), want.mreduced.end()});
+  if (!want.munreduced.empty()) {
+    std::vector<std::string> u(want.munreduced.begin(), want.munreduced.end());
+    y = prim::manual_cast(prim::ManualCast::Cast::VaryingToUnreduced,
+                          bind1(std::make_shared<prim::Collective>(prim::Collective::Kind::Pvary, u,
+                                                                   ReduceOp::Sum, true),
+                                {y}),
+                          u);
+  }
+  return y;
 }
 
 }  // namespace
@@ -161,7 +187,7 @@ Array coerce(const Array& x, const ArrayType& want, const char* prim, const char
     y = bind1(std::make_shared<prim::Reshard>(want.sharding.normalized(want.ndim()), std::nullopt),
               {y});
   }
-  return with_vma(y, want.vma, prim, what);
+  return with_manual_sets(with_vma(y, want.vma, prim, what), want);
 }
 
 Array sum_to(const Array& ct, const std::vector<int>& axes, const ArrayType& want) {
@@ -235,7 +261,7 @@ Array or_replicated(const std::function<Array(const Array&)>& f, const Array& x)
   try {
     return f(x);
   } catch (const ShardingTypeError&) {
-  } catch (const IndivisibleError&) {
+  } catch (const ValueError&) {  // a result type that does not divide (E23)
   }
   const ArrayType& t = x.type();
   PartitionSpec rep({}, t.sharding.spec().unreduced(), t.sharding.spec().reduced(),

@@ -10,7 +10,7 @@ void check_structure(const tree::Structure& want, const tree::Structure& got, co
   std::string a = api;
   if (a == "jvp")
     throw TypeError(
-        "[jvp] primal and tangent arguments to jax.jvp must have the same tree structure; "
+        "[jvp] primal and tangent arguments to tsr::jvp must have the same tree structure; "
         "primals have tree structure " +
         want.str() + " whereas tangents have tree structure " + got.str() +
         ". Pass tangents shaped like the primals.");

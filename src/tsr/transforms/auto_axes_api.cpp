@@ -79,7 +79,7 @@ std::vector<Array> auto_axes_flat(const FlatFn& f, const std::vector<Array>& arg
   if (!cur.empty() && !given.empty() && !(cur == given))
     throw ValueError("[auto_axes] Context mesh " + cur.str() +
                      " must match the mesh passed to shardings " + given.str() +
-                     ". Recommended approach is to use `jax.set_mesh` context manager. Enter the "
+                     ". Recommended approach is to use `set_mesh` (or a MeshScope). Enter the "
                      "sharding's mesh with MeshScope, or pass a PartitionSpec.");
   AbstractMesh m = cur.empty() ? given : cur;
   if (m.empty()) return f(args);
@@ -112,7 +112,8 @@ std::vector<Array> explicit_axes_flat(const FlatFn& f, const std::vector<Array>&
   AbstractMesh m = get_abstract_mesh();
   if (m.empty())
     throw ValueError(
-        "[explicit_axes] Context mesh cannot be empty. Please use `jax.set_mesh` API to enter "
+        "[explicit_axes] Context mesh cannot be empty. Please use `set_mesh` (or a MeshScope) to "
+        "enter "
         "into a mesh context when using `explicit_axes` API. Got no context mesh; expected one. "
         "Wrap the call in MeshScope(mesh).");
   std::vector<std::string> axes = axes_of(o.axes, m, "explicit_axes");

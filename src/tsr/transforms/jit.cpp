@@ -92,10 +92,14 @@ Placement split_auto_axes(const Placement& p, const Array& out, const std::strin
   if (!ps && !ns) return p;
   AbstractMesh m = ps ? get_abstract_mesh() : ns->mesh();
   const PartitionSpec& spec = ps ? *ps : ns->spec();
-  bool any_auto = false;
-  for (const auto& a : spec.partition_axes())
+  bool any_auto = false, known = !m.empty();
+  for (const auto& a : spec.partition_axes()) {
     any_auto = any_auto || (m.axis_index(a) >= 0 && m.axis_type(a) == AxisType::Auto);
-  if (!any_auto) return p;  // reshard checks (and refuses) the rest
+    known = known && m.axis_index(a) >= 0;
+  }
+  // Without Auto axes reshard types the result; JAX checks the concrete sharding's rank
+  // and shard shape first (pjit_check_aval_sharding: E21, E22), so do the same.
+  if (!any_auto && !known) return p;  // reshard refuses the rest, with its texts
   NamedSharding full = ns ? *ns : NamedSharding(m, spec);
   if (ps) {
     Mesh ctx = get_mesh();
@@ -121,6 +125,7 @@ Placement split_auto_axes(const Placement& p, const Array& out, const std::strin
     if (m.empty() || m.back() != '.') m += ".";
     throw IndivisibleError("[jit] " + what + " was given the sharding " + m);
   }
+  if (!any_auto) return p;
   layout = full;
   std::vector<PartitionEntry> kept;
   for (const auto& e : full.spec().entries()) {
@@ -139,6 +144,7 @@ struct Entry {
   std::shared_ptr<const Program> prog;
   tree::Structure out;  // the result's tree: rebuilt on a cache hit without calling f
   std::vector<std::optional<NamedSharding>> out_layouts;  // concrete layouts of Auto axes
+  std::vector<std::optional<NamedSharding>> out_given;    // out_shardings as written
   struct Lowered {
     std::vector<NamedSharding> layouts;
     std::shared_ptr<const Executable> ex;
@@ -396,6 +402,14 @@ struct JitCore::Impl : JitCache {
             e->out_layouts.resize(outs.size());
             e->out_layouts[i] = layout;
           }
+          // The result's sharding shows the spec as written (JAX), not rank-normalized.
+          Mesh ctx = get_mesh();
+          if (auto g =
+                  given_sharding(outsh[i], ctx.empty() ? NamedSharding() : NamedSharding(ctx, P()));
+              g && g->concrete_mesh()) {
+            e->out_given.resize(outs.size());
+            e->out_given[i] = g;
+          }
         }
       }
       e->out = traced.structure;
@@ -445,7 +459,8 @@ struct JitCore::Impl : JitCache {
     for (const auto& c : consts) check_concrete(c, "jit");
     // The layout of argument i, constants first (compared in place: a hit copies none).
     auto layout_of = [&](size_t i) -> const NamedSharding& {
-      return i < consts.size() ? consts[i].sharding() : args[i - consts.size()].sharding();
+      return i < consts.size() ? consts[i].impl()->sharding()
+                               : args[i - consts.size()].impl()->sharding();
     };
     const size_t n = consts.size() + args.size();
     std::shared_ptr<const Executable> ex;
@@ -516,6 +531,8 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
     with_consts.insert(with_consts.end(), args.begin(), args.end());
   }
   std::vector<Array> outs = ex->run(e->prog->consts.empty() ? args : with_consts);
+  for (size_t i = 0; i < e->out_given.size(); ++i)
+    if (e->out_given[i]) outs[i] = with_given_sharding(outs[i], *e->out_given[i]);
   for (size_t i = 0; i < donated->size() && i < args0.size(); ++i) {
     if (!(*donated)[i]) continue;
     const auto& impl = args0[i].impl();

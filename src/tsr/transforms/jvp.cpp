@@ -64,8 +64,11 @@ bool has_tangent_space(DType t) { return is_floating(t); }
 
 ArrayType ct_type(const ArrayType& t) {
   const PartitionSpec& s = t.sharding.spec();
-  if (s.unreduced().empty() && s.reduced().empty()) return t;
+  if (s.unreduced().empty() && s.reduced().empty() && t.munreduced.empty() && t.mreduced.empty())
+    return t;
   ArrayType c = t;
+  std::swap(c.munreduced, c.mreduced);  // manual axes' sets swap too (pcast, §3.6)
+  if (s.unreduced().empty() && s.reduced().empty()) return c;
   // Unreduced cotangents are always of kind sum: they accumulate by addition.
   PartitionSpec swapped(s.entries(), s.reduced(), s.unreduced());
   c.sharding = c.sharding.with_spec(swapped);

@@ -64,7 +64,8 @@ std::pair<std::vector<PartitionEntry>, std::vector<PartitionEntry>> split_manual
 // Checks a spec (in or out) against the manual axes and the rank; returns it
 // normalized to the rank.
 PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::string>& manual,
-                         const std::string& which, const std::string& path, const ArrayType& t) {
+                         const std::string& which, const std::string& path, const ArrayType& t,
+                         const std::string& fn) {
   if (!p.unreduced().empty() || !p.reduced().empty())
     throw NotImplementedError("[shard_map] unreduced/reduced in shard_map " + which +
                               " are not supported yet. Got " + p.repr() + " for " + path +
@@ -82,18 +83,29 @@ PartitionSpec check_spec(const PartitionSpec& p, int rank, const std::set<std::s
         throw ValueError("[shard_map] shard_map " + which + " " + p.repr() + " for " + path +
                          " names mesh axis '" + a + "' twice. Got that; expected each axis once.");
     }
-  if (p.size() > rank)
-    throw ValueError("[shard_map] shard_map applied to the function was given an " + which +
-                     " entry which is too long: " + p.repr() + " for " + path + " of type " +
-                     short_type(t) + " (rank " + std::to_string(rank) +
-                     "). Give at most one entry per dimension. For scalar values (rank 0), "
-                     "consider using an " +
-                     which + " entry of `P()`." +
-                     (which == "out_specs"
-                          ? " In particular, for rank 0 outputs which are not constant over the "
-                            "mesh, add at least one (singleton) axis to them so that they can be "
-                            "concatenated using out_specs."
-                          : ""));
+  if (p.size() > rank) {
+    // JAX's _spec_rank_error, naming the function (ShardMapOptions::name).
+    const bool in = which == "in_specs";
+    const std::string put = in ? "input" : "output";
+    throw ValueError(
+        "[shard_map] shard_map applied to the function '" + fn + "' was given an " + which +
+        " entry which is too long to be compatible with the corresponding " + put +
+        " value from the function: the " + which + " entry for " + path + " is " + p.repr() +
+        " which has length " + std::to_string(p.size()) + ", but " +
+        (in ? "the passed " + path : path + " of '" + fn + "'") + " has shape " + short_type(t) +
+        ", which has rank " + std::to_string(rank) + " (and " + std::to_string(rank) + " < " +
+        std::to_string(p.size()) + "). Entries in " + which +
+        " must be of length no greater than the number of axes in the corresponding " + put +
+        " value. Either revise the spec to be shorter, or modify '" + fn + "' so that its " + put +
+        "s have sufficient rank." +
+        (rank == 0
+             ? " For scalar values (rank 0), consider using an " + which + " entry of `P()`." +
+                   (in ? ""
+                       : " In particular, for rank 0 outputs which are not constant over "
+                         "the mesh, add at least one (singleton) axis to them so that "
+                         "they can be concatenated using out_specs.")
+             : ""));
+  }
   return p.normalized(rank);
 }
 
@@ -170,7 +182,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     } else if (on_mesh) {
       p = PartitionSpec(split_manual(entries_of(t), mset, paths[i], t).first);
     }
-    p = check_spec(p, t.ndim(), mset, "in_specs", paths[i], t);
+    p = check_spec(p, t.ndim(), mset, "in_specs", paths[i], t, fn_name);
     std::vector<PartitionEntry> pe = p.entries();
     for (int d = 0; d < t.ndim(); ++d) {
       int64_t k = prod_of(pe[d], am);
@@ -229,10 +241,17 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
           for (size_t j = 0; j < outs.size(); ++j) {
             std::string path = "output " + std::to_string(j);
             Array& y = outs[j];
-            PartitionSpec p = check_spec(want[j], y.ndim(), mset, "out_specs", path, y.type());
+            PartitionSpec p =
+                check_spec(want[j], y.ndim(), mset, "out_specs", path, y.type(), fn_name);
             std::set<std::string> named;
             for (const auto& e : p.entries())
               for (const auto& a : e.axes()) named.insert(a);
+            if (!y.type().munreduced.empty() || !y.type().mreduced.empty())
+              throw NotImplementedError(
+                  "[shard_map] " + path + " of '" + fn_name + "' has type " + y.type().str() +
+                  ", unreduced or reduced over manual axes; out_specs with unreduced= / "
+                  "reduced= are not supported yet. Got that output; expected a varying or "
+                  "invariant one. psum an unreduced value, or pcast a reduced one to varying.");
             if (o.check_vma) {
               std::vector<std::string> add;  // implicit pvary: an invariant output tiled
               for (const auto& a : inner.axis_names())

@@ -171,7 +171,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
   Program p = trace_program(f, per);
   BatchAxisScope scope({*size, e, mesh, o.axis_name, o.spmd_axis_name});
   BatchResult r = batch_eval(p, in, dims);
-  return {r.outs, r.dims, *size, e, mesh};
+  return {r.outs, r.dims, *size, e, mesh, o.axis_name};
 }
 
 std::vector<Array> vmap_outputs(const VmapFlat& r, const std::vector<VmapAxis>& out_axes,
@@ -182,11 +182,20 @@ std::vector<Array> vmap_outputs(const VmapFlat& r, const std::vector<VmapAxis>& 
     const Array& x = r.outs[j];
     int d = r.dims[j];
     if (!out_axes[j]) {
-      if (d >= 0)
-        throw ValueError("[vmap] vmap has mapped output but out_axes is None. Got result " +
-                         paths[j] + " of type " + short_type(x.type()) +
-                         " batched; expected out_axes none only for results that do not "
-                         "depend on a batched argument. Give it an out_axes entry.");
+      if (d >= 0) {
+        // JAX's two texts: with an axis_name, matchaxis's; without, the out_axes path's.
+        std::string key = paths[j].rfind("result", 0) == 0 ? paths[j].substr(6) : paths[j];
+        std::string what =
+            r.axis_name.empty()
+                ? "at vmap out_axes" + key +
+                      ", got axis spec None but output was batched on axis " + std::to_string(d)
+                : "vmap has mapped output (axis_name=" + r.axis_name + ") but out_axes is None";
+        throw ValueError("[vmap] " + what + ". Got " + (key.empty() ? "the result" : paths[j]) +
+                         " of type " + short_type(x.type()) +
+                         ", which depends on a batched argument; expected out_axes none only for "
+                         "results that do not. Give it an out_axes entry, or reduce the batch "
+                         "(e.g. with psum over the axis_name).");
+      }
       outs.push_back(x);
       continue;
     }
