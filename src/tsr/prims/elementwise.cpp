@@ -193,16 +193,7 @@ namespace {
 PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType>& in) {
   const auto& ul = unreduced_of(in[0]);
   const auto& ur = unreduced_of(in[1]);
-  const auto& rl = reduced_of(in[0]);
-  const auto& rr = reduced_of(in[1]);
-  std::set<std::string> red;
-  if (!rl.empty() && !rr.empty() && rl != rr)
-    throw ShardingTypeError(
-        std::string("[") + name +
-        "] All inputs should be reduced across the same mesh axes. Got specs: " +
-        in[0].sharding.spec().repr() + ", " + in[1].sharding.spec().repr() +
-        ". Reshard one operand first.");
-  red = !rl.empty() ? rl : rr;
+  std::set<std::string> red = nary_reduced(name, in);
   if (ul.empty() && ur.empty()) return PartitionSpec({}, {}, red);
   UnreducedKind kl = in[0].sharding.spec().unreduced_kind();
   UnreducedKind kr = in[1].sharding.spec().unreduced_kind();
@@ -255,18 +246,17 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
                               u.str() +
                               "; expected unreduced_kind=sum. Reduce it first with "
                               "reshard(x, P(...)).");
-    if (!replicated_over(other, axes))
+    // A reduced set other than these axes (on either factor) would make the result
+    // unreduced and reduced at once, and its cotangent times this factor a product of
+    // two unreduced values: refused here, where the transpose could not follow.
+    if (!replicated_over(other, axes) || (!red.empty() && red != axes))
       throw ShardingTypeError(std::string("[") + name + "] " + (left ? "RHS" : "LHS") +
                               " should be reduced along the same axes " + (left ? "LHS" : "RHS") +
-                              " is unreduced on. Got lhs=" + in[0].sharding.spec().repr() +
-                              " and rhs=" + in[1].sharding.spec().repr() +
-                              "; expected the other operand replicated "
-                              "(or reduced) over " +
-                              quoted_set(axes) + ". Reshard it to drop those axes.");
-    std::set<std::string> out_red;
-    for (const auto& a : red)
-      if (!axes.count(a)) out_red.insert(a);
-    return PartitionSpec({}, axes, out_red, UnreducedKind::Sum);
+                              " is unreduced on. Got lhs=" + in[0].str() + " and rhs=" +
+                              in[1].str() + "; expected the other operand reduced over exactly " +
+                              quoted_set(axes) + ", or replicated over them and not reduced. " +
+                              "Reshard it to P(..., Reduced{...}) on those axes.");
+    return PartitionSpec({}, axes, {}, UnreducedKind::Sum);
   }
   no_unreduced(name, in);
   return {};
@@ -282,7 +272,7 @@ Lowering like_output(const std::vector<ArrayType>& in, const std::vector<ArrayTy
   const PartitionSpec& s = out[0].sharding.spec();
   for (const auto& t : in)
     l.in.push_back(t.ndim() == 0 ? with_sets_of({}, t.sharding.spec())
-                                 : with_sets_of(entries_of(out[0]), t.sharding.spec()));
+                                 : layout_with_sets(entries_of(out[0]), t.sharding.spec()));
   l.out.push_back(s);
   return l;
 }
@@ -745,10 +735,14 @@ ArrayType batched_like(const std::vector<Array>& m, const std::vector<int>& dims
   return detail::batched_type(m[idx[0]].type(), 0);
 }
 // A scalar-or-full operand (select_n's which, clamp's bounds): unbatched scalars stay.
+// It takes the cases' layout but keeps its own sets: a predicate is never unreduced
+// (the cases may be: the cotangents of a batched transpose).
 Array scalar_or_full(const Array& a, int d, const ArrayType& like) {
   if (d < 0 && a.ndim() == 0) return a;
   ArrayType t = like;
   t.dtype = a.dtype();
+  t.sharding = NamedSharding(like.sharding.mesh(),
+                             layout_with_sets(entries_of(like), a.type().sharding.spec()));
   return detail::batch_full(a, d >= 0 ? 0 : -1, t);
 }
 }  // namespace
