@@ -90,8 +90,8 @@ TEST(RefusedTransforms, ReducedInputAgainstAnOperandShardedOnIt) {
              "All inputs should be reduced across the same mesh axes. Got specs: {'a'}, {'b'}");
   // Replicated over the reduced axes stays accepted (Tessera's extension): the result
   // is reduced and the replicated operand's cotangent gets reduced by the pass.
-  Array xr = device_put(ramp({8, 3}), P(nullptr, "b"));
-  EXPECT_EQ(typeof(xr * w).str(), "f64[8,3@b]{R:a}");
+  Array xr = device_put(ramp({8, 3}), P("b", nullptr));
+  EXPECT_EQ(typeof(xr * w).str(), "f64[8@b,3]{R:a}");
   Array g = grad([&](const Array& w) { return sum(xr * w); })(w);
   EXPECT_EQ(typeof(g).str(), "f64[1,3]{U:a}");
   expect_near(sum(ramp({8, 3}), 0, {.keepdims = true}), reshard(g, P()));
