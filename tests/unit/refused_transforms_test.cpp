@@ -48,6 +48,23 @@ TEST(RefusedTransforms, GradOfCheckpointThroughCond) {
     }
 }
 
+// A while_loop's split recomputes the whole loop: the backward pass must not split it
+// again and again, and reverse mode through it is refused as without checkpoint.
+TEST(RefusedTransforms, GradOfCheckpointThroughWhileIsRefused) {
+  auto f = [](const Array& x) {
+    auto r = while_loop([](const std::pair<Array, Array>& c) { return c.first < 2; },
+                        [](const std::pair<Array, Array>& c) {
+                          return std::make_pair(c.first + 1, c.second * 1.5);
+                        },
+                        std::make_pair(full({}, 0.0, int32), x));
+    return sum(sin(r.second));
+  };
+  EXPECT_HAS(error_of<ValueError>([&] { grad(checkpoint(f))(ramp({3})); }),
+             "Reverse-mode differentiation does not work for while_loop");
+  Array t = ones({3}, float64);
+  expect_near(jvp(f, ramp({3}), t).second, jvp(checkpoint(f), ramp({3}), t).second);
+}
+
 // scan(checkpoint(body)), the documented recompute-per-step pattern, with a cond whose
 // result the body uses nonlinearly.
 TEST(RefusedTransforms, GradOfScanOfCheckpointedBodyWithCond) {

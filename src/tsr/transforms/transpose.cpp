@@ -47,7 +47,8 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
       std::vector<bool> cl;
       EqnSplit sp;
       if (control_unknown_outs(*e.prim, flags, cl) &&
-          std::find(cl.begin(), cl.end(), false) != cl.end() && split_control(*e.prim, flags, sp)) {
+          std::find(cl.begin(), cl.end(), false) != cl.end() &&
+          split_control_linear(*e.prim, flags, sp)) {
         if (sp.known_ins.empty())
           for (size_t i = 0; i < e.ins.size(); ++i)
             if (!flags[i]) sp.known_ins.push_back(static_cast<int>(i));
