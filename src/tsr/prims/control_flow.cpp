@@ -948,10 +948,8 @@ bool split_control(const Primitive& p, const std::vector<bool>& unknown_ins, Eqn
   return false;
 }
 
-bool split_control_linear(const Primitive& p, const std::vector<bool>& unknown_ins,
-                          EqnSplit& out) {
-  if (dynamic_cast<const prim::While*>(&p)) return false;
-  return split_control(p, unknown_ins, out);
+bool control_split_is_linear(const Primitive& p) {
+  return dynamic_cast<const prim::While*>(&p) == nullptr;
 }
 
 bool control_unknown_outs(const Primitive& p, const std::vector<bool>& unknown_ins,

@@ -47,26 +47,31 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
       std::vector<bool> cl;
       EqnSplit sp;
       if (control_unknown_outs(*e.prim, flags, cl) &&
-          std::find(cl.begin(), cl.end(), false) != cl.end() &&
-          split_control_linear(*e.prim, flags, sp)) {
+          std::find(cl.begin(), cl.end(), false) != cl.end() && split_control(*e.prim, flags, sp)) {
         if (sp.known_ins.empty())
           for (size_t i = 0; i < e.ins.size(); ++i)
             if (!flags[i]) sp.known_ins.push_back(static_cast<int>(i));
         std::vector<Array> kin;
         for (int i : sp.known_ins) kin.push_back(env.at(e.ins[static_cast<size_t>(i)].get()));
         std::vector<Array> kout = detail::bind(sp.known, kin);
+        size_t k = 0;
+        for (size_t j = 0; j < e.outs.size(); ++j) {
+          if (sp.unknown_outs[j])
+            linear.insert(e.outs[j].get());
+          else
+            env[e.outs[j].get()] = kout.at(k++);
+        }
+        // A while's unknown part is the loop again: the equation itself is transposed
+        // (which refuses reverse mode through a while, as without the checkpoint).
+        if (!control_split_is_linear(*e.prim)) {
+          lin.push_back(&e);
+          continue;
+        }
         Eqn& ue = split_eqns.emplace_back();
         ue.prim = sp.unknown;
         ue.ctx = e.ctx;
-        size_t k = 0;
-        for (size_t j = 0; j < e.outs.size(); ++j) {
-          if (!sp.unknown_outs[j]) {
-            env[e.outs[j].get()] = kout.at(k++);
-            continue;
-          }
-          ue.outs.push_back(e.outs[j]);
-          linear.insert(e.outs[j].get());
-        }
+        for (size_t j = 0; j < e.outs.size(); ++j)
+          if (sp.unknown_outs[j]) ue.outs.push_back(e.outs[j]);
         std::vector<VarPtr> res;
         for (size_t r = 0; r < sp.num_res; ++r, ++k) {
           res.push_back(std::make_shared<Var>(Var{kout.at(k).type()}));
