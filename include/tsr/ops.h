@@ -242,7 +242,7 @@ Array operator!(const Array& x);
 // ---- reductions ------------------------------------------------------------------
 /** Options of reductions. */
 struct ReduceOptions {
-  bool keepdims = false;           /**< keep reduced dims as size 1 (unsharded) */
+  bool keepdims = false; /**< keep reduced dims as size 1 (unsharded) */
   /** sum/max/min: e.g. keep a sharded axis unreduced; the sharding of the result (with
    *  keepdims, of the kept-dims result: None at the kept dims) */
   ShardingArg out_sharding = {};

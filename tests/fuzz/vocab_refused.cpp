@@ -78,8 +78,8 @@ Step d_reduced_operand(Gen& g) {
   std::string w = "in" + std::to_string(k);
   std::string a = swap ? w : "x", b = swap ? "x" : w;
   g.unreduced = op == 0 && g.xspec && !g.xspec->unreduced().empty();
-  std::string text = op == 3 ? std::string("maximum(") + a + ", " + b + ")"
-                             : a + " " + ops[op] + " " + b;
+  std::string text =
+      op == 3 ? std::string("maximum(") + a + ", " + b + ")" : a + " " + ops[op] + " " + b;
   return mk(text, [=](const Ctx&, const Array& x, const Ins& in) {
     const Array& v = in[static_cast<size_t>(k)];
     const Array& l = swap ? v : x;
@@ -107,9 +107,8 @@ Step d_reshard_reduced(Gen& g) {
     for (const auto& a : pe.axes())
       if (red.count(a)) pe = PartitionEntry();
   PartitionSpec p(e, {}, red);
-  return mk("reshard(x, " + str(p) + ")", [=](const Ctx& c, const Array& x, const Ins&) {
-    return c.oracle ? x : reshard(x, p);
-  });
+  return mk("reshard(x, " + str(p) + ")",
+            [=](const Ctx& c, const Array& x, const Ins&) { return c.oracle ? x : reshard(x, p); });
 }
 
 /** jacrev (sometimes jacfwd) of a sub-chain w.r.t. x, at x (sometimes at x resharded
@@ -130,12 +129,12 @@ Step d_jacobian(Gen& g) {
   }
   SubChain ch = draw_sub_chain(g);
   std::string name = std::string(fwd ? "jacfwd" : "jacrev") + (red ? "@" + str(*red) : "");
-  return composite_step(name, ch, [st = ch.steps, fwd, red](const Ctx& c, const Array& x,
-                                                            const Ins& in) {
-    auto f = [&](const Array& y) { return apply_chain(st, c, y, in); };
-    Array at = c.oracle || !red ? x : reshard(x, *red);
-    return fwd ? jacfwd(f)(at) : jacrev(f)(at);
-  });
+  return composite_step(name, ch,
+                        [st = ch.steps, fwd, red](const Ctx& c, const Array& x, const Ins& in) {
+                          auto f = [&](const Array& y) { return apply_chain(st, c, y, in); };
+                          Array at = c.oracle || !red ? x : reshard(x, *red);
+                          return fwd ? jacfwd(f)(at) : jacrev(f)(at);
+                        });
 }
 
 /** checkpoint around a cond (the sub-chain, or it with its derivative stopped) whose
@@ -146,20 +145,20 @@ Step d_checkpoint_cond(Gen& g) {
   int nl = g.r.below(5);
   bool second = g.r.coin(0.3);
   std::string name = std::string("checkpoint(") + kNonlinear[nl] + (second ? ", cond2" : "") + ")";
-  return composite_step(name, ch, [st = ch.steps, nl, second](const Ctx& c, const Array& x,
-                                                              const Ins& in) {
-    auto body = [st, c, nl, second](const Array& y, const Ins& ins) {
-      auto f = [st, c](const Array& z, const Ins& i2) { return apply_chain(st, c, z, i2); };
-      auto h = [f](const Array& z, const Ins& i2) { return stop_gradient(f(z, i2)); };
-      Array r = nonlinear(nl, cond(sum(astype(y, float32)) > 0.0, f, h, y, ins));
-      if (!second) return r;
-      r = cond(
-          sum(astype(r, float32)) < 1.0, [](const Array& z) { return z * 2.0; },
-          [](const Array& z) { return z - 1.0; }, r);
-      return nonlinear(4, r);
-    };
-    return checkpoint(body, "cond_chain")(x, in);
-  });
+  return composite_step(
+      name, ch, [st = ch.steps, nl, second](const Ctx& c, const Array& x, const Ins& in) {
+        auto body = [st, c, nl, second](const Array& y, const Ins& ins) {
+          auto f = [st, c](const Array& z, const Ins& i2) { return apply_chain(st, c, z, i2); };
+          auto h = [f](const Array& z, const Ins& i2) { return stop_gradient(f(z, i2)); };
+          Array r = nonlinear(nl, cond(sum(astype(y, float32)) > 0.0, f, h, y, ins));
+          if (!second) return r;
+          r = cond(
+              sum(astype(r, float32)) < 1.0, [](const Array& z) { return z * 2.0; },
+              [](const Array& z) { return z - 1.0; }, r);
+          return nonlinear(4, r);
+        };
+        return checkpoint(body, "cond_chain")(x, in);
+      });
 }
 
 /** scan over x's leading dim of checkpoint(body): the carry (x[0]'s type) goes through
@@ -176,19 +175,19 @@ Step d_scan_checkpoint(Gen& g) {
   SubChain ch = draw_sub_chain(g, true);
   int nl = g.r.below(5);
   std::string name = std::string("scan(checkpoint(") + kNonlinear[nl] + "(cond)))";
-  return composite_step(name, ch, [st = ch.steps, nl, un](const Ctx& c, const Array& x,
-                                                          const Ins& in) {
-    Array xs = c.oracle || !un ? x : reshard(x, *un);
-    auto body = [st, c, in, nl](const Array& carry, const Array& xi) {
-      Array z = carry * 0.5 + xi;
-      Array r = nonlinear(nl, cond(
-                                  sum(astype(z, float32)) > 0.0,
-                                  [](const Array& a) { return a * 2.0; },
-                                  [](const Array& a) { return a - 1.0; }, z));
-      return std::make_pair(r, apply_chain(st, c, r, in));
-    };
-    return scan(checkpoint(body), index(xs, {0}), xs).second;
-  });
+  return composite_step(
+      name, ch, [st = ch.steps, nl, un](const Ctx& c, const Array& x, const Ins& in) {
+        Array xs = c.oracle || !un ? x : reshard(x, *un);
+        auto body = [st, c, in, nl](const Array& carry, const Array& xi) {
+          Array z = carry * 0.5 + xi;
+          Array r = nonlinear(
+              nl, cond(
+                      sum(astype(z, float32)) > 0.0, [](const Array& a) { return a * 2.0; },
+                      [](const Array& a) { return a - 1.0; }, z));
+          return std::make_pair(r, apply_chain(st, c, r, in));
+        };
+        return scan(checkpoint(body), index(xs, {0}), xs).second;
+      });
 }
 
 }  // namespace fuzz

@@ -9,8 +9,8 @@ Array ramp(const Shape& s) { return iota(s) * 0.25 - 0.5; }
 
 Array cond_of(const Array& x) {
   return cond(
-      sum(x) > 0.0, [](const Array& y) { return y * 2.0; },
-      [](const Array& y) { return y - 1.0; }, x);
+      sum(x) > 0.0, [](const Array& y) { return y * 2.0; }, [](const Array& y) { return y - 1.0; },
+      x);
 }
 }  // namespace
 

@@ -23,8 +23,8 @@ void expect_near(const Array& want, const Array& got, double tol = 1e-12) {
 
 Array cond_of(const Array& x) {
   return cond(
-      sum(x) > 0.0, [](const Array& y) { return y * 2.0; },
-      [](const Array& y) { return y - 1.0; }, x);
+      sum(x) > 0.0, [](const Array& y) { return y * 2.0; }, [](const Array& y) { return y - 1.0; },
+      x);
 }
 
 // ---- item 18 -------------------------------------------------------------------------
@@ -93,11 +93,12 @@ TEST(RefusedTransforms, ReducedInputAgainstAnOperandShardedOnIt) {
   MeshScope s(m);
   Array x = device_put(ramp({8, 3}), P("a", nullptr));
   Array w = reshard(ones({1, 3}, float64), P(nullptr, nullptr, Reduced{{"a"}}));
-  for (auto f : {+[](const Array& x, const Array& w) { return x * w; },
-                 +[](const Array& x, const Array& w) { return w + x; }}) {
+  for (auto f : {+[](const Array&x, const Array&w) { return x * w; },
+                 +[](const Array&x, const Array&w) { return w + x; }}) {
     std::string e = error_of<ShardingTypeError>([&] { f(x, w); });
-    EXPECT_HAS(e, "Inputs cannot be sharded/varying on the same axes that another input is "
-                  "reduced on");
+    EXPECT_HAS(e,
+               "Inputs cannot be sharded/varying on the same axes that another input is "
+               "reduced on");
     EXPECT_HAS(e, "Got input type: f64[8@a,3] and reduced spec: {'a'}");
     error_of<ShardingTypeError>([&] { jit(f)(x, w); });
   }
@@ -164,9 +165,9 @@ TEST(RefusedTransforms, MulOfUnreducedByAFactorReducedElsewhere) {
   MeshScope s(m);
   Array sb = reshard(ramp({4}), P(nullptr, Reduced{{"b"}}));
   Array u = reshard(ramp({4}) + 1.0, P(nullptr, Unreduced{{"a"}}));
-  for (auto f : {+[](const Array& s, const Array& u) { return s * u; },
-                 +[](const Array& s, const Array& u) { return u * s; },
-                 +[](const Array& s, const Array& u) { return u / s; }}) {
+  for (auto f : {+[](const Array&s, const Array&u) { return s * u; },
+                 +[](const Array&s, const Array&u) { return u * s; },
+                 +[](const Array&s, const Array&u) { return u / s; }}) {
     std::string e = error_of<ShardingTypeError>([&] { f(sb, u); });
     EXPECT_HAS(e, "should be reduced along the same axes");
     EXPECT_HAS(e, "expected the other operand reduced over exactly {'a'}");
@@ -208,9 +209,8 @@ TEST(RefusedTransforms, KeepdimsWithOutSharding) {
   Array u = jit(f)(x);
   EXPECT_EQ(typeof(u).str(), "f64[1,2@b]{U:a}");
   expect_near(sum(hx, 0, {.keepdims = true}), reshard(u, P(nullptr, "b")));
-  EXPECT_HAS(error_of<ValueError>([&] {
-               sum(x, 0, {.keepdims = true, .out_sharding = P(nullptr, "b", nullptr)});
-             }),
+  EXPECT_HAS(error_of<ValueError>(
+                 [&] { sum(x, 0, {.keepdims = true, .out_sharding = P(nullptr, "b", nullptr)}); }),
              "with keepdims=True, out_sharding is the sharding of the result");
   // A kept dim is size 1: sharding it does not divide.
   error_of<ValueError>([&] { sum(x, 0, {.keepdims = true, .out_sharding = P("a", "b")}); });

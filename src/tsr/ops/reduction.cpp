@@ -47,10 +47,12 @@ NamedSharding without_kept_dims(const NamedSharding& s, int rank, const std::vec
                                 const char* op) {
   const auto& e = s.spec().entries();
   if (static_cast<int>(e.size()) > rank)
-    throw ValueError(std::string("[") + op + "] with keepdims=True, out_sharding is the sharding of "
-                     "the result, which keeps the reduced dims: rank " + std::to_string(rank) +
-                     ". Got out_sharding=" + s.spec().repr() + " with " + std::to_string(e.size()) +
-                     " entries; expected at most " + std::to_string(rank) +
+    throw ValueError(std::string("[") + op +
+                     "] with keepdims=True, out_sharding is the sharding of "
+                     "the result, which keeps the reduced dims: rank " +
+                     std::to_string(rank) + ". Got out_sharding=" + s.spec().repr() + " with " +
+                     std::to_string(e.size()) + " entries; expected at most " +
+                     std::to_string(rank) +
                      ". Give one entry per dim of the result (None at the kept dims).");
   std::vector<PartitionEntry> rest;
   for (int d = 0; d < static_cast<int>(e.size()); ++d)

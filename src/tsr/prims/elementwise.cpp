@@ -34,13 +34,14 @@ bool register_all() {
   // Autodiff kinds (see each rule below).
   for (const char* n : {"neg", "add", "sub", "mul", "div", "select_n", "convert_element_type"})
     declare_ad(n, AdKind::Linear);
-  for (const char* n : {"abs", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
-                        "sin", "cos", "tan", "tanh", "logistic", "erf", "erf_inv", "integer_pow",
-                        "rem", "pow", "max", "min", "atan2", "clamp"})
+  for (const char* n : {"abs",         "exp", "exp2", "log", "log1p", "expm1",    "sqrt", "rsqrt",
+                        "square",      "sin", "cos",  "tan", "tanh",  "logistic", "erf",  "erf_inv",
+                        "integer_pow", "rem", "pow",  "max", "min",   "atan2",    "clamp"})
     declare_ad(n, AdKind::Differentiable);
   for (const char* n : {"sign", "floor", "ceil", "round"})
-    declare_ad(n, AdKind::NonDifferentiable, "a step function: its derivative is zero almost "
-                                             "everywhere (JAX: defjvp_zero)");
+    declare_ad(n, AdKind::NonDifferentiable,
+               "a step function: its derivative is zero almost "
+               "everywhere (JAX: defjvp_zero)");
   for (const char* n : {"is_finite", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge"})
     declare_ad(n, AdKind::NonDifferentiable, "bool or integer results have no tangent space");
   return true;
@@ -592,7 +593,8 @@ std::vector<Array> Binary::jvp(const std::vector<Array>& primals,
       break;
     case BinaryOp::Pow: {
       Array lhs = tx.valid() ? ad::scale(tx, y * power(x, y - 1.0)) : Array();
-      Array rhs = ty.valid() ? ad::scale(ty, log(where(equal(x, 0), ones_like(x), x)) * out) : Array();
+      Array rhs =
+          ty.valid() ? ad::scale(ty, log(where(equal(x, 0), ones_like(x), x)) * out) : Array();
       r = ad::add(lhs, rhs);
       break;
     }
@@ -628,7 +630,8 @@ std::vector<Array> Binary::transpose(const std::vector<Array>& cts,
       return both(ct, y.linear() ? ad::negate(ct) : Array());
     case BinaryOp::Mul:
       if (x.linear() && y.linear()) bilinear("mul");
-      return x.linear() ? both(ad::scale(ct, y.value), Array()) : both(Array(), ad::scale(ct, x.value));
+      return x.linear() ? both(ad::scale(ct, y.value), Array())
+                        : both(Array(), ad::scale(ct, x.value));
     case BinaryOp::Div:
       if (y.linear()) bilinear("div");
       return both(div_(ct, y.value), Array());
@@ -661,8 +664,8 @@ std::vector<Array> SelectN::transpose(const std::vector<Array>& cts,
   return out;
 }
 
-std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
-                              const std::vector<Array>& tangents, std::vector<Array>& outs) const {
+std::vector<Array> Clamp::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                              std::vector<Array>& outs) const {
   const Array &lo = primals[0], &x = primals[1], &hi = primals[2];
   // Operands and tangents may be laid out unlike the output (clamp lays them out as
   // it; a scalar bound has rank 0); select_n wants predicate and cases laid out alike.
@@ -767,8 +770,7 @@ detail::Batched Clamp::batch(const std::vector<Array>& args, const std::vector<i
 }
 
 detail::Batched Convert::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
-  auto p = std::make_shared<Convert>(dtype_, weak_,
-                                     detail::batched_sharding(sharding_, 0, name()));
+  auto p = std::make_shared<Convert>(dtype_, weak_, detail::batched_sharding(sharding_, 0, name()));
   return detail::batch_unary_front(p, args[0], dims[0]);
 }
 

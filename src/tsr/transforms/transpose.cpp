@@ -78,7 +78,8 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
           env[res.back().get()] = kout[k];
         }
         for (int i : sp.unknown_ins)
-          ue.ins.push_back(i >= 0 ? e.ins[static_cast<size_t>(i)] : res[static_cast<size_t>(-i - 1)]);
+          ue.ins.push_back(i >= 0 ? e.ins[static_cast<size_t>(i)]
+                                  : res[static_cast<size_t>(-i - 1)]);
         lin.push_back(&ue);
         continue;
       }
