@@ -77,6 +77,8 @@ Array broadcasted_iota(DType dtype, const Shape& shape, int dimension, const Pla
 Array zeros_like(const Array& x, std::optional<DType> dtype = {}, const Placement& where = {});
 /** Ones shaped like x. */
 Array ones_like(const Array& x, std::optional<DType> dtype = {}, const Placement& where = {});
+/** jnp.empty_like: zeros shaped like x (XLA has no uninitialised arrays). */
+Array empty_like(const Array& x, std::optional<DType> dtype = {}, const Placement& where = {});
 /** `value` shaped like x. */
 Array full_like(const Array& x, double value, std::optional<DType> dtype = {},
                 const Placement& where = {});

@@ -174,6 +174,13 @@ class Gen {
 /** The shard_map step (shard_map_step.cpp): x's blocks through elementwise ops and
  *  collectives, against the oracle's reshape-and-reduce meaning of them. */
 Step d_shard_map(Gen& g);
+/** The shard_map-on-Auto-meshes step (auto_shard_map_step.cpp): all-Auto or mixed axis
+ *  types, called directly, under jit, grad or vmap, sometimes with a host argument. */
+Step d_auto_shard_map(Gen& g);
+
+/** The vmap_collective_ad step (vocab_vmap_collectives.cpp): grad/vjp of collectives
+ *  over a vmap's axis_name against a loop over the examples. */
+Step d_vmap_collective_ad(Gen& g);
 
 /** A composite's drawn sub-chain (vocab.cpp): its steps, printed text and inner ops. */
 struct SubChain {

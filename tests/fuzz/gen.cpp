@@ -267,9 +267,9 @@ bool composite(const OpDef& d) {
 // of the table.
 bool autodiff(const OpDef& d) {
   static const std::set<std::string> names = {
-      "stop_gradient",     "custom_jvp",        "custom_vjp",       "checkpoint", "jit",
-      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",      "shard_map",  "cond",
-      "map(chain)",        "fori_loop(chain)",  "while_loop(chain)"};
+      "stop_gradient",     "custom_jvp",        "custom_vjp",        "checkpoint",        "jit",
+      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",       "shard_map",         "shard_map@auto",  "cond",
+      "map(chain)",        "fori_loop(chain)",  "while_loop(chain)", "vmap_collective_ad"};
   return names.count(d.name) > 0 || refused_entry(d, false);
 }
 }  // namespace

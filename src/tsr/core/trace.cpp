@@ -49,7 +49,7 @@ VarPtr Trace::var_for(const Array& x) {
   if (impl->deleted) check_concrete(x, "trace");
   auto it = captured_.find(impl);
   if (it != captured_.end()) return it->second;
-  auto v = std::make_shared<Var>(Var{capture_ ? capture_(impl->type()) : impl->type()});
+  auto v = std::make_shared<Var>(Var{type_of(x)});
   prog_.const_vars.push_back(v);
   prog_.consts.push_back(x);
   captured_.emplace(impl, v);
@@ -58,8 +58,21 @@ VarPtr Trace::var_for(const Array& x) {
 
 ArrayType Trace::type_of(const Array& x) const {
   const ArrayImpl* impl = x.impl().get();
-  if (!capture_ || !impl || (impl->var && impl->trace_id == id_)) return x.type();
-  return capture_(impl->type());
+  if (!impl || (impl->var && impl->trace_id == id_)) return x.type();
+  // Seen from outside first: the trace this one is nested in (a shard_map body's view
+  // reaches the loops, conds and jits traced inside it).
+  ArrayType outer = impl->type();
+  auto it = std::find(t_stack.begin(), t_stack.end(), this);
+  if (it != t_stack.end() && it != t_stack.begin()) {
+    const Trace* parent = *(it - 1);
+    if (!(impl->var && impl->trace_id == parent->id_)) outer = parent->type_of(x);
+  }
+  return capture_ ? capture_(outer) : outer;
+}
+
+ArrayType seen_type(const Array& x) {
+  Trace* t = current_trace();
+  return t ? t->type_of(x) : x.type();
 }
 
 std::vector<Array> Trace::record(PrimPtr prim, const std::vector<Array>& in,

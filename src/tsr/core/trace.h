@@ -33,9 +33,12 @@ class Trace {
   /** Finishes: the program with `outs` as its results. */
   Program finish(const std::vector<Array>& outs);
   /** Types captured arrays take in this trace (shard_map: a closed-over value is an
-   *  invariant block on the manual mesh); default: their own. */
+   *  invariant block on the manual mesh), given their type in the enclosing trace;
+   *  default: that type. */
   void set_capture_type(std::function<ArrayType(const ArrayType&)> f) { capture_ = std::move(f); }
-  /** x's type as this trace sees it (a captured array's per set_capture_type). */
+  /** x's type as this trace sees it: its own for this trace's values, else its type in
+   *  the enclosing trace passed through set_capture_type's function (so a loop body or
+   *  a jit inside a shard_map body sees a constant made there as the body does). */
   ArrayType type_of(const Array& x) const;
 
  private:
@@ -49,5 +52,8 @@ class Trace {
 Trace* current_trace();
 /** True when trace `id` is active on this thread. */
 bool trace_active(uint64_t id);
+/** x's type as the innermost active trace sees it (its own type outside any trace): the
+ *  type a transform or control-flow entry traces its function at. */
+ArrayType seen_type(const Array& x);
 
 }  // namespace tsr::detail

@@ -93,9 +93,15 @@ Array zeros_like(const Array& x, std::optional<DType> dtype, const Placement& wh
 Array ones_like(const Array& x, std::optional<DType> dtype, const Placement& where) {
   return full_like(x, 1, dtype, where);
 }
+Array empty_like(const Array& x, std::optional<DType> dtype, const Placement& where) {
+  return full_like(x, 0, dtype, where);
+}
 Array full_like(const Array& x, double value, std::optional<DType> dtype, const Placement& where) {
   DType dt = dtype ? *dtype : x.dtype();
-  if (!std::holds_alternative<std::monostate>(where)) return full(x.shape(), value, dt, where);
+  // Inside a shard_map body the result varies where x does, whatever its dtype or
+  // placement (lax.full_like), so it can meet x and be a loop carry beside it.
+  if (!std::holds_alternative<std::monostate>(where))
+    return vary_like(full(x.shape(), value, dt, where), x);
   // Same shape: copy the type's sharding (spec §12.1); concrete devices when known.
   prim::Placed p;
   const NamedSharding& ts = x.type().sharding;
@@ -106,7 +112,7 @@ Array full_like(const Array& x, double value, std::optional<DType> dtype, const 
     p.mesh = *x.sharding().concrete_mesh();
     p.sharding = NamedSharding(p.mesh->abstract_mesh(), P());
   }
-  return bind1(std::make_shared<prim::Full>(x.shape(), dt, value, false, p), {});
+  return vary_like(bind1(std::make_shared<prim::Full>(x.shape(), dt, value, false, p), {}), x);
 }
 
 }  // namespace tsr

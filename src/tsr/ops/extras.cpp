@@ -129,12 +129,13 @@ Array full(const Shape& shape, const Array& fill_value, std::optional<DType> dty
 Array full_like(const Array& x, const Array& fill_value, std::optional<DType> dtype,
                 const Placement& where) {
   DType dt = dtype ? *dtype : x.dtype();
-  if (!std::holds_alternative<std::monostate>(where)) return full(x.shape(), fill_value, dt, where);
+  if (!std::holds_alternative<std::monostate>(where))
+    return vary_like(full(x.shape(), fill_value, dt, where), x);
   const NamedSharding& ts = x.type().sharding;
   Placement like = ts.mesh().empty()
                        ? Placement()
                        : Placement(NamedSharding(ts.mesh(), PartitionSpec(ts.spec().entries())));
-  return full(x.shape(), fill_value, dt, like);
+  return vary_like(full(x.shape(), fill_value, dt, like), x);
 }
 
 }  // namespace tsr

@@ -1,6 +1,10 @@
 #include "tsr/ops/ops_common.h"
 
+#include <set>
+
+#include "tsr/collectives.h"
 #include "tsr/core/array_impl.h"
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
 #include "tsr/prims/shape_ops.h"
@@ -83,8 +87,11 @@ prim::Placed resolve_placed(const Placement& where, const Shape& shape, const ch
 Array scalar_array(double v, DType dtype, bool weak, const Array* like) {
   prim::Placed where;
   if (like && like->valid() && !like->impl()->var && !like->sharding().mesh().empty()) {
-    where.mesh = *like->sharding().concrete_mesh();
-    where.sharding = NamedSharding(like->type().sharding.mesh(), P());
+    // On the mesh the innermost trace sees `like` on: in a shard_map body a concrete
+    // array is an invariant block on the manual mesh, and so is a literal beside it.
+    const AbstractMesh seen = seen_type(*like).sharding.mesh();
+    if (seen == like->type().sharding.mesh()) where.mesh = *like->sharding().concrete_mesh();
+    where.sharding = NamedSharding(seen, P());
     if (where.sharding->mesh().empty()) where.sharding.reset();
   }
   return bind1(std::make_shared<prim::Full>(Shape{}, dtype, v, weak, where), {});
@@ -152,6 +159,15 @@ std::vector<Array> promote_ranks(std::vector<Array> xs) {
     x = bind1(std::make_shared<prim::BroadcastInDim>(shape, bd, std::nullopt), {x});
   }
   return xs;
+}
+
+Array vary_like(const Array& v, const Array& like) {
+  const std::set<std::string>& want = like.type().vma;
+  if (want.empty()) return v;
+  std::vector<std::string> add;  // in mesh order, as the implicit pvary of §3.4
+  for (const auto& a : get_abstract_mesh().axis_names())
+    if (want.count(a) && !v.type().vma.count(a)) add.push_back(a);
+  return add.empty() ? v : tsr::pvary(v, add);
 }
 
 }  // namespace tsr::detail

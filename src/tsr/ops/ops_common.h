@@ -29,5 +29,8 @@ Array convert(const Array& x, DType dtype, bool weak = false);
  *  narrower than int32 accumulate in int32, unsigned narrower than uint32 in uint32
  *  (Tessera's default integer widths, as JAX without x64); others unchanged. */
 DType promote_integer_dtype(DType t);
+/** v varying over every manual axis `like` varies over (lax.full_like's pvary): the
+ *  *_like creators inside a shard_map body. */
+Array vary_like(const Array& v, const Array& like);
 
 }  // namespace tsr::detail

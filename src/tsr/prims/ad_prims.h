@@ -33,6 +33,8 @@ class CustomJvpCall : public detail::Primitive {
   CustomJvpCall(std::shared_ptr<const detail::Program> fun, CustomJvpRule rule, std::string fn)
       : fun_(std::move(fun)), rule_(std::move(rule)), fn_(std::move(fn)) {}
   const char* name() const override { return "custom_jvp_call"; }
+  /** Types vma by what it calls (manual-spmd §3.3 is for ordinary primitives). */
+  bool custom_vma() const override { return true; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_BATCH;
   std::string params() const override { return "name=" + fn_; }
@@ -57,11 +59,11 @@ using CustomBwd =
 
 /** What custom_vjp_call and custom_lin share: the rules and names for errors. */
 struct CustomVjpRules {
-  CustomFwd fwd;                       /**< forward rule */
-  CustomBwd bwd;                       /**< backward rule */
-  std::string fn;                      /**< the function's name */
-  std::vector<std::string> in_paths;   /**< leaf paths of the inputs, for errors */
-  std::vector<bool> diff;              /**< per input: differentiated (not nondiff_argnums) */
+  CustomFwd fwd;                     /**< forward rule */
+  CustomBwd bwd;                     /**< backward rule */
+  std::string fn;                    /**< the function's name */
+  std::vector<std::string> in_paths; /**< leaf paths of the inputs, for errors */
+  std::vector<bool> diff;            /**< per input: differentiated (not nondiff_argnums) */
 };
 
 /** custom_vjp_call: the function's Program plus its fwd/bwd rules. Its jvp runs fwd
@@ -73,6 +75,8 @@ class CustomVjpCall : public detail::Primitive {
                 std::shared_ptr<const CustomVjpRules> rules)
       : fun_(std::move(fun)), rules_(std::move(rules)) {}
   const char* name() const override { return "custom_vjp_call"; }
+  /** Types vma by what it calls (manual-spmd §3.3 is for ordinary primitives). */
+  bool custom_vma() const override { return true; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_BATCH;
   std::string params() const override { return "name=" + rules_->fn; }
@@ -100,6 +104,8 @@ class CustomLin : public detail::Primitive {
         in_types_(std::move(in_types)),
         out_types_(std::move(out_types)) {}
   const char* name() const override { return "custom_lin"; }
+  /** Its tangents have the primal outputs' types, vma included. */
+  bool custom_vma() const override { return true; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override { return "name=" + rules_->fn; }
   bool equals(const Primitive& o) const override { return this == &o; }
@@ -126,6 +132,8 @@ class Checkpoint : public detail::Primitive {
   /** The same checkpoint around another program. */
   detail::PrimPtr with_program(detail::Program p) const;
   const char* name() const override { return "checkpoint"; }
+  /** Types vma by what it calls (manual-spmd §3.3 is for ordinary primitives). */
+  bool custom_vma() const override { return true; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_BATCH;
   std::string params() const override { return "name=" + fn_; }

@@ -35,6 +35,13 @@ int64_t vmap_axis_size(const std::string& name) {
   return 0;
 }
 
+std::string axis_env_key() {
+  if (t_check_vma && t_vmap_names.empty()) return "";
+  std::string k = t_check_vma ? "vma" : "novma";
+  for (const auto& [n, size] : t_vmap_names) k += ";" + n + "=" + std::to_string(size);
+  return k;
+}
+
 int64_t bound_axis_size(const std::string& name) {
   int64_t v = vmap_axis_size(name);
   return v ? v : get_abstract_mesh().axis_size(name);
@@ -174,6 +181,17 @@ std::vector<std::pair<int, int>> group_positions(const AxisIndexGroups& g, int64
   return at;
 }
 
+Collective::Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op,
+                       bool check_vma, AxisIndexGroups groups)
+    : kind_(kind),
+      axes_(std::move(axes)),
+      op_(op),
+      check_vma_(check_vma),
+      groups_(std::move(groups)) {
+  for (const auto& a : axes_)
+    if (vmap_axis_size(a)) vmap_axes_.insert(a);
+}
+
 const char* Collective::name() const {
   switch (kind_) {
     case Kind::Psum:
@@ -200,7 +218,7 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
   // Only manual mesh axes are typed; a vmap's axis_name is batched away (§6.2).
   std::vector<std::string> named;
   for (const auto& a : axes_)
-    if (!vmap_axis_size(a)) named.push_back(a);
+    if (!vmap_axes_.count(a)) named.push_back(a);
   std::set<std::string> ax(named.begin(), named.end());
   if (kind_ == Kind::AxisIndex) {
     ArrayType t;
@@ -312,13 +330,23 @@ std::vector<Array> Collective::jvp(const std::vector<Array>& primals,
 
 std::vector<Array> Collective::transpose(const std::vector<Array>& cts,
                                          const std::vector<LinearIn>&) const {
-  // check_vma: psum (varying -> invariant) transposes to the free pvary and back;
-  // without it psum is the legacy self-transposing all-reduce (§3.8) and pvary is
-  // never bound. The legacy psum keeps its groups (each group's sum goes back to it).
-  Kind k = kind_ == Kind::Psum && check_vma_ ? Kind::Pvary : Kind::Psum;
-  return {bind1(std::make_shared<Collective>(k, axes_, ReduceOp::Sum, check_vma_,
-                                             k == Kind::Psum ? groups_ : AxisIndexGroups{}),
-                {cts.at(0)})};
+  // Typed axes (manual ones of a check_vma body): psum (varying -> invariant) and pvary
+  // transpose into each other, JAX's psum_invariant_p and pvary_p. Untyped axes (a
+  // vmap's axis_name anywhere, every axis without check_vma): psum is JAX's legacy
+  // psum_p, its own transpose (§3.8; it keeps its groups), and pvary is no op.
+  std::vector<std::string> typed, untyped;
+  for (const auto& a : axes_) (check_vma_ && !vmap_axes_.count(a) ? typed : untyped).push_back(a);
+  Array ct = cts.at(0);
+  auto apply = [&](Kind k, const std::vector<std::string>& axes, bool check, AxisIndexGroups g) {
+    ct = bind1(std::make_shared<Collective>(k, axes, ReduceOp::Sum, check, std::move(g)), {ct});
+  };
+  if (kind_ == Kind::Pvary) {
+    if (!typed.empty()) apply(Kind::Psum, typed, true, {});
+    return {ct};
+  }
+  if (!untyped.empty()) apply(Kind::Psum, untyped, check_vma_, groups_);
+  if (!typed.empty()) apply(Kind::Pvary, typed, true, {});
+  return {ct};
 }
 
 }  // namespace tsr::prim

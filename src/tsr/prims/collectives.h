@@ -39,6 +39,9 @@ struct VmapNameScope {
 };
 /** The size of a vmap-bound axis name, innermost binding first; 0 when not bound. */
 int64_t vmap_axis_size(const std::string& name);
+/** What a trace's collectives read from the context besides the types: check_vma and
+ *  the vmap-bound names with their sizes ("" for none of either); part of jit's cache key. */
+std::string axis_env_key();
 /** The size of a bound axis: a vmap axis name, else a manual axis of the context mesh. */
 int64_t bound_axis_size(const std::string& name);
 /** Raises the unbound-axis NameError of manual-spmd §4 unless every name is a
@@ -86,14 +89,10 @@ class Collective : public detail::Primitive {
     AxisIndex, /**< the device's row-major index over the axes: i32[] varying */
   };
   /** Kind, axes (row-major in this order), reduction, whether vma is checked and the
-   *  axis_index_groups of a legacy (check_vma=false) reduction. */
+   *  axis_index_groups of a legacy (check_vma=false) reduction. Which axes a vmap binds
+   *  (untyped ones) is read here, when the collective is bound. */
   Collective(Kind kind, std::vector<std::string> axes, detail::ReduceOp op, bool check_vma,
-             AxisIndexGroups groups = {})
-      : kind_(kind),
-        axes_(std::move(axes)),
-        op_(op),
-        check_vma_(check_vma),
-        groups_(std::move(groups)) {}
+             AxisIndexGroups groups = {});
   /** The kind. */
   Kind kind() const { return kind_; }
   /** The named axes. */
@@ -102,6 +101,9 @@ class Collective : public detail::Primitive {
   detail::ReduceOp op() const { return op_; }
   /** The axis_index_groups (Psum; empty: one group). */
   const AxisIndexGroups& groups() const { return groups_; }
+  /** Whether it moves data between devices: pvary is a type cast and axis_index a
+   *  per-device constant (design 0011), so only the reductions do. */
+  bool communicates() const { return kind_ == Kind::Psum; }
   const char* name() const override;
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   std::string params() const override;
@@ -117,6 +119,7 @@ class Collective : public detail::Primitive {
   detail::ReduceOp op_;
   bool check_vma_;
   AxisIndexGroups groups_;
+  std::set<std::string> vmap_axes_;  // the axes a vmap's axis_name bound: never typed
 };
 
 }  // namespace tsr::prim

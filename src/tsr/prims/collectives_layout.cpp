@@ -67,6 +67,11 @@ void check_dim(int d, int lo, int hi, const char* op, const char* what, const Ar
 }
 }  // namespace
 
+LayoutCollective::LayoutCollective(Params p) : p_(std::move(p)) {
+  for (const auto& a : p_.axes)
+    if (vmap_axis_size(a)) vmap_axes_.insert(a);
+}
+
 const char* LayoutCollective::name() const {
   switch (p_.kind) {
     case K::AllGather:
@@ -190,7 +195,7 @@ std::vector<ArrayType> LayoutCollective::infer(const std::vector<ArrayType>& in)
     return {t};
   }
   for (const auto& a : p_.axes)
-    if (!t.vma.count(a) && !vmap_axis_size(a))  // a vmap's axis_name is not typed
+    if (!t.vma.count(a) && !vmap_axes_.count(a))  // a vmap's axis_name is not typed
       throw ValueError(
           pre + "Collective " + name() + " must be applied to a device-varying type, but got " +
           axis_set_str(t.vma) + " for collective acting over axis name " +
@@ -238,14 +243,16 @@ std::vector<Array> LayoutCollective::jvp(const std::vector<Array>&,
 
 // §4.10: all_gather <-> psum_scatter, ppermute <-> the inverse pairs, all_to_all with
 // its axes swapped, the invariant gather -> this device's slice, pbroadcast -> the
-// psum kept on the source.
+// psum kept on the source. Over a vmap's axis_name nothing is typed invariant: every
+// example's loss reads the gathered value, so its transpose sums (psum_scatter).
 std::vector<Array> LayoutCollective::transpose(const std::vector<Array>& cts,
                                                const std::vector<LinearIn>& ins) const {
   const Array& ct = cts[0];
   Params q = p_;
   switch (p_.kind) {
     case K::AllGather:
-      if (p_.invariant) {
+      q.invariant = false;
+      if (p_.invariant && vmap_axes_.empty()) {
         const Shape& b = ins[0].type.shape;
         int64_t part = p_.tiled ? b[p_.dim] : 1;
         std::vector<ArrayLike> start(ct.ndim(), ArrayLike(0));

@@ -4,6 +4,7 @@
 // pbroadcast. Each keeps its user-facing parameters (printed as JAX prints them) and
 // lowers to one Group call per device, with a local block permutation before or after
 // where the named dimension is not the leading one.
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,8 +38,9 @@ class LayoutCollective : public detail::Primitive {
     /** axis_index_groups (all_gather, reduce_scatter, all_to_all); empty: one group. */
     std::vector<std::vector<int>> groups = {};
   };
-  /** A collective with these parameters. */
-  explicit LayoutCollective(Params p) : p_(std::move(p)) {}
+  /** A collective with these parameters; which axes a vmap binds is read here, when
+   *  the collective is bound. */
+  explicit LayoutCollective(Params p);
   /** The parameters. */
   const Params& p() const { return p_; }
   const char* name() const override;
@@ -52,6 +54,7 @@ class LayoutCollective : public detail::Primitive {
 
  private:
   Params p_;
+  std::set<std::string> vmap_axes_;  // the axes a vmap's axis_name bound: never typed
 };
 
 /** How a device runs a layout collective on its block: the shapes of the block

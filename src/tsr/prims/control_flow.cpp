@@ -57,11 +57,12 @@ std::string axes_tuple(const std::set<std::string>& s) {
   return axis_names_tuple(std::vector<std::string>(s.begin(), s.end()));
 }
 
-// True when p (or a body of it) runs a collective: devices must agree on whether it runs.
+// True when p (or a body of it) runs a collective that communicates: devices must agree
+// on whether it runs. pvary and axis_index move nothing, so any device may skip them.
 bool has_collective(const Program& p) {
   for (const auto& e : p.eqns) {
-    if (dynamic_cast<const Collective*>(e.prim.get()) ||
-        dynamic_cast<const LayoutCollective*>(e.prim.get()))
+    const auto* c = dynamic_cast<const Collective*>(e.prim.get());
+    if ((c && c->communicates()) || dynamic_cast<const LayoutCollective*>(e.prim.get()))
       return true;
     for (const auto& [n, b] : e.prim->bodies())
       if (has_collective(*b)) return true;

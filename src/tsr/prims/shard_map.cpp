@@ -95,9 +95,9 @@ Program ShardMap::trace_body(const FlatFn& fn, const std::vector<ArrayType>& in,
   CheckVmaScope vma_scope(check_vma_);
   Program p = trace_program(fn, in, [&](const ArrayType& t) {
     // A captured array is an invariant block, as in shard_map itself (nested: it keeps
-    // what it varies over in the enclosing body).
+    // what it varies over in the enclosing body); its spec normalised, as every type's.
     ArrayType b = t;
-    b.sharding = NamedSharding(inner, PartitionSpec());
+    b.sharding = type_sharding(NamedSharding(inner, PartitionSpec()), b.shape);
     return b;
   });
   consts = p.consts;
@@ -112,9 +112,7 @@ std::vector<Array> ShardMap::call(Program body, const std::vector<Array>& consts
   std::vector<PartitionSpec> specs;
   for (const auto& k : consts) {
     NamedSharding rep(mesh_, PartitionSpec());
-    all.push_back(k.type().sharding.mesh().empty()
-                      ? (k.impl()->var ? reshard(k, rep) : device_put(k, rep))
-                      : k);
+    all.push_back(k.type().sharding.mesh().empty() ? device_put(k, rep) : k);  // as shard_map's
     specs.push_back(PartitionSpec().normalized(k.ndim()));
   }
   all.insert(all.end(), args.begin(), args.end());

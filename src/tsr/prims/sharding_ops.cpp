@@ -111,7 +111,11 @@ std::vector<ArrayType> JitCall::infer(const std::vector<ArrayType>& in) const {
                     std::to_string(in.size()) + "; expected " + std::to_string(want.size()) + ".");
   std::vector<ArrayType> out = prog_->out_types();
   for (size_t i = 0; i < out.size() && i < out_.size(); ++i)
-    if (out_[i]) out[i] = make_type(out[i].shape, out[i].dtype, out[i].weak, *out_[i]);
+    if (out_[i]) {
+      std::set<std::string> vma = out[i].vma;  // out_shardings place; they keep the vma
+      out[i] = make_type(out[i].shape, out[i].dtype, out[i].weak, *out_[i]);
+      out[i].vma = std::move(vma);
+    }
   return out;
 }
 
@@ -159,16 +163,19 @@ detail::Batched Reshard::batch(const std::vector<Array>& args, const std::vector
   return {{detail::bind1(p, args)}, {dims[0]}};
 }
 
-// A nested jit stays one call: of its program batched.
+// A nested jit stays one call: of its program batched. Batching rules may make
+// constants (ppermute's source indices): they are the batched call's first inputs.
 detail::Batched JitCall::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
   std::vector<int> out_dims;
   Program bp = detail::batch_program(lift_consts(*prog_), dims, out_dims);
+  std::vector<Array> ins = bp.consts;
+  ins.insert(ins.end(), args.begin(), args.end());
   std::vector<std::optional<NamedSharding>> outs = out_;
   for (size_t i = 0; i < outs.size() && i < out_dims.size(); ++i)
     if (out_dims[i] >= 0) outs[i] = detail::batched_sharding(outs[i], out_dims[i], "jit");
   auto p = std::make_shared<JitCall>(std::make_shared<const Program>(std::move(bp)), fn_name_,
                                      std::move(outs));
-  return {detail::bind(p, args), out_dims};
+  return {detail::bind(p, ins), out_dims};
 }
 
 }  // namespace tsr::prim

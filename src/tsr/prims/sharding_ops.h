@@ -70,6 +70,8 @@ class JitCall : public detail::Primitive {
           std::vector<std::optional<NamedSharding>> out_shardings)
       : prog_(std::move(prog)), fn_name_(std::move(fn_name)), out_(std::move(out_shardings)) {}
   const char* name() const override { return "jit"; }
+  /** Types vma by what it calls (manual-spmd §3.3 is for ordinary primitives). */
+  bool custom_vma() const override { return true; }
   std::vector<ArrayType> infer(const std::vector<ArrayType>& in) const override;
   TSR_DEFINE_JVP;
   TSR_DEFINE_BATCH;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -180,7 +181,8 @@ struct Lowerer {
           add_value(t.shape, t.dtype, t.weak,
                     layout_on(outer, prim::ShardMap::outer_spec(sm.out_specs()[j], bt), t.ndim()));
       alias(w, o, outer);
-      val[e.outs[j].get()] = reshard(o, layout_on(outer, t.sharding.spec(), t.ndim()));
+      // On Auto axes the pass keeps the out_specs layout (no gather to the type's).
+      val[e.outs[j].get()] = reshard(o, layout_on(outer, spec_of_var(*e.outs[j]), t.ndim()));
     }
   }
 
@@ -573,6 +575,20 @@ std::shared_ptr<const Executable> lower(
       for (const Mesh& m : lw.known) seen = seen || m == *l.concrete_mesh();
       if (!seen) lw.known.push_back(*l.concrete_mesh());
     }
+  // Every concrete mesh the program names (placements, shard_maps): a value may be typed
+  // on one before the equation naming it runs (grad of a shard_map over host arguments
+  // makes the cotangent on the shard_map's abstract mesh before the transposed one).
+  std::function<void(const Program&)> meet = [&](const Program& q) {
+    for (const Eqn& e : q.eqns) {
+      if (const Mesh* pm = e.prim->placement_mesh()) {
+        bool seen = false;
+        for (const Mesh& m : lw.known) seen = seen || m == *pm;
+        if (!seen) lw.known.push_back(*pm);
+      }
+      if (const Program* s = e.prim->subprogram()) meet(*s);
+    }
+  };
+  meet(p);
   std::vector<ArrayType> in_t = p.in_types();
   std::vector<VarPtr> in_vars = p.const_vars;
   in_vars.insert(in_vars.end(), p.in_vars.begin(), p.in_vars.end());

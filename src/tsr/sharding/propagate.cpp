@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
 
 #include "tsr/core/primitive.h"
 #include "tsr/error.h"
@@ -611,11 +612,80 @@ struct Pass {
     return true;
   }
 
+  // shard_map: its specs fix the layouts at its boundary (JAX lays the result out as
+  // NamedSharding(mesh, out_specs) on every kind of axis): inputs are wanted as their
+  // in_specs say, results are their out_specs' layouts, never left open. The body runs
+  // on its blocks, laid out as their types say.
+  void shard_map(const Eqn& e, const prim::ShardMap& sm) {
+    const Program& b = sm.body();
+    std::vector<VarPtr> b_in = b.const_vars;
+    b_in.insert(b_in.end(), b.in_vars.begin(), b.in_vars.end());
+    for (size_t i = 0; i < e.ins.size() && i < b_in.size(); ++i) {
+      const ArrayType& t = e.ins[i]->type;
+      PartitionSpec want =
+          prim::ShardMap::outer_spec(sm.in_specs()[i], b_in[i]->type).normalized(t.ndim());
+      charge(e.ins[i], want);
+      sink()[e.ins[i].get()].push_back(want);
+      res.var[b_in[i].get()] = type_spec(b_in[i]->type);
+    }
+    for (const auto& v : b.out_vars) demand[v.get()] = {type_spec(v->type)};
+    sweep(b);
+    enter(e);
+    for (size_t j = 0; j < e.outs.size(); ++j)
+      res.var[e.outs[j].get()] = prim::ShardMap::outer_spec(sm.out_specs()[j], b.out_vars[j]->type)
+                                     .normalized(e.outs[j]->type.ndim());
+  }
+
+  // A reshard between two typings of one mesh (use_abstract_mesh, auto_axes,
+  // explicit_axes): the result's type fixes its axes that are not Auto there; the Auto
+  // part stays open (design 0013 §4), so the value keeps the axes it had that are Auto
+  // on the new mesh (leaving an Explicit region pins nothing).
+  bool retype(const Eqn& e) {
+    if (std::string_view(e.prim->name()) != "reshard" || e.ins.size() != 1) return false;
+    const AbstractMesh& from = e.ins[0]->type.sharding.mesh();
+    const AbstractMesh& to = e.outs[0]->type.sharding.mesh();
+    if (from.empty() || to.empty() || from == to || from.axis_names() != to.axis_names() ||
+        from.axis_sizes() != to.axis_sizes() ||
+        (from.auto_axes().empty() && to.auto_axes().empty()))
+      return false;
+    for (const auto& a : to.axis_names())
+      if ((from.axis_type(a) == AxisType::Manual) != (to.axis_type(a) == AxisType::Manual))
+        return false;
+    const ArrayType& t = e.outs[0]->type;
+    const PartitionSpec have = layout(e.ins[0]).normalized(t.ndim());
+    auto te = entries_of(t);
+    std::set<std::string> used(t.sharding.spec().unreduced().begin(),
+                               t.sharding.spec().unreduced().end());
+    used.insert(t.sharding.spec().reduced().begin(), t.sharding.spec().reduced().end());
+    for (const auto& en : te) used.insert(en.axes().begin(), en.axes().end());
+    std::vector<PartitionEntry> out;
+    for (int d = 0; d < t.ndim(); ++d) {
+      Axes ax = part(te[d], to, false);
+      int64_t k = 1;
+      for (const auto& a : ax) k *= to.axis_size(a);
+      for (const auto& a : have.entries()[d].axes())
+        if (to.axis_index(a) >= 0 && to.axis_type(a) == AxisType::Auto && !used.count(a) &&
+            t.shape[d] % (k * to.axis_size(a)) == 0) {
+          ax.push_back(a);
+          used.insert(a);
+          k *= to.axis_size(a);
+        }
+      out.emplace_back(ax);
+    }
+    PartitionSpec s = with_sets_of(out, t.sharding.spec()).normalized(t.ndim());
+    charge(e.ins[0], s);
+    res.var[e.outs[0].get()] = s;
+    sink()[e.ins[0].get()].push_back(s);
+    return true;
+  }
+
   void sweep(const Program& p) {
     for (size_t n = 0; n < p.eqns.size(); ++n) {
       const Eqn& e = p.eqns[backward ? p.eqns.size() - 1 - n : n];
       enter(e);
-      if (const Program* sub = e.prim->subprogram()) {
+      if (const auto* sm = dynamic_cast<const prim::ShardMap*>(e.prim.get())) {
+        shard_map(e, *sm);
+      } else if (const Program* sub = e.prim->subprogram()) {
         size_t k = 0;
         for (const auto& v : sub->const_vars) res.var[v.get()] = layout(e.ins[k++]);
         for (const auto& v : sub->in_vars) res.var[v.get()] = layout(e.ins[k++]);
@@ -650,6 +720,8 @@ struct Pass {
         charge(e.ins[0], s);
         res.var[e.outs[0].get()] = s;
         sink()[e.ins[0].get()].push_back(s);
+      } else if (retype(e)) {
+        // handled
       } else if (!opaque(e, am) && control(e)) {
         // handled
       } else if (opaque(e, am)) {

@@ -24,13 +24,6 @@ namespace tsr::detail {
 
 namespace {
 
-// x's type as the innermost trace sees it: an array a shard_map body closes over is an
-// invariant block there, so a function differentiated at it is traced at that type.
-ArrayType seen_type(const Array& x) {
-  Trace* t = current_trace();
-  return t ? t->type_of(x) : x.type();
-}
-
 std::vector<ArrayType> types_of(const std::vector<Array>& xs, const char* api) {
   std::vector<ArrayType> t;
   for (const auto& x : xs) {

@@ -42,6 +42,22 @@ PartitionSpec spec_without(const Array& x, const std::set<std::string>& drop,
   return PartitionSpec(e, u, r, s.unreduced_kind());
 }
 
+// JAX refuses to switch a Manual axis (inside a shard_map over it) to Auto or
+// Explicit: a body's blocks have no global layout along it to switch to.
+void check_not_manual(const std::vector<std::string>& axes, const AbstractMesh& m,
+                      const char* api) {
+  for (const auto& a : axes)
+    if (m.axis_type(a) == AxisType::Manual)
+      throw NotImplementedError(
+          std::string("[") + api +
+          "] Going from `Manual` AxisType to `Auto` or `Explicit` AxisType is not allowed. Got "
+          "axis '" +
+          a + "', Manual in " + m.str() +
+          " (a shard_map body over it); expected axes that are not manual. Name only the other "
+          "axes in .axes, or call the function outside the shard_map; if you need this, please "
+          "report your use case to the Tessera developers.");
+}
+
 }  // namespace
 
 void throw_missing(const char* api, const char* name) {
@@ -68,6 +84,7 @@ std::vector<Array> auto_axes_flat(const FlatFn& f, const std::vector<Array>& arg
   AbstractMesh m = cur.empty() ? given : cur;
   if (m.empty()) return f(args);
   std::vector<std::string> axes = axes_of(o.axes, m, "auto_axes");
+  check_not_manual(axes, m, "auto_axes");
   std::vector<std::string> now = m.auto_axes();
   if (std::set<std::string>(axes.begin(), axes.end()) ==
       std::set<std::string>(now.begin(), now.end()))
@@ -99,6 +116,7 @@ std::vector<Array> explicit_axes_flat(const FlatFn& f, const std::vector<Array>&
         "into a mesh context when using `explicit_axes` API. Got no context mesh; expected one. "
         "Wrap the call in MeshScope(mesh).");
   std::vector<std::string> axes = axes_of(o.axes, m, "explicit_axes");
+  check_not_manual(axes, m, "explicit_axes");
   std::vector<std::pair<std::string, AxisType>> u;
   for (const auto& a : axes) u.emplace_back(a, AxisType::Explicit);
   std::vector<Array> res;

@@ -5,6 +5,7 @@
 
 #include "tsr/control_flow.h"
 #include "tsr/core/primitive.h"
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
@@ -14,9 +15,11 @@
 namespace tsr::detail {
 
 namespace {
+// The operands' types as the enclosing trace sees them: a constant made in a shard_map
+// body is an invariant block on its manual mesh, so it can be a carry or an operand.
 std::vector<ArrayType> types_of(const std::vector<Array>& xs) {
   std::vector<ArrayType> t;
-  for (const auto& x : xs) t.push_back(x.type());
+  for (const auto& x : xs) t.push_back(seen_type(x));
   return t;
 }
 }  // namespace
@@ -166,7 +169,7 @@ std::vector<Array> scan_flat(const FlatFn& body, const std::vector<Array>& init,
                      ". Got that; expected >= 0. Pass a trip count.");
   std::vector<ArrayType> in_t = types_of(init);
   prim::check_xs_unsharded(types_of(xs));
-  for (const auto& x : xs) in_t.push_back(prim::slice_type(x.type()));
+  for (const auto& x : xs) in_t.push_back(prim::slice_type(seen_type(x)));
   Program bp = trace_program(body, in_t);
   const size_t nk = n_carry_out();
   std::vector<Array> args = bp.consts;

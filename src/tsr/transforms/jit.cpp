@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +12,7 @@
 #include "tsr/core/primitive.h"
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
+#include "tsr/prims/collectives.h"
 #include "tsr/prims/sharding_ops.h"
 #include "tsr/runtime/caches.h"
 #include "tsr/runtime/env.h"
@@ -32,9 +34,11 @@ bool same_type(const ArrayType& a, const ArrayType& b) {
 struct SigKey {
   tree::Structure in;  // the arguments' tree shape and statics
   std::vector<ArrayType> types;
+  std::string env;  // axis_env_key(): vmap names and check_vma, which collectives read
   size_t hash = 0;
   bool operator==(const SigKey& o) const {
-    if (hash != o.hash || types.size() != o.types.size() || !(in == o.in)) return false;
+    if (hash != o.hash || types.size() != o.types.size() || !(in == o.in) || env != o.env)
+      return false;
     for (size_t i = 0; i < types.size(); ++i)
       if (!same_type(types[i], o.types[i])) return false;
     return true;
@@ -44,7 +48,10 @@ struct SigKey {
 struct SigProbe {
   const tree::Structure* in;
   const std::vector<Array>* args;
+  const std::string* env;
   size_t hash;
+  /** Inside another trace: the arguments' types as it sees them (else null). */
+  const std::vector<ArrayType>* seen = nullptr;
 };
 struct SigHash {
   using is_transparent = void;
@@ -56,9 +63,10 @@ struct SigEq {
   bool operator()(const SigKey& a, const SigKey& b) const { return a == b; }
   bool operator()(const SigProbe& p, const SigKey& k) const { return (*this)(k, p); }
   bool operator()(const SigKey& k, const SigProbe& p) const {
-    if (k.hash != p.hash || k.types.size() != p.args->size() || !(k.in == *p.in)) return false;
+    if (k.hash != p.hash || k.types.size() != p.args->size() || !(k.in == *p.in) || k.env != *p.env)
+      return false;
     for (size_t i = 0; i < k.types.size(); ++i)
-      if (!same_type(k.types[i], (*p.args)[i].type())) return false;
+      if (!same_type(k.types[i], p.seen ? (*p.seen)[i] : (*p.args)[i].type())) return false;
     return true;
   }
 };
@@ -324,22 +332,33 @@ struct JitCore::Impl : JitCache {
 
   std::shared_ptr<Entry> entry_for(const std::vector<Array>& args, const tree::Structure& in,
                                    const Fn& fn) {
+    // Inside another trace the function is traced at the types that trace gives the
+    // arguments (a constant made in a shard_map body is an invariant block there).
+    std::optional<std::vector<ArrayType>> seen;
+    if (current_trace()) {
+      seen.emplace();
+      for (const auto& a : args) seen->push_back(seen_type(a));
+    }
     size_t hash = in.hash();
-    for (const auto& a : args) {
-      const ArrayType& t = a.type();
+    std::string env = axis_env_key();
+    if (!env.empty()) hash ^= std::hash<std::string>{}(env);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const ArrayType& t = seen ? (*seen)[i] : args[i].type();
       size_t h = t.sharding.hash() * 131 + static_cast<size_t>(t.dtype) * 7 + (t.weak ? 1 : 0);
       for (int64_t d : t.shape) h = h * 1000003 + static_cast<size_t>(d);
       hash = hash * 1000003 + h;
     }
     {
       std::lock_guard<std::mutex> lock(mu);
-      auto it = cache.find(SigProbe{&in, &args, hash});
+      auto it = cache.find(SigProbe{&in, &args, &env, hash, seen ? &*seen : nullptr});
       if (it != cache.end()) return it->second;
     }
     SigKey key;
     key.in = in;
+    key.env = env;
     key.hash = hash;
-    for (const auto& a : args) key.types.push_back(a.type());
+    for (size_t i = 0; i < args.size(); ++i)
+      key.types.push_back(seen ? (*seen)[i] : args[i].type());
     auto e = std::make_shared<Entry>();
     if (t_jit_depth >= kMaxJitTraceDepth)
       throw ValueError("[jit] tracing jit of `" + opts.name + "` would nest " +

@@ -73,19 +73,17 @@ Array place(const Array& x, const NamedSharding& want, const std::string& path) 
   const Mesh& mesh = *want.concrete_mesh();
   const AbstractMesh& am = x.type().sharding.mesh();
   if (am.empty()) return x;  // a host array (or traced without a layout): shard_map places it
-  bool same_layout = entries_of(x.type()) == want.spec().entries();
-  if (x.impl()->var) {
-    // Traced (inside jit): only the abstract layout is known.
-    return am == mesh.abstract_mesh() && same_layout ? x : reshard(x, want);
-  }
+  // device_put, not reshard: the mesh's axis is Auto (a traced value gets a constraint).
+  if (x.impl()->var) return device_put(x, want);
   const std::optional<Mesh>& on = x.sharding().concrete_mesh();
-  if (on && *on == mesh) return same_layout ? x : reshard(x, want);
+  if (on && *on == mesh)
+    return x.sharding().spec().normalized(x.ndim()) == want.spec() ? x : device_put(x, want);
   std::vector<Device> have = on ? on->devices() : std::vector<Device>{};
   std::vector<Device> a = have, b = mesh.devices();
   auto by_id = [](const Device& p, const Device& q) { return p.id < q.id; };
   std::sort(a.begin(), a.end(), by_id);
   std::sort(b.begin(), b.end(), by_id);
-  if (a == b) return reshard(x, want);  // same devices, another layout: no data leaves them
+  if (a == b) return device_put(x, want);  // same devices, another layout: no data leaves them
   throw ValueError("[pmap] Received incompatible devices for jitted computation. Got argument " +
                    path + " of pmap of type " + short_type(x.type()) + " on device ids " +
                    ids_str(have) + "; expected the pmap's device ids " + ids_str(mesh.devices()) +
@@ -139,8 +137,9 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
                      " (one slice per device). Map fewer slices (reshape into an extra axis and "
                      "loop or vmap over it), or start Tessera with more devices.");
   devs.resize(static_cast<size_t>(*n));
-  // Explicit, so the results' types say they are laid out over the devices.
-  Mesh mesh(devs, {static_cast<int>(*n)}, {name}, {AxisType::Explicit});
+  // Auto, as JAX's `Mesh(devices, (axis_name,))`: the results' types do not name the
+  // axis (f32[4,5]), their concrete layout is the out_axes' spec (P('i', None)).
+  Mesh mesh(devs, {static_cast<int>(*n)}, {name}, {AxisType::Auto});
 
   // No nesting: inside a shard_map (or pmap) body the context mesh is manual (JAX's
   // shard_map check, which is what nested pmap raises since 0.8).
@@ -153,6 +152,9 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
                        "any manual body (nested pmap is not supported). Use one shard_map over "
                        "a 2-D mesh, or nested shard_maps.");
 
+  // pmap's own mesh is the context for the placements and the call (a user's context
+  // mesh is not pmap's): a traced argument's constraint is bound on pmap's mesh.
+  MeshScope scope(mesh);
   std::vector<Array> args = args0;
   std::vector<std::optional<PartitionSpec>> in_specs;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -193,8 +195,6 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
     for (const auto& a : outs_at) s.push_back(spec_at(a, name));
     return s;
   };
-  // pmap's own mesh is the context for the call (a user's context mesh is not pmap's).
-  MeshScope scope(mesh);
   return shard_map_flat(body, args, in_specs, paths, out_specs, {.mesh = mesh, .check_vma = false},
                         "pmap");
 }

@@ -185,7 +185,9 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
     NamedSharding want(mesh, p);
     std::vector<PartitionEntry> rest(static_cast<size_t>(t.ndim()));  // the block's own
     if (!on_mesh) {
-      args[i] = args[i].impl()->var ? reshard(args[i], want) : device_put(args[i], want);
+      // device_put, eager or traced: under a trace it is a reshard of the spec's Explicit
+      // part and a sharding constraint of its Auto part (reshard refuses Auto axes).
+      args[i] = device_put(args[i], want);
     } else {
       auto [man, other] = split_manual(entries_of(t), mset, paths[i], t);
       rest = other;
@@ -286,9 +288,7 @@ std::vector<Array> shard_map_flat(const FlatFn& f, const std::vector<Array>& arg
   std::vector<PartitionSpec> call_specs;
   for (const auto& k : body.consts) {
     NamedSharding rep(mesh, PartitionSpec());
-    call_args.push_back(k.type().sharding.mesh().empty()
-                            ? (k.impl()->var ? reshard(k, rep) : device_put(k, rep))
-                            : k);
+    call_args.push_back(k.type().sharding.mesh().empty() ? device_put(k, rep) : k);
     call_specs.push_back(PartitionSpec().normalized(k.ndim()));
   }
   Program lifted = lift_consts(body);

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "tsr/core/trace.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/prims/collectives.h"
@@ -42,21 +43,6 @@ namespace {
   os << "\nExpected one size for every mapped axis. Map arguments of equal size, or pass "
         "none in in_axes for the ones that are not batched.";
   throw ValueError(os.str());
-}
-
-// The mesh axes a spmd_axis_name names, checked against the mesh.
-PartitionEntry spmd_entry(const std::vector<std::string>& names, const AbstractMesh& mesh) {
-  for (const auto& n : names)
-    if (mesh.axis_index(n) < 0) {
-      std::string have;
-      for (const auto& a : mesh.axis_names()) have += (have.empty() ? "'" : ", '") + a + "'";
-      throw ValueError(
-          "[vmap] spmd_axis_name names mesh axis '" + n +
-          "', which is not in the mesh. Got spmd_axis_name=" + prim::axis_names_tuple(names) +
-          "; expected axes of the mesh (" + (have.empty() ? "none" : have) +
-          "). Set a mesh with that axis, or name one of its axes.");
-    }
-  return PartitionEntry(Axes(names));
 }
 
 }  // namespace
@@ -118,22 +104,27 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
   PartitionEntry e = entry.value_or(PartitionEntry());
   std::vector<Array> in = args;
   if (!o.spmd_axis_name.empty()) {
-    // The mesh the batch is split over: the arguments' (replicated ones included), else
-    // the context's.
-    AbstractMesh m = mesh;
-    for (size_t i = 0; i < n && m.empty(); ++i) m = args[i].type().sharding.mesh();
-    if (m.empty()) m = get_abstract_mesh();
-    PartitionEntry s = spmd_entry(o.spmd_axis_name, m);
-    if (!e.is_none() && !(e == s))
+    const Axes names(o.spmd_axis_name);
+    if (!e.is_none() && !(e == PartitionEntry(names)))
       throw ValueError(
           "[vmap] Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis type is "
           "allowed. Got spmd_axis_name=" +
           prim::axis_names_tuple(o.spmd_axis_name) +
           " and arrays sharded on explicit_mesh_axis=" + prim::axis_names_tuple(e.axes()) +
           "; expected one of them. Drop spmd_axis_name, or reshard the arguments.");
-    bool all_auto = true;
-    for (const auto& a : o.spmd_axis_name) all_auto = all_auto && m.axis_type(a) == AxisType::Auto;
-    if (e.is_none()) {
+    // The mesh the batch is split over: the arguments' (replicated ones included), else
+    // the context's. Names it lacks are left to the rules that use them (a shard_map
+    // checks them against its own mesh), as JAX, which needs no mesh here.
+    AbstractMesh m = mesh;
+    for (size_t i = 0; i < n && m.empty(); ++i) m = args[i].type().sharding.mesh();
+    if (m.empty()) m = get_abstract_mesh();
+    bool on_m = !m.empty(), all_auto = true;
+    for (const auto& a : names) {
+      on_m = on_m && m.axis_index(a) >= 0;
+      all_auto = all_auto && on_m && m.axis_type(a) == AxisType::Auto;
+    }
+    if (e.is_none() && on_m) {
+      PartitionEntry s(names);
       int64_t k = entry_size(s, m);
       if (*size % k != 0)
         throw ValueError("[vmap] spmd_axis_name " + prim::axis_names_tuple(o.spmd_axis_name) +
@@ -175,7 +166,7 @@ VmapFlat vmap_flat(const FlatFn& f, const std::vector<Array>& args,
   // The body sees one example.
   std::vector<ArrayType> per(n);
   for (size_t i = 0; i < n; ++i)
-    per[i] = dims[i] >= 0 ? unbatched_type(in[i].type(), dims[i]) : in[i].type();
+    per[i] = dims[i] >= 0 ? unbatched_type(seen_type(in[i]), dims[i]) : seen_type(in[i]);
   VmapNameScope names(o.axis_name, *size);  // collectives over axis_name (§6.2)
   Program p = trace_program(f, per);
   BatchAxisScope scope({*size, e, mesh, o.axis_name, o.spmd_axis_name});
