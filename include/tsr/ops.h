@@ -247,8 +247,10 @@ Array operator!(const Array& x);
 // ---- reductions ------------------------------------------------------------------
 /** Options of reductions. */
 struct ReduceOptions {
-  bool keepdims = false;           /**< keep reduced dims as size 1 (unsharded) */
-  ShardingArg out_sharding = {};   /**< sum/max/min: e.g. keep a sharded axis unreduced */
+  bool keepdims = false; /**< keep reduced dims as size 1 (unsharded) */
+  /** sum/max/min: e.g. keep a sharded axis unreduced; the sharding of the result (with
+   *  keepdims, of the kept-dims result: None at the kept dims) */
+  ShardingArg out_sharding = {};
   std::optional<DType> dtype = {}; /**< accumulate/output dtype */
 };
 /** Sum over axes (all by default). Bool and small ints sum as int32 / uint32. */

@@ -182,6 +182,33 @@ Step d_auto_shard_map(Gen& g);
  *  over a vmap's axis_name against a loop over the examples. */
 Step d_vmap_collective_ad(Gen& g);
 
+/** A composite's drawn sub-chain (vocab.cpp): its steps, printed text and inner ops. */
+struct SubChain {
+  std::vector<Step> steps;
+  std::string text;
+  std::vector<std::string> ops;
+};
+/** Draws 1-2 steps against x as it evolves, then rewinds x (vocab.cpp's sub_chain);
+ *  `example`: against one example x[0] (vmap's and map's). */
+SubChain draw_sub_chain(Gen& g, bool example = false);
+/** Applies the steps to x. */
+tsr::Array apply_chain(const std::vector<Step>& steps, const Ctx& c, const tsr::Array& x,
+                       const Ins& in);
+/** A composite step, printed `text{chain}(x)`, that runs fn. */
+Step composite_step(std::string text, const SubChain& ch, OpFn fn);
+
+// The steps of vocab_refused.cpp (README.md, "Autodiff vocabulary").
+/** x op in<k>, in<k> reduced over an axis (x's unreduced ones, one x is sharded on, any). */
+Step d_reduced_operand(Gen& g);
+/** reshard(x, ...) to a layout reduced over a drawn axis. */
+Step d_reshard_reduced(Gen& g);
+/** jacrev/jacfwd of a sub-chain at x (sometimes x resharded reduced). */
+Step d_jacobian(Gen& g);
+/** checkpoint(nonlinear(cond(sub-chain))), sometimes with a second cond. */
+Step d_checkpoint_cond(Gen& g);
+/** scan(checkpoint(body)) over x's leading dim, the body through a cond. */
+Step d_scan_checkpoint(Gen& g);
+
 /** Builds case (seed, index): draws inputs and steps, running the oracle as it goes. */
 Case generate(uint64_t seed, int64_t index);
 

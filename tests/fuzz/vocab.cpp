@@ -1212,6 +1212,17 @@ Step d_while(Gen& g) {
 
 }  // namespace
 
+SubChain draw_sub_chain(Gen& g, bool example) {
+  Chain ch = example ? example_chain(g) : sub_chain(g);
+  return SubChain{ch.steps, ch.text, ch.ops};
+}
+Array apply_chain(const std::vector<Step>& steps, const Ctx& c, const Array& x, const Ins& in) {
+  return run_chain(steps, c, x, in);
+}
+Step composite_step(std::string text, const SubChain& ch, OpFn fn) {
+  return composite(std::move(text), Chain{ch.steps, ch.text, ch.ops}, std::move(fn));
+}
+
 const std::vector<OpDef>& vocabulary() {
   // name, arity, reorders (float rounding may differ when sharded), linear, draw
   static const std::vector<OpDef> v = {
@@ -1343,6 +1354,11 @@ const std::vector<OpDef>& vocabulary() {
       {"map(chain)", 1, false, false, d_map},
       {"fori_loop(chain)", 1, false, false, d_fori},
       {"while_loop(chain)", 1, false, false, d_while},
+      {"reduced_operand", 2, false, false, d_reduced_operand},
+      {"reshard_reduced", 1, false, true, d_reshard_reduced},
+      {"jacrev(chain)", 1, true, false, d_jacobian},
+      {"checkpoint(cond)", 1, false, false, d_checkpoint_cond},
+      {"scan(checkpoint)", 1, false, false, d_scan_checkpoint},
   };
   return v;
 }

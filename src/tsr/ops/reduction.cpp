@@ -32,11 +32,32 @@ std::vector<int> norm_axes(const AxisArg& a, int rank, const char* op) {
   return out;
 }
 
-Array keep(const Array& r, const Array& x, const std::vector<int>& axes, bool keepdims) {
+Array keep(const Array& r, const Array& x, const std::vector<int>& axes, bool keepdims,
+           const std::optional<NamedSharding>& out_sharding = {}) {
   if (!keepdims) return r;
   Shape shape = x.shape();
   for (int a : axes) shape[a] = 1;
+  if (out_sharding) return reshape(r, shape, *out_sharding);
   return reshape(r, shape);
+}
+
+// With keepdims, out_sharding is the kept-dims result's (as any jnp function's
+// out_sharding is its result's): the reduction itself gets it without the kept dims.
+NamedSharding without_kept_dims(const NamedSharding& s, int rank, const std::vector<int>& axes,
+                                const char* op) {
+  const auto& e = s.spec().entries();
+  if (static_cast<int>(e.size()) > rank)
+    throw ValueError(std::string("[") + op +
+                     "] with keepdims=True, out_sharding is the sharding of "
+                     "the result, which keeps the reduced dims: rank " +
+                     std::to_string(rank) + ". Got out_sharding=" + s.spec().repr() + " with " +
+                     std::to_string(e.size()) + " entries; expected at most " +
+                     std::to_string(rank) +
+                     ". Give one entry per dim of the result (None at the kept dims).");
+  std::vector<PartitionEntry> rest;
+  for (int d = 0; d < static_cast<int>(e.size()); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) rest.push_back(e[d]);
+  return NamedSharding(s.mesh(), with_sets_of(rest, s.spec()));
 }
 
 bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
@@ -61,9 +82,10 @@ Array reduce(ReduceKind k, const Array& x0, const AxisArg& axis, const ReduceOpt
   if (upcast) x = astype(x, DType::Float32);
   std::vector<int> axes = norm_axes(axis, x.ndim(), op);
   auto s = canonicalize_sharding(o.out_sharding, op);
-  Array r = bind1(std::make_shared<prim::Reduce>(k, axes, s), {x});
+  auto rs = s && o.keepdims ? std::optional(without_kept_dims(*s, x.ndim(), axes, op)) : s;
+  Array r = bind1(std::make_shared<prim::Reduce>(k, axes, rs), {x});
   if (upcast) r = astype(r, out);
-  return keep(r, x, axes, o.keepdims);
+  return keep(r, x, axes, o.keepdims, s);
 }
 
 }  // namespace

@@ -122,6 +122,45 @@ bool replicated_over(const ArrayType& t, const std::set<std::string>& axes) {
   return true;
 }
 
+std::set<std::string> nary_reduced(const char* name, const std::vector<ArrayType>& in) {
+  const ArrayType* first = nullptr;
+  for (const auto& t : in) {
+    if (reduced_of(t).empty()) continue;
+    if (first && reduced_of(t) != reduced_of(*first))
+      throw ShardingTypeError(std::string("[") + name +
+                              "] All inputs should be reduced across the same mesh axes. Got "
+                              "specs: " +
+                              quoted_set(reduced_of(*first)) + ", " + quoted_set(reduced_of(t)) +
+                              ". Reshard one operand so both are reduced over the same axes.");
+    if (!first) first = &t;
+  }
+  if (!first) return {};
+  const auto& red = reduced_of(*first);
+  for (const auto& t : in) {
+    bool clash = false;
+    for (const auto& e : entries_of(t))
+      for (const auto& a : e.axes()) clash = clash || red.count(a) > 0;
+    for (const auto& a : t.vma) clash = clash || red.count(a) > 0;
+    // The result would be sharded over axes it is reduced over: no such type exists.
+    if (clash)
+      throw ShardingTypeError(
+          std::string("[") + name +
+          "] Inputs cannot be sharded/varying on the same axes that another input is reduced "
+          "on. Reshard the input which is reduced to be sharded on the mesh axes it is reduced "
+          "on via `reshard(inp, P(...))`. Got input type: " +
+          t.str() + " and reduced spec: " + quoted_set(red));
+  }
+  return red;
+}
+
+PartitionSpec layout_with_sets(const std::vector<PartitionEntry>& entries,
+                               const PartitionSpec& sets) {
+  std::set<std::string> red = sets.reduced();
+  for (const auto& e : entries)
+    for (const auto& a : e.axes()) red.erase(a);
+  return PartitionSpec(entries, sets.unreduced(), red, sets.unreduced_kind());
+}
+
 void no_unreduced(const char* name, const std::vector<ArrayType>& in) {
   for (const auto& t : in)
     if (!unreduced_of(t).empty())

@@ -63,6 +63,15 @@ inline const std::set<std::string>& reduced_of(const ArrayType& t) {
 /** True when `t` holds the same value on every device along `axes`: no entry and
  *  no unreduced set names them (a reduced set may). */
 bool replicated_over(const ArrayType& t, const std::set<std::string>& axes);
+/** Spec §9's n-ary reduced rule: the reduced set the inputs share (ShardingTypeError
+ *  when two differ), no input sharded or varying over it. Replicated inputs are let
+ *  through (JAX refuses them): the forward value is the same, and the backward pass
+ *  reduces their unreduced cotangent. */
+std::set<std::string> nary_reduced(const char* name, const std::vector<ArrayType>& in);
+/** A kernel layout: `entries` with the sets of `sets`, less the reduced axes the entries
+ *  shard (a slice of a reduced value is a slice of a replicated one). */
+PartitionSpec layout_with_sets(const std::vector<PartitionEntry>& entries,
+                               const PartitionSpec& sets);
 /** Raises NotImplementedError "unreduced rule for {name} is not implemented" when
  *  any input is unreduced (the default ur rule of spec §9). */
 void no_unreduced(const char* name, const std::vector<ArrayType>& in);

@@ -962,6 +962,10 @@ bool split_control(const Primitive& p, const std::vector<bool>& unknown_ins, Eqn
   return false;
 }
 
+bool control_split_is_linear(const Primitive& p) {
+  return dynamic_cast<const prim::While*>(&p) == nullptr;
+}
+
 bool control_unknown_outs(const Primitive& p, const std::vector<bool>& unknown_ins,
                           std::vector<bool>& out) {
   if (const auto* c = dynamic_cast<const prim::Cond*>(&p)) {

@@ -34,13 +34,14 @@ bool register_all() {
   // Autodiff kinds (see each rule below).
   for (const char* n : {"neg", "add", "sub", "mul", "div", "select_n", "convert_element_type"})
     declare_ad(n, AdKind::Linear);
-  for (const char* n : {"abs", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "square",
-                        "sin", "cos", "tan", "tanh", "logistic", "erf", "erf_inv", "integer_pow",
-                        "rem", "pow", "max", "min", "atan2", "clamp"})
+  for (const char* n : {"abs",         "exp", "exp2", "log", "log1p", "expm1",    "sqrt", "rsqrt",
+                        "square",      "sin", "cos",  "tan", "tanh",  "logistic", "erf",  "erf_inv",
+                        "integer_pow", "rem", "pow",  "max", "min",   "atan2",    "clamp"})
     declare_ad(n, AdKind::Differentiable);
   for (const char* n : {"sign", "floor", "ceil", "round"})
-    declare_ad(n, AdKind::NonDifferentiable, "a step function: its derivative is zero almost "
-                                             "everywhere (JAX: defjvp_zero)");
+    declare_ad(n, AdKind::NonDifferentiable,
+               "a step function: its derivative is zero almost "
+               "everywhere (JAX: defjvp_zero)");
   for (const char* n : {"is_finite", "not", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge"})
     declare_ad(n, AdKind::NonDifferentiable, "bool or integer results have no tangent space");
   return true;
@@ -193,16 +194,7 @@ namespace {
 PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType>& in) {
   const auto& ul = unreduced_of(in[0]);
   const auto& ur = unreduced_of(in[1]);
-  const auto& rl = reduced_of(in[0]);
-  const auto& rr = reduced_of(in[1]);
-  std::set<std::string> red;
-  if (!rl.empty() && !rr.empty() && rl != rr)
-    throw ShardingTypeError(
-        std::string("[") + name +
-        "] All inputs should be reduced across the same mesh axes. Got specs: " +
-        in[0].sharding.spec().repr() + ", " + in[1].sharding.spec().repr() +
-        ". Reshard one operand first.");
-  red = !rl.empty() ? rl : rr;
+  std::set<std::string> red = nary_reduced(name, in);
   if (ul.empty() && ur.empty()) return PartitionSpec({}, {}, red);
   UnreducedKind kl = in[0].sharding.spec().unreduced_kind();
   UnreducedKind kr = in[1].sharding.spec().unreduced_kind();
@@ -255,18 +247,17 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
                               u.str() +
                               "; expected unreduced_kind=sum. Reduce it first with "
                               "reshard(x, P(...)).");
-    if (!replicated_over(other, axes))
+    // A reduced set other than these axes (on either factor) would make the result
+    // unreduced and reduced at once, and its cotangent times this factor a product of
+    // two unreduced values: refused here, where the transpose could not follow.
+    if (!replicated_over(other, axes) || (!red.empty() && red != axes))
       throw ShardingTypeError(std::string("[") + name + "] " + (left ? "RHS" : "LHS") +
                               " should be reduced along the same axes " + (left ? "LHS" : "RHS") +
-                              " is unreduced on. Got lhs=" + in[0].sharding.spec().repr() +
-                              " and rhs=" + in[1].sharding.spec().repr() +
-                              "; expected the other operand replicated "
-                              "(or reduced) over " +
-                              quoted_set(axes) + ". Reshard it to drop those axes.");
-    std::set<std::string> out_red;
-    for (const auto& a : red)
-      if (!axes.count(a)) out_red.insert(a);
-    return PartitionSpec({}, axes, out_red, UnreducedKind::Sum);
+                              " is unreduced on. Got lhs=" + in[0].str() + " and rhs=" +
+                              in[1].str() + "; expected the other operand reduced over exactly " +
+                              quoted_set(axes) + ", or replicated over them and not reduced. " +
+                              "Reshard it to P(..., Reduced{...}) on those axes.");
+    return PartitionSpec({}, axes, {}, UnreducedKind::Sum);
   }
   no_unreduced(name, in);
   return {};
@@ -282,7 +273,7 @@ Lowering like_output(const std::vector<ArrayType>& in, const std::vector<ArrayTy
   const PartitionSpec& s = out[0].sharding.spec();
   for (const auto& t : in)
     l.in.push_back(t.ndim() == 0 ? with_sets_of({}, t.sharding.spec())
-                                 : with_sets_of(entries_of(out[0]), t.sharding.spec()));
+                                 : layout_with_sets(entries_of(out[0]), t.sharding.spec()));
   l.out.push_back(s);
   return l;
 }
@@ -602,7 +593,8 @@ std::vector<Array> Binary::jvp(const std::vector<Array>& primals,
       break;
     case BinaryOp::Pow: {
       Array lhs = tx.valid() ? ad::scale(tx, y * power(x, y - 1.0)) : Array();
-      Array rhs = ty.valid() ? ad::scale(ty, log(where(equal(x, 0), ones_like(x), x)) * out) : Array();
+      Array rhs =
+          ty.valid() ? ad::scale(ty, log(where(equal(x, 0), ones_like(x), x)) * out) : Array();
       r = ad::add(lhs, rhs);
       break;
     }
@@ -638,7 +630,8 @@ std::vector<Array> Binary::transpose(const std::vector<Array>& cts,
       return both(ct, y.linear() ? ad::negate(ct) : Array());
     case BinaryOp::Mul:
       if (x.linear() && y.linear()) bilinear("mul");
-      return x.linear() ? both(ad::scale(ct, y.value), Array()) : both(Array(), ad::scale(ct, x.value));
+      return x.linear() ? both(ad::scale(ct, y.value), Array())
+                        : both(Array(), ad::scale(ct, x.value));
     case BinaryOp::Div:
       if (y.linear()) bilinear("div");
       return both(div_(ct, y.value), Array());
@@ -671,8 +664,8 @@ std::vector<Array> SelectN::transpose(const std::vector<Array>& cts,
   return out;
 }
 
-std::vector<Array> Clamp::jvp(const std::vector<Array>& primals,
-                              const std::vector<Array>& tangents, std::vector<Array>& outs) const {
+std::vector<Array> Clamp::jvp(const std::vector<Array>& primals, const std::vector<Array>& tangents,
+                              std::vector<Array>& outs) const {
   const Array &lo = primals[0], &x = primals[1], &hi = primals[2];
   // Operands and tangents may be laid out unlike the output (clamp lays them out as
   // it; a scalar bound has rank 0); select_n wants predicate and cases laid out alike.
@@ -745,10 +738,14 @@ ArrayType batched_like(const std::vector<Array>& m, const std::vector<int>& dims
   return detail::batched_type(m[idx[0]].type(), 0);
 }
 // A scalar-or-full operand (select_n's which, clamp's bounds): unbatched scalars stay.
+// It takes the cases' layout but keeps its own sets: a predicate is never unreduced
+// (the cases may be: the cotangents of a batched transpose).
 Array scalar_or_full(const Array& a, int d, const ArrayType& like) {
   if (d < 0 && a.ndim() == 0) return a;
   ArrayType t = like;
   t.dtype = a.dtype();
+  t.sharding = NamedSharding(like.sharding.mesh(),
+                             layout_with_sets(entries_of(like), a.type().sharding.spec()));
   return detail::batch_full(a, d >= 0 ? 0 : -1, t);
 }
 }  // namespace
@@ -773,8 +770,7 @@ detail::Batched Clamp::batch(const std::vector<Array>& args, const std::vector<i
 }
 
 detail::Batched Convert::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
-  auto p = std::make_shared<Convert>(dtype_, weak_,
-                                     detail::batched_sharding(sharding_, 0, name()));
+  auto p = std::make_shared<Convert>(dtype_, weak_, detail::batched_sharding(sharding_, 0, name()));
   return detail::batch_unary_front(p, args[0], dims[0]);
 }
 

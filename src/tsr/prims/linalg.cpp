@@ -285,8 +285,8 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
     for (const auto& n : a.axes()) partial.insert(n);
   }
   Lowering low;
-  low.in.push_back(with_sets_of(li, l.sharding.spec()));
-  low.in.push_back(with_sets_of(ri, r.sharding.spec()));
+  low.in.push_back(layout_with_sets(li, l.sharding.spec()));
+  low.in.push_back(layout_with_sets(ri, r.sharding.spec()));
   low.out.push_back(PartitionSpec(oe, partial, {}, UnreducedKind::Sum));
   return low;
 }

@@ -25,6 +25,9 @@ struct EqnSplit {
 };
 /** The split of a control-flow equation (cond, while, scan), or false for others. */
 bool split_control(const Primitive& p, const std::vector<bool>& unknown_ins, EqnSplit& out);
+/** True when split_control's unknown part is linear in the flagged inputs (cond, scan);
+ *  false for while, whose unknown part is the whole loop again. */
+bool control_split_is_linear(const Primitive& p);
 /** Which outputs of a control-flow equation depend on the flagged inputs, or false. */
 bool control_unknown_outs(const Primitive& p, const std::vector<bool>& unknown_ins,
                           std::vector<bool>& out);

@@ -4,6 +4,7 @@
 // cotangent type (spec §9: unreduced <-> reduced), which is where the partitioner
 // gets the reductions a sharded gradient needs.
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -29,6 +30,7 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
   }
   // Forward: evaluate what does not depend on the linear inputs.
   std::vector<const Eqn*> lin;
+  std::deque<Eqn> split_eqns;  // the unknown halves of split control flow (stable addresses)
   for (const Eqn& e : p.eqns) {
     EqnMeshScope ms(e);
     std::vector<bool> flags;
@@ -38,6 +40,49 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
       any = any || flags.back();
     }
     if (any) {
+      // Control flow (the jvp of a cond or scan, recomputed inside a checkpoint's
+      // transpose) whose outputs are partly primal: split as partial_eval splits it.
+      // The known part runs forward (primal outputs and residuals); the unknown part,
+      // linear in the linear inputs, is what gets transposed.
+      std::vector<bool> cl;
+      EqnSplit sp;
+      if (control_unknown_outs(*e.prim, flags, cl) &&
+          std::find(cl.begin(), cl.end(), false) != cl.end() && split_control(*e.prim, flags, sp)) {
+        if (sp.known_ins.empty())
+          for (size_t i = 0; i < e.ins.size(); ++i)
+            if (!flags[i]) sp.known_ins.push_back(static_cast<int>(i));
+        std::vector<Array> kin;
+        for (int i : sp.known_ins) kin.push_back(env.at(e.ins[static_cast<size_t>(i)].get()));
+        std::vector<Array> kout = detail::bind(sp.known, kin);
+        size_t k = 0;
+        for (size_t j = 0; j < e.outs.size(); ++j) {
+          if (sp.unknown_outs[j])
+            linear.insert(e.outs[j].get());
+          else
+            env[e.outs[j].get()] = kout.at(k++);
+        }
+        // A while's unknown part is the loop again: the equation itself is transposed
+        // (which refuses reverse mode through a while, as without the checkpoint).
+        if (!control_split_is_linear(*e.prim)) {
+          lin.push_back(&e);
+          continue;
+        }
+        Eqn& ue = split_eqns.emplace_back();
+        ue.prim = sp.unknown;
+        ue.ctx = e.ctx;
+        for (size_t j = 0; j < e.outs.size(); ++j)
+          if (sp.unknown_outs[j]) ue.outs.push_back(e.outs[j]);
+        std::vector<VarPtr> res;
+        for (size_t r = 0; r < sp.num_res; ++r, ++k) {
+          res.push_back(std::make_shared<Var>(Var{kout.at(k).type()}));
+          env[res.back().get()] = kout[k];
+        }
+        for (int i : sp.unknown_ins)
+          ue.ins.push_back(i >= 0 ? e.ins[static_cast<size_t>(i)]
+                                  : res[static_cast<size_t>(-i - 1)]);
+        lin.push_back(&ue);
+        continue;
+      }
       lin.push_back(&e);
       std::vector<bool> out_lin(e.outs.size(), true);
       // A checkpoint or shard_map (e.g. the jvp of one) may have outputs that do not
