@@ -11,6 +11,9 @@ PACKAGES=(
   libopenblas-dev             # GEMM (OpenBLAS, pthreads build)
   libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
   python3 python3-venv        # tests/reference: JAX in a venv (never a library dependency)
+  nlohmann-json3-dev          # checkpoint sidecars (JSON)
+  libcli11-dev                # tsr-train's command line
+  wamerican                   # tsr-train's default text: /usr/share/dict/words
 )
 
 missing=()
