@@ -289,9 +289,12 @@ auto accumulate_gradients(const F& value_and_grad_fn, const P& params, const B& 
     B rest = tree::unflatten<B>(bs, detail::micro_batches_after_first(split));
     auto body = [&](const std::pair<Array, G>& c, const B& micro) {
       R r = value_and_grad_fn(params, micro);
-      G g = tree::map2([](const Array& a, const Array& b) { return a + b; }, c.second,
-                       static_cast<const G&>(std::get<1>(r)));
-      return std::pair<std::pair<Array, G>, std::tuple<>>({c.first + std::get<0>(r), g}, {});
+      // Leaf by leaf (tree::map2 over a bare Array finds tsr::flatten by ADL).
+      auto [acc, st] = tree::flatten(c.second);
+      std::vector<Array> more = tree::leaves(static_cast<const G&>(std::get<1>(r)));
+      for (size_t i = 0; i < acc.size(); ++i) acc[i] = acc[i] + more[i];
+      return std::pair<std::pair<Array, G>, std::tuple<>>(
+          {c.first + std::get<0>(r), tree::unflatten<G>(st, acc)}, {});
     };
     total = scan(body, total, rest).first;
   }
