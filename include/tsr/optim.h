@@ -189,17 +189,19 @@ std::pair<std::vector<Array>, TxState> call_update(const GradientTransformation&
                                                    const TxState& state,
                                                    const std::vector<Array>& params,
                                                    const Paths& paths);
-/** ValueError unless `got` (the tree named `what`) has the params' structure `want`
- *  and, leaf by leaf, their shapes (`got_leaves` may be empty to skip shapes). */
+/** ValueError unless `got` (the tree named `what`, its paths written from `root`) has
+ *  the params' structure `want` and, leaf by leaf, their shapes (`got_leaves` may be
+ *  empty to skip shapes). */
 void check_like_params(const tree::Structure& want, const std::vector<Array>& want_leaves,
                        const tree::Structure& got, const std::vector<Array>& got_leaves,
-                       const char* api, const std::string& what);
+                       const char* api, const std::string& what, const std::string& root);
 /** sqrt of the sum of squares of every element (float32; float64 stays float64). */
 Array global_norm_leaves(const std::vector<Array>& leaves);
 /** (p + u).astype(p.dtype) per leaf. */
 std::vector<Array> add_leaves(const std::vector<Array>& params, const std::vector<Array>& updates);
 /** Every leaf (n, ...) as (num_micro, n / num_micro, ...), micro-batch k holding rows
- *  k, k + num_micro, ...; ValueError naming the leaf when num_micro does not divide n. */
+ *  k, k + num_micro, ...; ValueError naming the leaf (by `paths`) when num_micro does
+ *  not divide n. */
 std::vector<Array> split_micro_batches(const std::vector<Array>& leaves, const Paths& paths,
                                        int64_t num_micro);
 /** Micro-batch k of split leaves (dim 0 removed). */
@@ -212,7 +214,8 @@ TxState flat_state(const State<P>& s, const tree::Structure& params, const char*
   TxState f;
   for (const auto& [k, t] : s.slots) {
     auto [l, st] = tree::flatten(t);
-    check_like_params(params, {}, st, {}, api, "state slot '" + k + "'");
+    check_like_params(params, {}, st, {}, api, "state slot '" + k + "'",
+                      "state.slots['" + k + "']");
     f.slots.emplace(k, std::move(l));
   }
   f.scalars = s.scalars;
@@ -244,7 +247,7 @@ std::pair<P, State<P>> update(const GradientTransformation& tx, const P& grads,
                               const State<P>& state, const P& params) {
   auto [pl, ps] = tree::flatten(params);
   auto [gl, gs] = tree::flatten(grads);
-  detail::check_like_params(ps, pl, gs, gl, "optim.update", "grads");
+  detail::check_like_params(ps, pl, gs, gl, "optim.update", "grads", "grads");
   Paths paths = ps.paths();
   auto [ul, next] =
       detail::call_update(tx, gl, detail::flat_state(state, ps, "optim.update"), pl, paths);
@@ -256,7 +259,7 @@ template <class P>
 P apply_updates(const P& params, const P& updates) {
   auto [pl, ps] = tree::flatten(params);
   auto [ul, us] = tree::flatten(updates);
-  detail::check_like_params(ps, pl, us, ul, "optim.apply_updates", "updates");
+  detail::check_like_params(ps, pl, us, ul, "optim.apply_updates", "updates", "updates");
   return tree::unflatten<P>(ps, detail::add_leaves(pl, ul));
 }
 
@@ -280,7 +283,7 @@ auto accumulate_gradients(const F& value_and_grad_fn, const P& params, const B& 
   static_assert(std::is_same_v<std::decay_t<std::tuple_element_t<0, R>>, Array>,
                 "accumulate_gradients: value_and_grad_fn must return (loss Array, grads)");
   auto [bl, bs] = tree::flatten(batch);
-  std::vector<Array> split = detail::split_micro_batches(bl, bs.paths(), num_micro);
+  std::vector<Array> split = detail::split_micro_batches(bl, bs.paths("batch"), num_micro);
   // The first micro-batch seeds the carry, so the carry has exactly the types
   // (shardings included) that value_and_grad_fn returns.
   R first = value_and_grad_fn(params, tree::unflatten<B>(bs, detail::micro_batch(split, 0)));

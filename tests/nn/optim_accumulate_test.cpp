@@ -73,8 +73,8 @@ TEST(OptimAccumulate, MicroBatchKHoldsEveryMthRow) {
 TEST(OptimAccumulate, BadSplitsAreValueErrors) {
   auto vg = tsr::value_and_grad(mse);
   auto e = error_of<tsr::ValueError>([&] { optim::accumulate_gradients(vg, params(), batch(), 3); });
-  EXPECT_HAS(e, "[optim.accumulate_gradients] batch leaf 'x' has 8 rows, which 3 micro-batches "
-                "do not divide");
+  EXPECT_HAS(e, "[optim.accumulate_gradients] batch.x has 8 rows, which 3 micro-batches do "
+                "not divide");
   EXPECT_HAS(e, "expected a leading dimension that is a multiple of 3");
   e = error_of<tsr::ValueError>([&] { optim::accumulate_gradients(vg, params(), batch(), 0); });
   EXPECT_HAS(e, "num_micro must be at least 1. Got num_micro=0");
@@ -82,7 +82,7 @@ TEST(OptimAccumulate, BadSplitsAreValueErrors) {
   e = error_of<tsr::ValueError>([&] {
     optim::accumulate_gradients(vs, tsr::ones({}), tsr::ones({}), 2);
   });
-  EXPECT_HAS(e, "the batch is a scalar");
+  EXPECT_HAS(e, "batch is a scalar. Got f32[]");
 }
 
 }  // namespace

@@ -35,8 +35,6 @@ std::string shape_str(const Shape& s) {
   return o.str();
 }
 
-std::string quoted_path(const std::string& p) { return p.empty() ? "the root" : "'" + p + "'"; }
-
 // One slot per parameter leaf is what lets State<P> rebuild slots as P trees.
 void check_slots(const TxState& s, size_t n, const GradientTransformation& tx, const char* api,
                  const char* when) {
@@ -169,21 +167,23 @@ std::pair<std::vector<Array>, TxState> call_update(const GradientTransformation&
 
 void check_like_params(const tree::Structure& want, const std::vector<Array>& want_leaves,
                        const tree::Structure& got, const std::vector<Array>& got_leaves,
-                       const char* api, const std::string& what) {
+                       const char* api, const std::string& what, const std::string& root) {
   const bool slot = what.rfind("state slot", 0) == 0;
   const std::string fix = slot ? "Call optim::init(tx, params) for these params."
                                : "Pass " + what + " with the params' tree structure.";
-  if (auto d = got.difference(want, /*compare_statics=*/false))
+  if (auto d = got.difference(want, /*compare_statics=*/false, root))
     throw ValueError(std::string("[") + api + "] " + what +
-                     " and params differ in tree structure at " + quoted_path(d->path) +
-                     ". Got " + d->ours + "; expected " + d->theirs + ". " + fix);
+                     " and params differ in tree structure at " + d->path + ". Got " + d->ours +
+                     "; expected " + d->theirs + ". " + fix);
   if (got_leaves.empty()) return;
   for (size_t i = 0; i < want_leaves.size() && i < got_leaves.size(); ++i) {
     if (got_leaves[i].shape() == want_leaves[i].shape()) continue;
-    throw ValueError(std::string("[") + api + "] " + what + " leaf " +
-                     quoted_path(want.paths()[i]) + " has another shape than the parameter. Got " +
+    throw ValueError(std::string("[") + api + "] " + got.paths(root)[i] +
+                     " has another shape than its parameter. Got " +
                      shape_str(got_leaves[i].shape()) + "; expected " +
-                     shape_str(want_leaves[i].shape()) + ". " + fix);
+                     shape_str(want_leaves[i].shape()) + ". Pass " + (slot ? "a state" : what) +
+                     " shaped like the params (" + (slot ? "from optim::init" : "leaf for leaf") +
+                     ").");
   }
 }
 

@@ -45,7 +45,7 @@ std::vector<Array> split_micro_batches(const std::vector<Array>& leaves, const P
   std::vector<Array> out;
   for (size_t i = 0; i < leaves.size(); ++i) {
     const Array& x = leaves[i];
-    const std::string where = paths[i].empty() ? "the batch" : "batch leaf '" + paths[i] + "'";
+    const std::string& where = paths[i];
     if (x.ndim() == 0)
       throw ValueError(api + where + " is a scalar. Got " + typeof(x).str() +
                        "; expected a leading batch dimension. Put per-example values in "
