@@ -44,8 +44,8 @@ class ScalarOrSchedule {
   ScalarOrSchedule(double value) : value_(value) {}  // NOLINT: implicit by design
   /** A schedule: any callable Array(const Array& count). */
   template <class F>
-  requires(std::is_invocable_r_v<Array, const F&, const Array&> &&
-           !std::is_arithmetic_v<F>) ScalarOrSchedule(F f)  // NOLINT: implicit by design
+  requires(std::is_invocable_r_v<Array, const F&, const Array&> && !std::is_arithmetic_v<F>)
+      ScalarOrSchedule(F f)  // NOLINT: implicit by design
       : schedule_(Schedule(std::move(f))) {
     check_schedule();
   }
@@ -165,7 +165,8 @@ Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> bo
 
 /** The state of a transform for parameters of type P: each slot is a tree like the
  *  parameters (same Structure and statics), so it shards and checkpoints like them.
- *  Key paths read `slots['scale_by_adam.mu'].layers[0].w.value`, `scalars['scale_by_adam.count']`. */
+ *  Key paths read `slots['scale_by_adam.mu'].layers[0].w.value`, `scalars['scale_by_adam.count']`.
+ */
 template <class P>
 struct State {
   std::map<std::string, P> slots;       /**< per-parameter slots, each shaped like the params */

@@ -32,7 +32,9 @@ Array mse(const Lin& p, const Batch& b) {
 }
 
 Lin params() { return {test::ramp({3, 2}, 0.1, -0.2), test::ramp({2}, 0.3, 0.1)}; }
-Batch batch() { return {tsr::sin(test::ramp({8, 3}, 0.7, 0.0)), tsr::cos(test::ramp({8, 2}, 0.4, 1.0))}; }
+Batch batch() {
+  return {tsr::sin(test::ramp({8, 3}, 0.7, 0.0)), tsr::cos(test::ramp({8, 2}, 0.4, 1.0))};
+}
 
 TEST(OptimAccumulate, MeanOfMicroBatchesEqualsFullBatch) {
   auto vg = tsr::value_and_grad(mse);
@@ -48,9 +50,8 @@ TEST(OptimAccumulate, MeanOfMicroBatchesEqualsFullBatch) {
 
 TEST(OptimAccumulate, JitEqualsEager) {
   auto vg = tsr::value_and_grad(mse);
-  auto step = tsr::jit([vg](const Lin& p, const Batch& b) {
-    return optim::accumulate_gradients(vg, p, b, 4);
-  });
+  auto step = tsr::jit(
+      [vg](const Lin& p, const Batch& b) { return optim::accumulate_gradients(vg, p, b, 4); });
   auto [jl, jg] = step(params(), batch());
   auto [el, eg] = optim::accumulate_gradients(vg, params(), batch(), 4);
   EXPECT_NEAR(jl.item<double>(), el.item<double>(), 1e-6);
@@ -61,9 +62,8 @@ TEST(OptimAccumulate, JitEqualsEager) {
 TEST(OptimAccumulate, MicroBatchKHoldsEveryMthRow) {
   // loss = mean(x)^2 is not linear in the split: rows {0,2,4,6} and {1,3,5,7} give
   // (3^2 + 4^2) / 2 = 12.5 (contiguous halves would give 16.25).
-  auto vg = tsr::value_and_grad([](const Array& w, const Array& x) {
-    return tsr::square(tsr::mean(x * w));
-  });
+  auto vg = tsr::value_and_grad(
+      [](const Array& w, const Array& x) { return tsr::square(tsr::mean(x * w)); });
   auto [loss, g] = optim::accumulate_gradients(vg, tsr::ones({}), tsr::arange(8.f), 2);
   EXPECT_NEAR(loss.item<double>(), 12.5, 1e-6);
   // d/dw (w mean)^2 = 2 w mean^2: (2 * 9 + 2 * 16) / 2.
@@ -72,16 +72,17 @@ TEST(OptimAccumulate, MicroBatchKHoldsEveryMthRow) {
 
 TEST(OptimAccumulate, BadSplitsAreValueErrors) {
   auto vg = tsr::value_and_grad(mse);
-  auto e = error_of<tsr::ValueError>([&] { optim::accumulate_gradients(vg, params(), batch(), 3); });
-  EXPECT_HAS(e, "[optim.accumulate_gradients] batch.x has 8 rows, which 3 micro-batches do "
-                "not divide");
+  auto e =
+      error_of<tsr::ValueError>([&] { optim::accumulate_gradients(vg, params(), batch(), 3); });
+  EXPECT_HAS(e,
+             "[optim.accumulate_gradients] batch.x has 8 rows, which 3 micro-batches do "
+             "not divide");
   EXPECT_HAS(e, "expected a leading dimension that is a multiple of 3");
   e = error_of<tsr::ValueError>([&] { optim::accumulate_gradients(vg, params(), batch(), 0); });
   EXPECT_HAS(e, "num_micro must be at least 1. Got num_micro=0");
   auto vs = tsr::value_and_grad([](const Array& w, const Array& x) { return w * x; });
-  e = error_of<tsr::ValueError>([&] {
-    optim::accumulate_gradients(vs, tsr::ones({}), tsr::ones({}), 2);
-  });
+  e = error_of<tsr::ValueError>(
+      [&] { optim::accumulate_gradients(vs, tsr::ones({}), tsr::ones({}), 2); });
   EXPECT_HAS(e, "batch is a scalar. Got f32[]");
 }
 

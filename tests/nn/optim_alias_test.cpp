@@ -48,32 +48,43 @@ Host zip(const Host& a, const Host& b, const std::function<double(double, double
     for (size_t j = 0; j < a[l].size(); ++j) r[l][j] = f(a[l][j], b[l][j]);
   return r;
 }
-Host zeros_like_host(const Host& a) { return zip(a, a, [](double, double) { return 0.0; }); }
+Host zeros_like_host(const Host& a) {
+  return zip(a, a, [](double, double) { return 0.0; });
+}
 double sgn(double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }
 
 TEST(OptimAlias, SgdIsMinusLearningRateTimesGrad) {
   const double lr = 0.1;
-  run_three_steps(optim::sgd(lr), [&](const Host& g, const Host&, int) {
-    return zip(g, g, [&](double x, double) { return -lr * x; });
-  }, "sgd");
+  run_three_steps(
+      optim::sgd(lr),
+      [&](const Host& g, const Host&, int) {
+        return zip(g, g, [&](double x, double) { return -lr * x; });
+      },
+      "sgd");
 }
 
 TEST(OptimAlias, SgdMomentumTracesGrads) {
   const double lr = 0.05, mom = 0.9;
   Host tr = zeros_like_host(params0());
-  run_three_steps(optim::sgd(lr, mom), [&](const Host& g, const Host&, int) {
-    tr = zip(g, tr, [&](double x, double t) { return x + mom * t; });
-    return zip(tr, tr, [&](double t, double) { return -lr * t; });
-  }, "sgd momentum");
+  run_three_steps(
+      optim::sgd(lr, mom),
+      [&](const Host& g, const Host&, int) {
+        tr = zip(g, tr, [&](double x, double t) { return x + mom * t; });
+        return zip(tr, tr, [&](double t, double) { return -lr * t; });
+      },
+      "sgd momentum");
 }
 
 TEST(OptimAlias, SgdNesterovLooksAhead) {
   const double lr = 0.05, mom = 0.8;
   Host tr = zeros_like_host(params0());
-  run_three_steps(optim::sgd(lr, mom, /*nesterov=*/true), [&](const Host& g, const Host&, int) {
-    tr = zip(g, tr, [&](double x, double t) { return x + mom * t; });
-    return zip(g, tr, [&](double x, double t) { return -lr * (x + mom * t); });
-  }, "sgd nesterov");
+  run_three_steps(
+      optim::sgd(lr, mom, /*nesterov=*/true),
+      [&](const Host& g, const Host&, int) {
+        tr = zip(g, tr, [&](double x, double t) { return x + mom * t; });
+        return zip(g, tr, [&](double x, double t) { return -lr * (x + mom * t); });
+      },
+      "sgd nesterov");
 }
 
 // The value a C++ (or Python) double constant has in float32 math (a weak scalar).
@@ -130,8 +141,8 @@ TEST(OptimAlias, AdamwMaskSkipsUnselectedParameters) {
   optim::Mask matrices = [](const std::string&, const tsr::ArrayType& t) { return t.ndim() >= 2; };
   Host mu = zeros_like_host(params0()), nu = mu;
   run_three_steps(optim::adamw(0.1, 0.9, 0.999, 1e-8, 0.0, 0.5, matrices),
-                  adam_host(0.1, 0.9, 0.999, 1e-8, 0.0, 0.5, {true, false}, mu, nu),
-                  "adamw masked", kAdamRtol);
+                  adam_host(0.1, 0.9, 0.999, 1e-8, 0.0, 0.5, {true, false}, mu, nu), "adamw masked",
+                  kAdamRtol);
 }
 
 TEST(OptimAlias, AdamwDefaultWeightDecayIsOneInTenThousand) {
@@ -176,10 +187,13 @@ TEST(OptimAlias, AdamWithScheduleUsesTheStepCount) {
   optim::Schedule lr = [](const tsr::Array& c) { return 0.1 * (c + 1).astype(tsr::float32); };
   Host mu = zeros_like_host(params0()), nu = mu;
   HostStep base = adam_host(1.0, 0.9, 0.999, 1e-8, 0.0, 0.0, {false, false}, mu, nu);
-  run_three_steps(optim::adam(lr), [&](const Host& g, const Host& p, int t) {
-    Host u = base(g, p, t);
-    return zip(u, u, [&](double x, double) { return 0.1 * t * x; });
-  }, "adam with schedule", kAdamRtol);
+  run_three_steps(
+      optim::adam(lr),
+      [&](const Host& g, const Host& p, int t) {
+        Host u = base(g, p, t);
+        return zip(u, u, [&](double x, double) { return 0.1 * t * x; });
+      },
+      "adam with schedule", kAdamRtol);
 }
 
 TEST(OptimAlias, StateCountsSteps) {
@@ -187,7 +201,8 @@ TEST(OptimAlias, StateCountsSteps) {
   auto tx = optim::adamw(optim::constant_schedule(0.1));
   auto state = optim::init(tx, params);
   ASSERT_EQ(state.scalars.size(), 2u);
-  for (int t = 0; t < 3; ++t) state = optim::update(tx, model_of(grads_at(t)), state, params).second;
+  for (int t = 0; t < 3; ++t)
+    state = optim::update(tx, model_of(grads_at(t)), state, params).second;
   EXPECT_EQ(state.scalars.at("scale_by_adam.count").item<int>(), 3);
   EXPECT_EQ(state.scalars.at("scale_by_learning_rate.count").item<int>(), 3);
   EXPECT_EQ(state.scalars.at("scale_by_adam.count").dtype(), tsr::int32);

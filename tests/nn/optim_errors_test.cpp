@@ -36,8 +36,9 @@ TEST(OptimErrors, GradsWithAnotherShape) {
   auto s = optim::init(tx, two());
   Dict g = {{"a", tsr::ones({2})}, {"b", tsr::ones({4})}};
   auto e = error_of<tsr::ValueError>([&] { optim::update(tx, g, s, two()); });
-  EXPECT_HAS(e, "[optim.update] grads['b'] has another shape than its parameter. Got [4]; "
-                "expected [3]. Pass grads shaped like the params");
+  EXPECT_HAS(e,
+             "[optim.update] grads['b'] has another shape than its parameter. Got [4]; "
+             "expected [3]. Pass grads shaped like the params");
 }
 
 TEST(OptimErrors, StateMadeForOtherParams) {
@@ -105,9 +106,8 @@ TEST(OptimErrors, WeightDecayWithoutParams) {
   std::vector<Array> u = {tsr::ones({2})};
   auto e = error_of<tsr::ValueError>([&] { tx.update(u, {}, {}, {}); });
   EXPECT_HAS(e, "[optim.add_decayed_weights] weight decay needs the parameters");
-  auto masked = optim::add_decayed_weights(0.1, [](const std::string&, const tsr::ArrayType&) {
-    return true;
-  });
+  auto masked = optim::add_decayed_weights(
+      0.1, [](const std::string&, const tsr::ArrayType&) { return true; });
   e = error_of<tsr::ValueError>([&] { masked.update(u, {}, u, {}); });
   EXPECT_HAS(e, "a mask selects parameters by key path. Got 0 paths; expected 1");
 }

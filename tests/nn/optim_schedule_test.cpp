@@ -39,9 +39,10 @@ TEST(OptimSchedule, ConstantIsTheValueAtEveryStep) {
 TEST(OptimSchedule, LinearHoldsThenInterpolatesThenHolds) {
   // optax: count' = clip(count - begin, 0, steps); (init - end) (1 - count' / steps) + end.
   auto lin = [](double c) { return (1.0 - 0.1) * (1 - std::clamp(c - 5, 0.0, 10.0) / 10) + 0.1; };
-  expect_schedule(optim::linear_schedule(1.0, 0.1, 10, 5),
-                  {{0, lin(0)}, {5, lin(5)}, {7, lin(7)}, {12, lin(12)}, {15, lin(15)}, {40, lin(40)}},
-                  "linear");
+  expect_schedule(
+      optim::linear_schedule(1.0, 0.1, 10, 5),
+      {{0, lin(0)}, {5, lin(5)}, {7, lin(7)}, {12, lin(12)}, {15, lin(15)}, {40, lin(40)}},
+      "linear");
   EXPECT_NEAR(lin(7), 0.82, 1e-12);  // the reference itself, by hand
   expect_schedule(optim::linear_schedule(0.0, 2.0, 4), {{0, 0.0}, {1, 0.5}, {3, 1.5}, {9, 2.0}},
                   "linear from 0");
@@ -92,10 +93,10 @@ TEST(OptimSchedule, WarmupCosineWithoutWarmupIsCosine) {
 }
 
 TEST(OptimSchedule, JoinSchedulesShiftsTheCount) {
-  auto s = optim::join_schedules(
-      {optim::constant_schedule(1.0), optim::linear_schedule(2.0, 0.0, 4),
-       optim::constant_schedule(5.0)},
-      {3, 7});
+  auto s =
+      optim::join_schedules({optim::constant_schedule(1.0), optim::linear_schedule(2.0, 0.0, 4),
+                             optim::constant_schedule(5.0)},
+                            {3, 7});
   expect_schedule(s, {{0, 1.0}, {2, 1.0}, {3, 2.0}, {5, 1.0}, {7, 5.0}, {100, 5.0}}, "join");
 }
 
@@ -126,9 +127,8 @@ TEST(OptimSchedule, BadArgumentsAreValueErrors) {
   EXPECT_HAS(e, "transition_begin must be non-negative. Got transition_begin=-1");
   e = error_of<tsr::ValueError>([] { optim::constant_schedule(NAN); });
   EXPECT_HAS(e, "value must be a finite number");
-  e = error_of<tsr::ValueError>([] {
-    optim::join_schedules({optim::constant_schedule(1.0)}, {3});
-  });
+  e = error_of<tsr::ValueError>(
+      [] { optim::join_schedules({optim::constant_schedule(1.0)}, {3}); });
   EXPECT_HAS(e, "one boundary fewer than schedules. Got 1 schedules and 1 boundaries");
   e = error_of<tsr::ValueError>([] { optim::adam(optim::Schedule{}); });
   EXPECT_HAS(e, "schedule is empty");

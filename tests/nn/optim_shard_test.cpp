@@ -39,7 +39,9 @@ Net net() {
   return {{test::ramp({8, 4}, 0.05, -0.7), {"embed", "mlp"}},
           {test::ramp({4}, 0.2, -0.3), {"mlp"}}};
 }
-Batch data() { return {tsr::sin(test::ramp({16, 8}, 0.3, 0.0)), tsr::cos(test::ramp({16, 4}, 0.2, 0.5))}; }
+Batch data() {
+  return {tsr::sin(test::ramp({16, 8}, 0.3, 0.0)), tsr::cos(test::ramp({16, 4}, 0.2, 0.5))};
+}
 
 tsr::Mesh mesh(tsr::AxisType t) { return tsr::make_mesh({4, 2}, {"data", "model"}, {t, t}); }
 
@@ -74,8 +76,8 @@ void expect_state_like(const optim::State<Net>& s, const Net& p, const tsr::Mesh
 
 optim::GradientTransformation tx() {
   return optim::chain({optim::clip_by_global_norm(1.0),
-                       optim::adamw(optim::warmup_cosine_decay_schedule(0, 0.05, 2, 10), 0.9,
-                                    0.999, 1e-8, 0.0, 0.01)});
+                       optim::adamw(optim::warmup_cosine_decay_schedule(0, 0.05, 2, 10), 0.9, 0.999,
+                                    1e-8, 0.0, 0.01)});
 }
 
 // One training step: value_and_grad, update, apply.
@@ -170,12 +172,34 @@ TEST(OptimShard, JitEqualsEagerUnsharded) {
   EXPECT_EQ(sj.scalars.at("adamw.scale_by_adam.count").item<int>(), 3);
 }
 
+TEST(OptimShard, StateGoesThroughJitAndShard) {
+  auto t = tx();
+  // init under jit: same tree, zero slots, int32 count 0.
+  auto jinit = tsr::jit([t](const Net& p) { return optim::init(t, p); });
+  auto sj = jinit(net());
+  auto se = optim::init(t, net());
+  EXPECT_EQ(tsr::tree::structure(sj), tsr::tree::structure(se));
+  EXPECT_EQ(sj.slots.at("adamw.scale_by_adam.nu").w.value.to_vector<float>(),
+            std::vector<float>(32, 0.f));
+  EXPECT_EQ(sj.scalars.at("adamw.scale_by_adam.count").dtype(), tsr::int32);
+  EXPECT_EQ(sj.scalars.at("adamw.scale_by_adam.count").item<int>(), 0);
+  // shard lays out the whole state by a policy over its key paths.
+  auto m = mesh(tsr::AxisType::Auto);
+  tsr::ShardPolicy policy = [&](const std::string& path, const tsr::ArrayType& ty) {
+    bool w = path.find(".w.value") != std::string::npos;
+    return tsr::Placement(tsr::NamedSharding(m, w && ty.ndim() == 2 ? P("data", "model") : P()));
+  };
+  auto placed = tsr::shard(se, policy);
+  expect_like(place(net(), m).w.value, placed.slots.at("adamw.scale_by_adam.mu").w.value,
+              "sharded state mu.w");
+  EXPECT_TRUE(placed.slots.at("adamw.scale_by_adam.mu").b.value.sharding().is_fully_replicated());
+}
+
 TEST(OptimShard, AccumulationOverADataShardedBatchEqualsTheOracle) {
   auto m = mesh(tsr::AxisType::Auto);
   auto vg = tsr::value_and_grad(loss_fn);
-  auto acc = tsr::jit([vg](const Net& p, const Batch& b) {
-    return optim::accumulate_gradients(vg, p, b, 2);
-  });
+  auto acc = tsr::jit(
+      [vg](const Net& p, const Batch& b) { return optim::accumulate_gradients(vg, p, b, 2); });
   auto [ls, gs] = acc(place(net(), m), place(data(), m));
   auto [lo, go] = vg(net(), data());
   EXPECT_NEAR(ls.item<double>(), lo.item<double>(), 1e-6);

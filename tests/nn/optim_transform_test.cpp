@@ -98,9 +98,9 @@ TEST(OptimTransform, ScaleAndIdentity) {
             (std::vector<float>{-3.f, 6.f}));
   EXPECT_EQ(optim::update(optim::identity(), g, s, g).first.to_vector<float>(),
             (std::vector<float>{1.f, -2.f}));
-  EXPECT_EQ(optim::update(optim::scale_by_learning_rate(0.5, false), g, s, g)
-                .first.to_vector<float>(),
-            (std::vector<float>{0.5f, -1.f}));
+  EXPECT_EQ(
+      optim::update(optim::scale_by_learning_rate(0.5, false), g, s, g).first.to_vector<float>(),
+      (std::vector<float>{0.5f, -1.f}));
 }
 
 TEST(OptimTransform, AddDecayedWeightsWithScheduleCountsSteps) {

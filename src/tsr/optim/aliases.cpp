@@ -22,12 +22,11 @@ GradientTransformation sgd(const ScalarOrSchedule& learning_rate, std::optional<
                "sgd");
 }
 
-GradientTransformation adam(const ScalarOrSchedule& learning_rate, double b1, double b2,
-                            double eps, double eps_root) {
+GradientTransformation adam(const ScalarOrSchedule& learning_rate, double b1, double b2, double eps,
+                            double eps_root) {
   detail::check_rate(learning_rate, "optim.adam", "learning_rate");
-  return named(
-      chain({scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate)}),
-      "adam");
+  return named(chain({scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate)}),
+               "adam");
 }
 
 GradientTransformation adamw(const ScalarOrSchedule& learning_rate, double b1, double b2,

@@ -18,9 +18,10 @@ namespace {
 void check_steps(int64_t v, bool positive, const std::string& api, const char* what,
                  const char* fix) {
   if (positive ? v > 0 : v >= 0) return;
-  throw ValueError("[" + api + "] " + what + " must be " + (positive ? "positive" : "non-negative") +
-                   ". Got " + what + "=" + std::to_string(v) + "; expected " + what +
-                   (positive ? " > 0" : " >= 0") + ". " + fix);
+  throw ValueError("[" + api + "] " + what + " must be " +
+                   (positive ? "positive" : "non-negative") + ". Got " + what + "=" +
+                   std::to_string(v) + "; expected " + what + (positive ? " > 0" : " >= 0") + ". " +
+                   fix);
 }
 
 }  // namespace
@@ -71,16 +72,18 @@ Schedule warmup_cosine_decay_schedule(double init_value, double peak_value, int6
   detail::check_finite(end_value, api, "end_value");
   check_steps(warmup_steps, false, api, "warmup_steps", "Pass 0 for no warmup.");
   if (decay_steps <= warmup_steps)
-    throw ValueError("[" + api + "] decay_steps counts the warmup steps too, so it must exceed "
-                     "warmup_steps. Got decay_steps=" + std::to_string(decay_steps) +
+    throw ValueError("[" + api +
+                     "] decay_steps counts the warmup steps too, so it must exceed "
+                     "warmup_steps. Got decay_steps=" +
+                     std::to_string(decay_steps) +
                      ", warmup_steps=" + std::to_string(warmup_steps) +
                      "; expected decay_steps > warmup_steps. Pass the total length of the "
                      "schedule (warmup included) as decay_steps.");
   const double alpha = peak_value == 0.0 ? 0.0 : end_value / peak_value;
-  return join_schedules({linear_schedule(init_value, peak_value, warmup_steps),
-                         cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha,
-                                               exponent)},
-                        {warmup_steps});
+  return join_schedules(
+      {linear_schedule(init_value, peak_value, warmup_steps),
+       cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha, exponent)},
+      {warmup_steps});
 }
 
 Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> boundaries) {

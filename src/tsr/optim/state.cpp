@@ -41,9 +41,8 @@ void check_slots(const TxState& s, size_t n, const GradientTransformation& tx, c
   for (const auto& [k, l] : s.slots)
     if (l.size() != n)
       throw ValueError(std::string("[") + api + "] transform '" + tx.name + "' " + when +
-                       " slot '" + k + "' with " + std::to_string(l.size()) +
-                       " arrays. Got " + std::to_string(l.size()) + "; expected " +
-                       std::to_string(n) +
+                       " slot '" + k + "' with " + std::to_string(l.size()) + " arrays. Got " +
+                       std::to_string(l.size()) + "; expected " + std::to_string(n) +
                        ", one per parameter leaf. Fix the transform to keep one slot "
                        "Array per parameter.");
 }
@@ -83,8 +82,7 @@ Array zeros_like_param(const Array& p) {
   // Under jit the layout comes from propagation; eagerly, place the slot where the
   // parameter is (zeros_like replicates over Auto axes).
   const NamedSharding& ps = p.sharding();
-  if (ps.concrete_mesh() && !z.sharding().is_equivalent_to(ps, p.ndim()))
-    z = device_put(z, ps);
+  if (ps.concrete_mesh() && !z.sharding().is_equivalent_to(ps, p.ndim())) z = device_put(z, ps);
   return z;
 }
 
@@ -123,18 +121,16 @@ const Array& scalar(const TxState& state, const std::string& key, const std::str
   auto it = state.scalars.find(key);
   if (it == state.scalars.end())
     throw ValueError("[optim.update] the state has no scalar '" + key + "' for transform '" + tx +
-                     "'. Got " + std::to_string(state.scalars.size()) +
-                     " scalars; expected '" + key +
-                     "'. Pass the state that optim::init returned for this transform.");
+                     "'. Got " + std::to_string(state.scalars.size()) + " scalars; expected '" +
+                     key + "'. Pass the state that optim::init returned for this transform.");
   return it->second;
 }
 
 void check_counts(const std::vector<Array>& updates, const std::vector<Array>& params,
                   const std::string& tx) {
   if (!params.empty() && params.size() != updates.size())
-    throw ValueError("[optim.update] transform '" + tx + "' got " +
-                     std::to_string(updates.size()) + " updates and " +
-                     std::to_string(params.size()) + " params. Got " +
+    throw ValueError("[optim.update] transform '" + tx + "' got " + std::to_string(updates.size()) +
+                     " updates and " + std::to_string(params.size()) + " params. Got " +
                      std::to_string(updates.size()) + "; expected " +
                      std::to_string(params.size()) +
                      ". Pass one update per parameter leaf, in the same order.");
@@ -178,12 +174,11 @@ void check_like_params(const tree::Structure& want, const std::vector<Array>& wa
   if (got_leaves.empty()) return;
   for (size_t i = 0; i < want_leaves.size() && i < got_leaves.size(); ++i) {
     if (got_leaves[i].shape() == want_leaves[i].shape()) continue;
-    throw ValueError(std::string("[") + api + "] " + got.paths(root)[i] +
-                     " has another shape than its parameter. Got " +
-                     shape_str(got_leaves[i].shape()) + "; expected " +
-                     shape_str(want_leaves[i].shape()) + ". Pass " + (slot ? "a state" : what) +
-                     " shaped like the params (" + (slot ? "from optim::init" : "leaf for leaf") +
-                     ").");
+    throw ValueError(
+        std::string("[") + api + "] " + got.paths(root)[i] +
+        " has another shape than its parameter. Got " + shape_str(got_leaves[i].shape()) +
+        "; expected " + shape_str(want_leaves[i].shape()) + ". Pass " + (slot ? "a state" : what) +
+        " shaped like the params (" + (slot ? "from optim::init" : "leaf for leaf") + ").");
   }
 }
 

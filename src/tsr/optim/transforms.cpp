@@ -81,8 +81,7 @@ GradientTransformation identity() {
 GradientTransformation chain(const std::vector<GradientTransformation>& transforms) {
   for (size_t i = 0; i < transforms.size(); ++i)
     if (!transforms[i].init || !transforms[i].update)
-      throw ValueError("[optim.chain] transform " + std::to_string(i) + " ('" +
-                       transforms[i].name +
+      throw ValueError("[optim.chain] transform " + std::to_string(i) + " ('" + transforms[i].name +
                        "') is empty. Got a GradientTransformation without init or update; "
                        "expected built transforms. Build each with optim::adam, optim::trace, ...");
   GradientTransformation t;
@@ -241,8 +240,7 @@ GradientTransformation scale_by_lion(double b1, double b2) {
     s.scalars["count"] = detail::zero_count(p);
     return s;
   };
-  t.update = [b1, b2](const Leaves& u, const TxState& s, const Leaves& p,
-                      const Paths&) -> Update {
+  t.update = [b1, b2](const Leaves& u, const TxState& s, const Leaves& p, const Paths&) -> Update {
     detail::check_counts(u, p, "scale_by_lion");
     const Leaves& mu = detail::slot(s, "mu", u.size(), "scale_by_lion");
     Leaves r, m2;
@@ -309,7 +307,8 @@ GradientTransformation clip_by_global_norm(double max_norm) {
   detail::check_finite(max_norm, "optim.clip_by_global_norm", "max_norm");
   if (!(max_norm > 0))
     throw ValueError("[optim.clip_by_global_norm] max_norm must be positive. Got max_norm=" +
-                     detail::num(max_norm) + "; expected max_norm > 0. Pass the largest "
+                     detail::num(max_norm) +
+                     "; expected max_norm > 0. Pass the largest "
                      "global norm the updates may have, e.g. 1.0.");
   return stateless("clip_by_global_norm", [max_norm](const Leaves& u, const Leaves&) {
     Array norm = detail::global_norm_leaves(u);

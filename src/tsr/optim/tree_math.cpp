@@ -36,11 +36,12 @@ std::vector<Array> split_micro_batches(const std::vector<Array>& leaves, const P
                                        int64_t num_micro) {
   const std::string api = "[optim.accumulate_gradients] ";
   if (num_micro < 1)
-    throw ValueError(api + "num_micro must be at least 1. Got num_micro=" +
-                     std::to_string(num_micro) +
+    throw ValueError(api +
+                     "num_micro must be at least 1. Got num_micro=" + std::to_string(num_micro) +
                      "; expected num_micro >= 1. Pass the number of micro-batches per step.");
   if (leaves.empty())
-    throw ValueError(api + "the batch has no Array leaves. Got an empty batch tree; expected "
+    throw ValueError(api +
+                     "the batch has no Array leaves. Got an empty batch tree; expected "
                      "leaves with a leading batch dimension. Pass the batch to split.");
   std::vector<Array> out;
   for (size_t i = 0; i < leaves.size(); ++i) {
