@@ -165,8 +165,7 @@ Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> bo
 
 /** The state of a transform for parameters of type P: each slot is a tree like the
  *  parameters (same Structure and statics), so it shards and checkpoints like them.
- *  Key paths read `slots['scale_by_adam.mu'].layers[0].w.value`, `scalars['scale_by_adam.count']`.
- */
+ *  Key paths: `slots['scale_by_adam.mu'].layers[0].w.value`, `scalars['scale_by_adam.count']`. */
 template <class P>
 struct State {
   std::map<std::string, P> slots;       /**< per-parameter slots, each shaped like the params */
