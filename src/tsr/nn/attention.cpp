@@ -39,14 +39,14 @@ Array rope(const Array& x, double base) {
                      (x.valid() ? x.type().str() : std::string("an empty Array handle")) +
                      "; expected rank 4 and an even last dimension. Use an even head size.");
   const int64_t t = x.shape()[1], d = x.shape()[3], half = d / 2;
-  // The tables are host constants (computed in double, then rounded): no device work.
-  std::vector<float> c(static_cast<size_t>(t * half)), s(c.size());
+  // The tables are host constants (computed in double, rounded to x's dtype).
+  std::vector<double> c(static_cast<size_t>(t * half)), s(c.size());
   for (int64_t p = 0; p < t; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double ang =
           static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-      c[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(ang));
-      s[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(ang));
+      c[static_cast<size_t>(p * half + i)] = std::cos(ang);
+      s[static_cast<size_t>(p * half + i)] = std::sin(ang);
     }
   Array cs = array(c, {t, 1, half}).astype(x.dtype()), sn = array(s, {t, 1, half}).astype(x.dtype());
   const Shape& sh = x.shape();
