@@ -133,6 +133,12 @@ TEST(NnRules, ConstrainPinsActivationsInsideJit) {
   EXPECT_EQ(y.to_vector<float>(), (x * 2.f).to_vector<float>());
   auto g = jit([&](const Array& a) { return nn::constrain(a + 1.f, {"mlp", "batch"}, rules); });
   EXPECT_EQ(g(xs).sharding().spec().normalized(2), P("model", "data"));
+  // Only what the rules map is pinned: a name without a rule (or whose axes an earlier
+  // dimension took) is left to the propagation pass; a rule to no axes pins unsharded.
+  nn::Rules some{{{"batch", {"data"}}, {"seq", {}}, {"kv", {"data"}}}, "some"};
+  EXPECT_HAS(make_jaxpr([&](const Array& a) { return nn::constrain(a, {"batch", "seq", "embed", "kv"}, some); },
+                        device_put(ones({8, 2, 2, 2}), P())),
+             "sharding_constraint[sharding=P('data', None, P.UNCONSTRAINED, P.UNCONSTRAINED)]");
   std::string e = error_of<ValueError>([&] { (void)nn::constrain(xs, {"batch"}, rules); });
   EXPECT_HAS(e, "[nn.constrain] names ('batch',) has 1 entries for a value of type f32[8,8]. "
                 "Got 1 names; expected 2 (one per dimension).");

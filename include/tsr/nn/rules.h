@@ -47,9 +47,13 @@ PartitionSpec logical_to_spec(const Axes& names, const Rules& rules, const Mesh&
 /** The same against an abstract mesh (inside jit, the context's). */
 PartitionSpec logical_to_spec(const Axes& names, const Rules& rules, const AbstractMesh& mesh);
 
-/** with_sharding_constraint(x, logical_to_spec(names, rules, context mesh)): pins an
- *  activation's layout by logical names. The identity when there is no context mesh
- *  or it has one device. ValueError when names do not match x's rank. */
+/** with_sharding_constraint by logical names against the context mesh: pins what the
+ *  rules map (logical_to_spec's axes; a rule to no axes pins the dimension unsharded)
+ *  and leaves UNCONSTRAINED a dimension no rule shards (unnamed, no rule, or its axes
+ *  taken by an earlier dimension), so the propagation pass may use idle mesh axes
+ *  there (on a (4, 2) mesh under "tp" it splits the batch over 'data' by itself). The
+ *  identity when there is no context mesh or it has one device. ValueError when names
+ *  do not match x's rank. */
 Array constrain(const Array& x, const Axes& names, const Rules& rules);
 
 namespace detail {

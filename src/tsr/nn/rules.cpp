@@ -49,22 +49,31 @@ void check_rules(const Rules& rules, const std::vector<std::string>& mesh_axes,
   }
 }
 
+// `open` (constrain): a dimension no rule maps (unnamed, no rule, or every axis of its
+// rule taken by an earlier dimension) is UNCONSTRAINED, so the propagation pass may use
+// idle mesh axes there; only a rule mapping to no axes pins it unsharded.
 PartitionSpec to_spec(const Axes& names, const Rules& rules,
-                      const std::vector<std::string>& mesh_axes, const char* api) {
+                      const std::vector<std::string>& mesh_axes, const char* api,
+                      bool open = false) {
   check_rules(rules, mesh_axes, api);
   std::set<std::string> used;
   std::vector<PartitionEntry> entries;
   entries.reserve(names.size());
   for (const std::string& n : names) {
     std::vector<std::string> axes;
+    bool pinned = false;  // a rule maps n to no mesh axes: unsharded even when open
     if (!n.empty()) {
       auto it = std::find_if(rules.table.begin(), rules.table.end(),
                              [&](const auto& r) { return r.first == n; });
-      if (it != rules.table.end())
+      if (it != rules.table.end()) {
+        pinned = it->second.empty();
         for (const std::string& a : it->second)
           if (used.insert(a).second) axes.push_back(a);  // a later dimension loses it
+      }
     }
-    if (axes.empty())
+    if (axes.empty() && open && !pinned)
+      entries.emplace_back(UNCONSTRAINED);
+    else if (axes.empty())
       entries.emplace_back(nullptr);
     else if (axes.size() == 1)
       entries.emplace_back(axes[0]);
@@ -152,7 +161,7 @@ Array constrain(const Array& x, const Axes& names, const Rules& rules) {
                      " (one per dimension). Name every dimension (\"\" for none).");
   AbstractMesh mesh = get_abstract_mesh();
   if (mesh.empty() || mesh.size() <= 1) return x;
-  return with_sharding_constraint(x, to_spec(names, rules, mesh.axis_names(), "nn.constrain"));
+  return with_sharding_constraint(x, to_spec(names, rules, mesh.axis_names(), "nn.constrain", true));
 }
 
 namespace detail {
