@@ -50,7 +50,7 @@ struct TransformerConfig {
   double dropout = 0.0;                    /**< dropout rate in [0, 1) */
   /** ~1 M parameters at vocab 256: d_model 128, 4 heads, 4 layers, d_ff 512, max_seq 64. */
   static TransformerConfig tiny(int64_t vocab);
-  /** ~10.7 M parameters at vocab 256: d_model 384, 6 heads, 6 layers, d_ff 1536, max_seq 64. */
+  /** ~10.8 M parameters at vocab 256: d_model 384, 6 heads, 6 layers, d_ff 1536, max_seq 64. */
   static TransformerConfig small(int64_t vocab);
   /** Field-wise equality (jit's cache key compares statics with it). */
   bool operator==(const TransformerConfig&) const = default;
