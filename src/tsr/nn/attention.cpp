@@ -1,6 +1,7 @@
 // Causal multi-head attention and rotary position embeddings.
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "tsr/error.h"
@@ -32,27 +33,49 @@ double mask_value(DType dtype) {
   }
 }
 
+namespace {
+
+// cos and sin of RoPE's angles as [T, 1, D/2] host constants in `dtype`, times `scale`
+// (the attention folds 1/sqrt(D) into q's tables: one elementwise pass less).
+std::pair<Array, Array> rope_tables(int64_t t, int64_t d, double base, DType dtype,
+                                    double scale) {
+  const int64_t half = d / 2;
+  std::vector<double> c(static_cast<size_t>(t * half)), s(c.size());
+  for (int64_t p = 0; p < t; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      double ang = static_cast<double>(p) *
+                   std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      c[static_cast<size_t>(p * half + i)] = scale * std::cos(ang);
+      s[static_cast<size_t>(p * half + i)] = scale * std::sin(ang);
+    }
+  const Shape shape{t, 1, half};
+  if (dtype == DType::Float64) return {array(c, shape), array(s, shape)};
+  // Rounded on the host, so no conversion runs in the program (float32, the usual case).
+  Array cf = array(std::vector<float>(c.begin(), c.end()), shape);
+  Array sf = array(std::vector<float>(s.begin(), s.end()), shape);
+  if (dtype == DType::Float32) return {cf, sf};
+  return {cf.astype(dtype), sf.astype(dtype)};
+}
+
+// x [B, T, H, D] rotated by the tables (rotate_half: the halves, not interleaved pairs).
+Array rotate(const Array& x, const std::pair<Array, Array>& tables) {
+  const Shape& sh = x.shape();
+  const int64_t half = sh[3] / 2;
+  const auto& [cs, sn] = tables;
+  Array x1 = slice(x, {0, 0, 0, 0}, {sh[0], sh[1], sh[2], half});
+  Array x2 = slice(x, {0, 0, 0, half}, sh);
+  return concatenate({x1 * cs - x2 * sn, x2 * cs + x1 * sn}, 3);
+}
+
+}  // namespace
+
 Array rope(const Array& x, double base) {
   if (!x.valid() || x.ndim() != 4 || x.shape()[3] % 2 != 0)
     throw ValueError("[nn.rope] rotary embeddings need x of shape [batch, seq, heads, dim] "
                      "with an even dim. Got " +
                      (x.valid() ? x.type().str() : std::string("an empty Array handle")) +
                      "; expected rank 4 and an even last dimension. Use an even head size.");
-  const int64_t t = x.shape()[1], d = x.shape()[3], half = d / 2;
-  // The tables are host constants (computed in double, rounded to x's dtype).
-  std::vector<double> c(static_cast<size_t>(t * half)), s(c.size());
-  for (int64_t p = 0; p < t; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      double ang =
-          static_cast<double>(p) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-      c[static_cast<size_t>(p * half + i)] = std::cos(ang);
-      s[static_cast<size_t>(p * half + i)] = std::sin(ang);
-    }
-  Array cs = array(c, {t, 1, half}).astype(x.dtype()), sn = array(s, {t, 1, half}).astype(x.dtype());
-  const Shape& sh = x.shape();
-  Array x1 = slice(x, {0, 0, 0, 0}, {sh[0], sh[1], sh[2], half});
-  Array x2 = slice(x, {0, 0, 0, half}, sh);
-  return concatenate({x1 * cs - x2 * sn, x2 * cs + x1 * sn}, 3);
+  return rotate(x, rope_tables(x.shape()[1], x.shape()[3], base, x.dtype(), 1.0));
 }
 
 MultiHeadAttention MultiHeadAttention::init(int64_t embed, int64_t heads, int64_t kv,
@@ -93,12 +116,14 @@ Array apply(const MultiHeadAttention& a, const Array& x, const std::optional<Rul
   Array q = pin(einsum("bte,ehd->bthd", {x, wq}), bthd);
   Array k = pin(einsum("bte,ehd->bthd", {x, a.wk.value}), bthd);
   Array v = pin(einsum("bte,ehd->bthd", {x, a.wv.value}), bthd);
-  if (a.positions == Positions::Rotary) {
-    q = rope(q, a.rope_base);
-    k = rope(k, a.rope_base);
-  }
   const int64_t t = x.shape()[1], kv = wq.shape()[2];
-  q = q * (1.0 / std::sqrt(static_cast<double>(kv)));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kv));
+  if (a.positions == Positions::Rotary) {
+    q = rotate(q, rope_tables(t, kv, a.rope_base, q.dtype(), scale));  // q / sqrt(kv), rotated
+    k = rotate(k, rope_tables(t, kv, a.rope_base, k.dtype(), 1.0));
+  } else {
+    q = q * scale;
+  }
   Array s = einsum("bthd,bshd->bhts", {q, k});
   // Causal: position t sees s <= t (a [T, T] bool, broadcast over batch and heads).
   Array mask = less_equal(broadcasted_iota(DType::Int32, {t, t}, 1),
