@@ -295,4 +295,11 @@ TEST(NnTransformer, Errors) {
              "Got i32[8]; expected rank 2");
   EXPECT_HAS(error_of<TypeError>([&] { (void)nn::apply(m, zeros({2, 4})); }),
              "[nn.Transformer] tokens must be an integer array. Got f32[2,4]");
+  // Explicit axes: refused up front, with the fix (the lookup would need an out_sharding).
+  Mesh explicit_mesh = make_mesh({4, 2}, {"data", "model"});
+  Array placed = device_put(zeros({8, 4}, int32), NamedSharding(explicit_mesh, P("data")));
+  EXPECT_HAS(error_of<ValueError>([&] { (void)nn::apply(m, placed); }),
+             "[nn.Transformer] the layers run on Auto mesh axes (the propagation pass lays out "
+             "what the rules leave open). Got AbstractMesh('data': 4, 'model': 2, "
+             "axis_types=(Explicit, Explicit)); expected every axis Auto.");
 }

@@ -72,7 +72,8 @@ struct Transformer {
 TSR_TREE(Transformer, config, embed, pos, blocks, ln_f, head)
 
 /** Logits [B, T, vocab] of integer tokens [B, T] (T <= max_seq). ValueError for
- *  tokens of another rank or a longer sequence; TypeError for non-integer tokens. */
+ *  tokens of another rank or a longer sequence, or a mesh (the context's, else the
+ *  tokens') with Explicit axes; TypeError for non-integer tokens. */
 Array apply(const Transformer& m, const Array& tokens, const ApplyOptions& opts = {});
 
 }  // namespace tsr::nn

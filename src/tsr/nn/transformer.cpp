@@ -99,6 +99,16 @@ Array apply(const Transformer& m, const Array& tokens, const ApplyOptions& opts)
                      std::to_string(m.config.max_seq) + ". Got " + tokens.type().str() +
                      "; expected rank 2 and at most that many positions. Cut the sequence, or "
                      "init with a larger max_seq.");
+  // Explicit axes would need an out_sharding at the lookup, the row-parallel dots and
+  // more; the layers leave those layouts to the propagation pass (Auto axes).
+  AbstractMesh mesh = get_abstract_mesh();
+  if (mesh.empty()) mesh = typeof(tokens).sharding.mesh();
+  if (mesh.size() > 1 && !mesh.explicit_axes().empty())
+    throw ValueError("[nn.Transformer] the layers run on Auto mesh axes (the propagation pass "
+                     "lays out what the rules leave open). Got " +
+                     mesh.str() + "; expected every axis Auto. Build the mesh with "
+                     "make_mesh(sizes, names, {AxisType::Auto, ...}) (Mesh(...) defaults to "
+                     "Auto).");
   const Axes bse{"batch", "seq", "embed"};
   auto pin = [&](const Array& v, const Axes& n) {
     return opts.rules ? constrain(v, n, *opts.rules) : v;
