@@ -70,8 +70,11 @@ TEST(NnRope, MatchesHostRotation) {
         want[b] = xh[b] * std::cos(ang) + xh[a] * std::sin(ang);
       }
   expect_close(want, nn::rope(x), 1e-6, 1e-5, "rope");
-  EXPECT_HAS(error_of<ValueError>([] { (void)nn::rope(ones({1, 2, 1, 3})); }),
-             "[nn.rope] rotary embeddings need x of shape [batch, seq, heads, dim] with an even dim");
+  EXPECT_HAS(
+      error_of<ValueError>([] {
+        (void)nn::rope(ones({1, 2, 1, 3}));
+      }),
+      "[nn.rope] rotary embeddings need x of shape [batch, seq, heads, dim] with an even dim");
   EXPECT_EQ(nn::mask_value(float32), -3.4028234663852886e38);
 }
 
@@ -80,8 +83,8 @@ TEST(NnAttention, OutputMatchesHostLoops) {
   for (nn::Positions pos : {nn::Positions::Rotary, nn::Positions::Learned}) {
     nn::MultiHeadAttention a = make_attention(pos);
     bool rotary = pos == nn::Positions::Rotary;
-    nnref::T want = nnref::attention(host(x), host(a.wq.value), host(a.wk.value),
-                                     host(a.wv.value), host(a.wo.value), rotary);
+    nnref::T want = nnref::attention(host(x), host(a.wq.value), host(a.wk.value), host(a.wv.value),
+                                     host(a.wo.value), rotary);
     expect_close(want, nn::apply(a, x), 1e-5, 1e-4, rotary ? "rotary" : "no rope");
     expect_close(want, jit([](const nn::MultiHeadAttention& m, const Array& v) {
                    return nn::apply(m, v);
@@ -95,7 +98,8 @@ TEST(NnAttention, CausalPrefixIgnoresLaterTokens) {
   nn::MultiHeadAttention a = make_attention(nn::Positions::Rotary);
   Array x = wavy({kB, kT, kE}, 1.0, 5);
   Array x2 = x.at(all, kT - 1).set(7.f);
-  std::vector<float> y = nn::apply(a, x).to_vector<float>(), y2 = nn::apply(a, x2).to_vector<float>();
+  std::vector<float> y = nn::apply(a, x).to_vector<float>(),
+                     y2 = nn::apply(a, x2).to_vector<float>();
   for (int64_t b = 0; b < kB; ++b)
     for (int64_t t = 0; t < kT; ++t)
       for (int64_t e = 0; e < kE; ++e) {
@@ -111,14 +115,13 @@ TEST(NnAttention, GradientMatchesPlainOpsReference) {
   for (nn::Positions pos : {nn::Positions::Rotary, nn::Positions::Learned}) {
     nn::MultiHeadAttention a = make_attention(pos);
     bool rotary = pos == nn::Positions::Rotary;
-    auto [ga, gx] = grad([&](const nn::MultiHeadAttention& m, const Array& v) {
-      return sum(nn::apply(m, v) * c);
-    }, argnums<0, 1>)(a, x);
-    auto gr = grad(
-        [&](const Array& wq, const Array& wk, const Array& wv, const Array& wo, const Array& v) {
-          return sum(attention_ref(wq, wk, wv, wo, v, rotary) * c);
-        },
-        argnums<0, 1, 2, 3, 4>)(a.wq.value, a.wk.value, a.wv.value, a.wo.value, x);
+    auto [ga, gx] = grad(
+        [&](const nn::MultiHeadAttention& m, const Array& v) { return sum(nn::apply(m, v) * c); },
+        argnums<0, 1>)(a, x);
+    auto gr =
+        grad([&](const Array& wq, const Array& wk, const Array& wv, const Array& wo,
+                 const Array& v) { return sum(attention_ref(wq, wk, wv, wo, v, rotary) * c); },
+             argnums<0, 1, 2, 3, 4>)(a.wq.value, a.wk.value, a.wv.value, a.wo.value, x);
     std::string w = rotary ? " (rotary)" : " (no rope)";
     expect_close(std::get<0>(gr), ga.wq.value, 1e-5, 1e-4, "dwq" + w);
     expect_close(std::get<1>(gr), ga.wk.value, 1e-5, 1e-4, "dwk" + w);
@@ -146,9 +149,12 @@ TEST(NnAttention, InitAndErrors) {
   Array big = nn::MultiHeadAttention::init(64, 4, 16, random::key(1)).wq.value;
   EXPECT_NEAR(std::sqrt(mean(square(big)).item<float>()), 0.02, 0.001);
   EXPECT_NEAR(mean(big).item<float>(), 0.0, 0.001);
-  EXPECT_HAS(error_of<ValueError>([] { (void)nn::MultiHeadAttention::init(9, 3, 3, random::key(0)); }),
-             "rotary positions need an even head size. Got kv = 3");
-  EXPECT_HAS(error_of<ValueError>([&] { (void)nn::apply(a, ones({2, 8})); }),
+  EXPECT_HAS(
+      error_of<ValueError>([] { (void)nn::MultiHeadAttention::init(9, 3, 3, random::key(0)); }),
+      "rotary positions need an even head size. Got kv = 3");
+  EXPECT_HAS(error_of<ValueError>([&] {
+               (void)nn::apply(a, ones({2, 8}));
+             }),
              "[nn.MultiHeadAttention] the input must be [batch, seq, embed] with embed = 8. Got "
              "f32[2,8]");
 }

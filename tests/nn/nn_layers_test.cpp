@@ -33,16 +33,19 @@ TEST(NnLinear, OutputAndGradientMatchHostLoops) {
   Array x = wavy({3, 4}, 1.0, 1), c = wavy({3, 5}, 1.0, 2);
   nnref::T xh = host(x), wh = host(l.w.value), bh = host(l.b->value), ch = host(c);
   expect_close(nnref::linear(xh, wh, &bh), nn::apply(l, x), kAtol, kRtol, "y");
-  auto [gl, gx] = grad([&](const nn::Linear& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
-                       argnums<0, 1>)(l, x);
+  auto [gl, gx] =
+      grad([&](const nn::Linear& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
+           argnums<0, 1>)(l, x);
   nnref::T dw{{4, 5}, std::vector<double>(20, 0.0)}, db{{5}, std::vector<double>(5, 0.0)},
       dx{{3, 4}, std::vector<double>(12, 0.0)};
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 5; ++j) {
       db[static_cast<size_t>(j)] += ch[static_cast<size_t>(i * 5 + j)];
       for (int k = 0; k < 4; ++k) {
-        dw[static_cast<size_t>(k * 5 + j)] += xh[static_cast<size_t>(i * 4 + k)] * ch[static_cast<size_t>(i * 5 + j)];
-        dx[static_cast<size_t>(i * 4 + k)] += ch[static_cast<size_t>(i * 5 + j)] * wh[static_cast<size_t>(k * 5 + j)];
+        dw[static_cast<size_t>(k * 5 + j)] +=
+            xh[static_cast<size_t>(i * 4 + k)] * ch[static_cast<size_t>(i * 5 + j)];
+        dx[static_cast<size_t>(i * 4 + k)] +=
+            ch[static_cast<size_t>(i * 5 + j)] * wh[static_cast<size_t>(k * 5 + j)];
       }
     }
   expect_close(dw, gl.w.value, kAtol, kRtol, "dw");
@@ -64,8 +67,9 @@ TEST(NnLinear, Errors) {
   EXPECT_HAS(e, "names must name w's two dimensions. Got 1 names; expected 2");
   nn::Linear l = nn::Linear::init(4, 3, random::key(0));
   e = error_of<ValueError>([&] { (void)nn::apply(l, ones({2, 5})); });
-  EXPECT_HAS(e, "[nn.Linear] the input's last dimension does not match the layer. Got input "
-                "f32[2,5]; expected a last dimension of 4 (parameter f32[4,3])");
+  EXPECT_HAS(e,
+             "[nn.Linear] the input's last dimension does not match the layer. Got input "
+             "f32[2,5]; expected a last dimension of 4 (parameter f32[4,3])");
 }
 
 TEST(NnEmbedding, LookupAndScatterAddGradient) {
@@ -81,8 +85,10 @@ TEST(NnEmbedding, LookupAndScatterAddGradient) {
   Array c = wavy({2, 4, 3}, 1.0, 5);
   nnref::T ch = host(c), dt{{6, 3}, std::vector<double>(18, 0.0)};
   for (size_t p = 0; p < ids.size(); ++p)
-    for (int k = 0; k < 3; ++k) dt[static_cast<size_t>(ids[p] * 3 + k)] += ch[p * 3 + static_cast<size_t>(k)];
-  nn::Embedding g = grad([&](const nn::Embedding& e) { return dot_with(nn::apply(e, idx), c); })(emb);
+    for (int k = 0; k < 3; ++k)
+      dt[static_cast<size_t>(ids[p] * 3 + k)] += ch[p * 3 + static_cast<size_t>(k)];
+  nn::Embedding g =
+      grad([&](const nn::Embedding& e) { return dot_with(nn::apply(e, idx), c); })(emb);
   expect_close(dt, g.table.value, kAtol, kRtol, "dtable");
   // Under jit too.
   nn::Embedding gj =
@@ -125,8 +131,9 @@ TEST(NnNorms, LayerNormMatchesHostLoopsWithAnalyticGradient) {
     }
     for (size_t k = 0; k < 6; ++k) dx[i * 6 + k] = r * (g[k] - mg - xhat[k] * mgx);
   }
-  auto [gn, gx] = grad([&](const nn::LayerNorm& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
-                       argnums<0, 1>)(n, x);
+  auto [gn, gx] =
+      grad([&](const nn::LayerNorm& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
+           argnums<0, 1>)(n, x);
   expect_close(dx, reshape(gx, {4, 6}), 1e-4, 1e-3, "dx");
   expect_close(ds, gn.scale.value, kAtol, kRtol, "dscale");
   expect_close(db, gn.bias.value, kAtol, kRtol, "dbias");
@@ -153,11 +160,14 @@ TEST(NnNorms, RMSNormMatchesHostLoopsWithAnalyticGradient) {
     }
   }
   expect_close(y, nn::apply(n, x), kAtol, kRtol, "y");
-  auto [gn, gx] = grad([&](const nn::RMSNorm& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
-                       argnums<0, 1>)(n, x);
+  auto [gn, gx] =
+      grad([&](const nn::RMSNorm& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
+           argnums<0, 1>)(n, x);
   expect_close(dx, gx, 1e-4, 1e-3, "dx");
   expect_close(ds, gn.scale.value, kAtol, kRtol, "dscale");
-  EXPECT_HAS(error_of<ValueError>([&] { (void)nn::apply(n, ones({3, 4})); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               (void)nn::apply(n, ones({3, 4}));
+             }),
              "[nn.RMSNorm] the input's last dimension does not match the layer");
 }
 
@@ -171,8 +181,7 @@ TEST(NnGelu, TanhApproximationAndItsDerivative) {
     dy[i] = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * c * (1 + 3 * 0.044715 * v * v);
   }
   expect_close(y, nn::gelu(x), kAtol, kRtol, "gelu");
-  expect_close(dy, grad([](const Array& a) { return sum(nn::gelu(a)); })(x), kAtol, kRtol,
-               "gelu'");
+  expect_close(dy, grad([](const Array& a) { return sum(nn::gelu(a)); })(x), kAtol, kRtol, "gelu'");
   // Known values of jax.nn.gelu(approximate=True).
   EXPECT_NEAR(nn::gelu(scalar(1.0f)).item<float>(), 0.8411920070648193, 1e-6);
   EXPECT_NEAR(nn::gelu(scalar(-2.0f)).item<float>(), -0.04540228843688965, 1e-6);
@@ -192,8 +201,8 @@ TEST(NnDropout, InvertedKeyedMask) {
   }
   EXPECT_NEAR(kept / 2048.0, 0.75, 0.03);
   // Gradient: mask / (1 - rate).
-  std::vector<float> g = grad([&](const Array& a) { return sum(nn::apply(d, a, key, false)); })(x)
-                             .to_vector<float>();
+  std::vector<float> g =
+      grad([&](const Array& a) { return sum(nn::apply(d, a, key, false)); })(x).to_vector<float>();
   for (size_t i = 0; i < g.size(); ++i) EXPECT_FLOAT_EQ(g[i], keep[i] ? 1 / 0.75f : 0.f);
   // Deterministic, rate 0: the identity (no key needed); rate 1: zeros.
   EXPECT_EQ(nn::apply(d, x, Array(), true).to_vector<float>(), xv);
@@ -233,13 +242,12 @@ TEST(NnMlp, MatchesHostLoopsAndPlainOpsGradient) {
   nnref::T want = nnref::mlp(nnref::rows(host(x)), host(m.w1.value), host(m.b1.value),
                              host(m.w2.value), host(m.b2.value));
   expect_close(want, reshape(nn::apply(m, x), {6, 4}), kAtol, kRtol, "y");
-  auto [gm, gx] = grad([&](const nn::MLP& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
-                       argnums<0, 1>)(m, x);
-  auto gr = grad(
-      [&](const Array& w1, const Array& b1, const Array& w2, const Array& b2, const Array& xx) {
-        return dot_with(mlp_ref(w1, b1, w2, b2, xx), c);
-      },
-      argnums<0, 1, 2, 3, 4>)(m.w1.value, m.b1.value, m.w2.value, m.b2.value, x);
+  auto [gm, gx] =
+      grad([&](const nn::MLP& p, const Array& xx) { return dot_with(nn::apply(p, xx), c); },
+           argnums<0, 1>)(m, x);
+  auto gr = grad([&](const Array& w1, const Array& b1, const Array& w2, const Array& b2,
+                     const Array& xx) { return dot_with(mlp_ref(w1, b1, w2, b2, xx), c); },
+                 argnums<0, 1, 2, 3, 4>)(m.w1.value, m.b1.value, m.w2.value, m.b2.value, x);
   expect_close(std::get<0>(gr), gm.w1.value, kAtol, kRtol, "dw1");
   expect_close(std::get<1>(gr), gm.b1.value, kAtol, kRtol, "db1");
   expect_close(std::get<2>(gr), gm.w2.value, kAtol, kRtol, "dw2");

@@ -51,7 +51,8 @@ TEST(NnLosses, CrossEntropyGradientIsSoftmaxMinusOneHot) {
     for (size_t j = 0; j < 9; ++j) mx = std::max(mx, lh[i * 9 + j]);
     for (size_t j = 0; j < 9; ++j) z += std::exp(lh[i * 9 + j] - mx);
     for (size_t j = 0; j < 9; ++j)
-      want[i * 9 + j] = ch[i] * (std::exp(lh[i * 9 + j] - mx) / z - (static_cast<int>(j) == lab[i]));
+      want[i * 9 + j] =
+          ch[i] * (std::exp(lh[i * 9 + j] - mx) / z - (static_cast<int>(j) == lab[i]));
   }
   expect_close(want, g, 1e-6, 1e-5, "vs host");
   // The custom backward is what runs: softmax - one_hot, no scatter (autodiff of the
@@ -66,9 +67,8 @@ TEST(NnLosses, CrossEntropyGradientIsSoftmaxMinusOneHot) {
 
 TEST(NnLosses, CrossEntropyErrors) {
   Array logits = zeros({2, 5});
-  EXPECT_HAS(error_of<TypeError>([&] {
-               (void)nn::softmax_cross_entropy_with_integer_labels(logits, zeros({2}));
-             }),
+  EXPECT_HAS(error_of<TypeError>(
+                 [&] { (void)nn::softmax_cross_entropy_with_integer_labels(logits, zeros({2})); }),
              "[nn.softmax_cross_entropy_with_integer_labels] labels must be integers. Got f32[2]");
   EXPECT_HAS(error_of<ValueError>([&] {
                (void)nn::softmax_cross_entropy_with_integer_labels(logits, zeros({5}, int32));

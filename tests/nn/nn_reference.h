@@ -33,8 +33,8 @@ inline tsr::Array wavy(const tsr::Shape& s, double scale, double salt) {
   for (auto d : s) n *= d;
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    v[static_cast<size_t>(i)] =
-        static_cast<float>(scale * std::sin(0.7 * static_cast<double>(i) * (1.0 + 0.13 * salt) + salt));
+    v[static_cast<size_t>(i)] = static_cast<float>(
+        scale * std::sin(0.7 * static_cast<double>(i) * (1.0 + 0.13 * salt) + salt));
   return tsr::array(v, s);
 }
 
@@ -64,7 +64,8 @@ inline T linear(const T& x, const T& w, const T* b) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < out; ++j) {
       double s = b ? (*b)[static_cast<size_t>(j)] : 0.0;
-      for (int64_t k = 0; k < in; ++k) s += x[static_cast<size_t>(i * in + k)] * w[static_cast<size_t>(k * out + j)];
+      for (int64_t k = 0; k < in; ++k)
+        s += x[static_cast<size_t>(i * in + k)] * w[static_cast<size_t>(k * out + j)];
       y[static_cast<size_t>(i * out + j)] = s;
     }
   return y;
@@ -81,8 +82,8 @@ inline T layer_norm(const T& x, const T& scale, const T& bias, double eps) {
     for (int64_t k = 0; k < e; ++k) var += std::pow(x[static_cast<size_t>(i * e + k)] - mu, 2);
     var /= static_cast<double>(e);
     for (int64_t k = 0; k < e; ++k)
-      y[static_cast<size_t>(i * e + k)] = (x[static_cast<size_t>(i * e + k)] - mu) / std::sqrt(var + eps) *
-                                              scale[static_cast<size_t>(k)] +
+      y[static_cast<size_t>(i * e + k)] = (x[static_cast<size_t>(i * e + k)] - mu) /
+                                              std::sqrt(var + eps) * scale[static_cast<size_t>(k)] +
                                           bias[static_cast<size_t>(k)];
   }
   return y;
@@ -90,7 +91,8 @@ inline T layer_norm(const T& x, const T& scale, const T& bias, double eps) {
 
 /** jax.nn.gelu(approximate=True). */
 inline double gelu(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x *
+         (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
 }
 
 /** gelu(x @ w1 + b1) @ w2 + b2 on x [N, E]. */
@@ -129,7 +131,9 @@ inline T attention(const T& x, const T& wq, const T& wk, const T& wv, const T& w
         for (int64_t ti = 0; ti < t; ++ti)
           for (int64_t hi = 0; hi < h; ++hi)
             for (int64_t i = 0; i < d / 2; ++i) {
-              double ang = static_cast<double>(ti) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+              double ang =
+                  static_cast<double>(ti) *
+                  std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
               double x1 = a[at(a, {bi, ti, hi, i})], x2 = a[at(a, {bi, ti, hi, i + d / 2})];
               o[at(o, {bi, ti, hi, i})] = x1 * std::cos(ang) - x2 * std::sin(ang);
               o[at(o, {bi, ti, hi, i + d / 2})] = x2 * std::cos(ang) + x1 * std::sin(ang);
@@ -147,14 +151,17 @@ inline T attention(const T& x, const T& wq, const T& wk, const T& wv, const T& w
         double mx = -1e300, z = 0;
         for (int64_t si = 0; si <= ti; ++si) {
           double s = 0;
-          for (int64_t di = 0; di < d; ++di) s += q[at(q, {bi, ti, hi, di})] * k[at(k, {bi, si, hi, di})];
+          for (int64_t di = 0; di < d; ++di)
+            s += q[at(q, {bi, ti, hi, di})] * k[at(k, {bi, si, hi, di})];
           p[static_cast<size_t>(si)] = s / std::sqrt(static_cast<double>(d));
           mx = std::max(mx, p[static_cast<size_t>(si)]);
         }
-        for (int64_t si = 0; si <= ti; ++si) z += (p[static_cast<size_t>(si)] = std::exp(p[static_cast<size_t>(si)] - mx));
+        for (int64_t si = 0; si <= ti; ++si)
+          z += (p[static_cast<size_t>(si)] = std::exp(p[static_cast<size_t>(si)] - mx));
         for (int64_t di = 0; di < d; ++di) {
           double o = 0;
-          for (int64_t si = 0; si <= ti; ++si) o += p[static_cast<size_t>(si)] / z * v[at(v, {bi, si, hi, di})];
+          for (int64_t si = 0; si <= ti; ++si)
+            o += p[static_cast<size_t>(si)] / z * v[at(v, {bi, si, hi, di})];
           for (int64_t ei = 0; ei < e; ++ei) y[at(y, {bi, ti, ei})] += o * wo[at(wo, {hi, di, ei})];
         }
       }
@@ -169,7 +176,8 @@ inline std::vector<double> xent(const T& logits, const std::vector<int>& labels)
     double mx = -1e300, z = 0;
     for (int64_t j = 0; j < v; ++j) mx = std::max(mx, logits[static_cast<size_t>(i * v + j)]);
     for (int64_t j = 0; j < v; ++j) z += std::exp(logits[static_cast<size_t>(i * v + j)] - mx);
-    out[static_cast<size_t>(i)] = std::log(z) + mx - logits[static_cast<size_t>(i * v + labels[static_cast<size_t>(i)])];
+    out[static_cast<size_t>(i)] =
+        std::log(z) + mx - logits[static_cast<size_t>(i * v + labels[static_cast<size_t>(i)])];
   }
   return out;
 }

@@ -10,9 +10,7 @@ using namespace tsr;
 
 namespace {
 
-Mesh auto_mesh() {
-  return make_mesh({4, 2}, {"data", "model"}, {AxisType::Auto, AxisType::Auto});
-}
+Mesh auto_mesh() { return make_mesh({4, 2}, {"data", "model"}, {AxisType::Auto, AxisType::Auto}); }
 
 using Table = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
@@ -31,8 +29,9 @@ TEST(NnRules, PresetTables) {
   EXPECT_EQ(nn::rules_preset_names(),
             (std::vector<std::string>{"dp", "tp", "fsdp", "dp+tp", "fsdp+tp"}));
   std::string e = error_of<ValueError>([] { (void)nn::rules_preset("zero3"); });
-  EXPECT_HAS(e, "[nn.rules_preset] unknown preset 'zero3'. Got 'zero3'; expected one of 'dp', "
-                "'tp', 'fsdp', 'dp+tp', 'fsdp+tp'.");
+  EXPECT_HAS(e,
+             "[nn.rules_preset] unknown preset 'zero3'. Got 'zero3'; expected one of 'dp', "
+             "'tp', 'fsdp', 'dp+tp', 'fsdp+tp'.");
 }
 
 TEST(NnRules, LogicalToSpec) {
@@ -60,13 +59,15 @@ TEST(NnRules, RuleNamingAMissingMeshAxis) {
   Mesh data_only = make_mesh({8}, {"data"}, {AxisType::Auto});
   std::string e = error_of<ValueError>(
       [&] { (void)nn::logical_to_spec({"batch"}, nn::rules_preset("dp+tp"), data_only); });
-  EXPECT_HAS(e, "[nn.logical_to_spec] rule 'heads' -> ('model',) of rules 'dp+tp' names mesh "
-                "axis 'model', which the mesh lacks. Got mesh axes ('data',); expected every "
-                "rule's mesh axes among them.");
+  EXPECT_HAS(e,
+             "[nn.logical_to_spec] rule 'heads' -> ('model',) of rules 'dp+tp' names mesh "
+             "axis 'model', which the mesh lacks. Got mesh axes ('data',); expected every "
+             "rule's mesh axes among them.");
   nn::Rules twice{{{"batch", {"data", "data"}}}, ""};
   e = error_of<ValueError>([&] { (void)nn::logical_to_spec({"batch"}, twice, data_only); });
-  EXPECT_HAS(e, "rule 'batch' -> ('data', 'data') of rules (unnamed rules) names mesh axis "
-                "'data' twice");
+  EXPECT_HAS(e,
+             "rule 'batch' -> ('data', 'data') of rules (unnamed rules) names mesh axis "
+             "'data' twice");
 }
 
 TEST(NnRules, ShardPlacesParamsByNamesAndReplicatesOtherLeaves) {
@@ -98,24 +99,29 @@ TEST(NnRules, ShardCollectsEveryLeafError) {
   Mesh mesh = auto_mesh();
   // embed 6 does not divide over 'data' (4), mlp 3 not over 'model' (2).
   std::map<std::string, nn::MLP> tree{{"mlp", nn::MLP::init(6, 3, random::key(0))}};
-  std::string e = error_of<ValueError>([&] { (void)nn::shard(tree, nn::rules_preset("fsdp+tp"), mesh); });
-  EXPECT_HAS(e, "[nn.shard] 4 of 4 leaves cannot be placed by rules 'fsdp+tp' on mesh ('data': "
-                "4, 'model': 2). Got:\n");
-  EXPECT_HAS(e, "\n  - leaf '['mlp'].w1.value' f32[6,3] names ('embed', 'mlp') -> P('data', "
-                "'model'): dimension 0 ('embed', size 6) is not divisible by 'data' (4 "
-                "devices); dimension 1 ('mlp', size 3) is not divisible by 'model' (2 devices)");
+  std::string e =
+      error_of<ValueError>([&] { (void)nn::shard(tree, nn::rules_preset("fsdp+tp"), mesh); });
+  EXPECT_HAS(e,
+             "[nn.shard] 4 of 4 leaves cannot be placed by rules 'fsdp+tp' on mesh ('data': "
+             "4, 'model': 2). Got:\n");
+  EXPECT_HAS(e,
+             "\n  - leaf '['mlp'].w1.value' f32[6,3] names ('embed', 'mlp') -> P('data', "
+             "'model'): dimension 0 ('embed', size 6) is not divisible by 'data' (4 "
+             "devices); dimension 1 ('mlp', size 3) is not divisible by 'model' (2 devices)");
   EXPECT_HAS(e, "leaf '['mlp'].b1.value' f32[3] names ('mlp',) -> P('model',)");
   EXPECT_HAS(e, "leaf '['mlp'].w2.value'");
   EXPECT_HAS(e, "leaf '['mlp'].b2.value'");
-  EXPECT_HAS(e, "Expected every sharded dimension divisible by the product of its mesh axes' sizes");
+  EXPECT_HAS(e,
+             "Expected every sharded dimension divisible by the product of its mesh axes' sizes");
   // Under dp the same tree places (no parameter dimension is named by dp's rules).
   EXPECT_NO_THROW((void)nn::shard(tree, nn::rules_preset("dp"), mesh));
   // Names of the wrong length, and an empty leaf.
   std::vector<nn::Param> bad{{ones({2, 2}), {"embed"}}, {Array(), {}}};
   e = error_of<ValueError>([&] { (void)nn::shard(bad, nn::rules_preset("dp"), mesh); });
   EXPECT_HAS(e, "2 of 2 leaves");
-  EXPECT_HAS(e, "leaf '[0].value' f32[2,2] names ('embed',) -> P(None,): has names ('embed',) "
-                "(1) for a rank-2 value");
+  EXPECT_HAS(e,
+             "leaf '[0].value' f32[2,2] names ('embed',) -> P(None,): has names ('embed',) "
+             "(1) for a rank-2 value");
   EXPECT_HAS(e, "leaf '[1].value' <empty> names () -> P(): is an empty Array handle");
 }
 
@@ -136,12 +142,16 @@ TEST(NnRules, ConstrainPinsActivationsInsideJit) {
   // Only what the rules map is pinned: a name without a rule (or whose axes an earlier
   // dimension took) is left to the propagation pass; a rule to no axes pins unsharded.
   nn::Rules some{{{"batch", {"data"}}, {"seq", {}}, {"kv", {"data"}}}, "some"};
-  EXPECT_HAS(make_jaxpr([&](const Array& a) { return nn::constrain(a, {"batch", "seq", "embed", "kv"}, some); },
-                        device_put(ones({8, 2, 2, 2}), P())),
+  EXPECT_HAS(make_jaxpr(
+                 [&](const Array& a) {
+                   return nn::constrain(a, {"batch", "seq", "embed", "kv"}, some);
+                 },
+                 device_put(ones({8, 2, 2, 2}), P())),
              "sharding_constraint[sharding=P('data', None, P.UNCONSTRAINED, P.UNCONSTRAINED)]");
   std::string e = error_of<ValueError>([&] { (void)nn::constrain(xs, {"batch"}, rules); });
-  EXPECT_HAS(e, "[nn.constrain] names ('batch',) has 1 entries for a value of type f32[8,8]. "
-                "Got 1 names; expected 2 (one per dimension).");
+  EXPECT_HAS(e,
+             "[nn.constrain] names ('batch',) has 1 entries for a value of type f32[8,8]. "
+             "Got 1 names; expected 2 (one per dimension).");
   // A one-device context mesh: the identity.
   MeshScope one(make_mesh({1}, {"data"}, {AxisType::Auto}));
   EXPECT_EQ(nn::constrain(x, {"batch", "mlp"}, rules).to_vector<float>(), x.to_vector<float>());

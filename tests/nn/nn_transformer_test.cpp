@@ -68,13 +68,12 @@ nn::TransformerConfig test_config(nn::Positions pos = nn::Positions::Rotary, dou
   return {32, 16, 2, layers, 32, 8, pos, dropout};
 }
 
-Mesh test_mesh() {
-  return make_mesh({4, 2}, {"data", "model"}, {AxisType::Auto, AxisType::Auto});
-}
+Mesh test_mesh() { return make_mesh({4, 2}, {"data", "model"}, {AxisType::Auto, AxisType::Auto}); }
 
 std::vector<int> tokens_of(int64_t n, int vocab, int salt) {
   std::vector<int> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<int>((i * 7 + salt * 3 + i * i) % vocab);
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = static_cast<int>((i * 7 + salt * 3 + i * i) % vocab);
   return v;
 }
 
@@ -130,18 +129,20 @@ TEST(NnTransformer, SizesNamesAndParamCount) {
   EXPECT_NEAR(std::sqrt(mean(square(t.blocks[1].mlp.w1.value)).item<float>()), 0.02, 0.001);
   EXPECT_EQ(sum(abs(t.blocks[1].mlp.b1.value)).item<float>(), 0.f);
   EXPECT_EQ(sum(t.blocks[2].ln2.scale.value).item<float>(), 128.f);
-  EXPECT_NE(t.blocks[0].attn.wq.value.to_vector<float>(), t.blocks[1].attn.wq.value.to_vector<float>());
+  EXPECT_NE(t.blocks[0].attn.wq.value.to_vector<float>(),
+            t.blocks[1].attn.wq.value.to_vector<float>());
 }
 
 TEST(NnTransformer, ShardedLossAndGradientsMatchOneDeviceUnderEveryPreset) {
-  nn::Transformer m = nn::Transformer::init(test_config(nn::Positions::Rotary, 0.0, 1), random::key(11));
+  nn::Transformer m =
+      nn::Transformer::init(test_config(nn::Positions::Rotary, 0.0, 1), random::key(11));
   std::vector<int> tok = tokens_of(64, 32, 2), lab = tokens_of(64, 32, 5);
   Array tokens = array(tok, {8, 8}), labels = array(lab, {8, 8});
   // The oracle: one device, no mesh, no rules.
-  auto [want_loss, want_grads] = jit(value_and_grad([](const nn::Transformer& p, const Array& t,
-                                                       const Array& l) {
-    return loss_of(p, t, l, {});
-  }))(m, tokens, labels);
+  auto [want_loss, want_grads] =
+      jit(value_and_grad([](const nn::Transformer& p, const Array& t, const Array& l) {
+        return loss_of(p, t, l, {});
+      }))(m, tokens, labels);
   std::vector<Array> want = tree::leaves(want_grads);
   std::vector<std::string> paths = tree::paths(want_grads);
   // Each parameter's predicted layout, per preset (wq, wo, w1, b1, w2, b2, table, head, ln).
@@ -152,14 +153,14 @@ TEST(NnTransformer, ShardedLossAndGradientsMatchOneDeviceUnderEveryPreset) {
   const std::map<std::string, Expect> expect{
       {"dp", {none3, none3, none2, none1, none2, none1, none2, none2, none1}},
       {"tp",
-       {P(nullptr, "model", nullptr), P("model", nullptr, nullptr), P(nullptr, "model"),
-        P("model"), P("model", nullptr), none1, P("model", nullptr), P(nullptr, "model"), none1}},
+       {P(nullptr, "model", nullptr), P("model", nullptr, nullptr), P(nullptr, "model"), P("model"),
+        P("model", nullptr), none1, P("model", nullptr), P(nullptr, "model"), none1}},
       {"fsdp",
        {P("data", nullptr, nullptr), P(nullptr, nullptr, "data"), P("data", nullptr), none1,
         P(nullptr, "data"), P("data"), P(nullptr, "data"), P("data", nullptr), P("data")}},
       {"dp+tp",
-       {P(nullptr, "model", nullptr), P("model", nullptr, nullptr), P(nullptr, "model"),
-        P("model"), P("model", nullptr), none1, P("model", nullptr), P(nullptr, "model"), none1}},
+       {P(nullptr, "model", nullptr), P("model", nullptr, nullptr), P(nullptr, "model"), P("model"),
+        P("model", nullptr), none1, P("model", nullptr), P(nullptr, "model"), none1}},
       {"fsdp+tp",
        {P("data", "model", nullptr), P("model", nullptr, "data"), P("data", "model"), P("model"),
         P("model", "data"), P("data"), P("model", "data"), P("data", "model"), P("data")}},
@@ -203,19 +204,23 @@ TEST(NnTransformer, ShardedDropoutAndLearnedPositionsMatchOneDevice) {
   Array tokens = array(tokens_of(64, 32, 3), {8, 8}), labels = array(tokens_of(64, 32, 4), {8, 8});
   Array key = random::key(99);
   auto f = [](const nn::Transformer& p, const Array& t, const Array& l, const Array& k,
-              const std::optional<nn::Rules>& r) { return loss_of(p, t, l, {r, k}); };
-  auto [want_loss, want_grads] = value_and_grad([&](const nn::Transformer& p) {
-    return f(p, tokens, labels, key, std::nullopt);
-  })(m);
+              const std::optional<nn::Rules>& r) {
+    return loss_of(p, t, l, {r, k});
+  };
+  auto [want_loss, want_grads] = value_and_grad(
+      [&](const nn::Transformer& p) { return f(p, tokens, labels, key, std::nullopt); })(m);
   // Dropout is on: the loss differs from the deterministic one.
-  EXPECT_GT(std::fabs(want_loss.item<float>() - loss_of(m, tokens, labels, {}).item<float>()), 1e-4);
+  EXPECT_GT(std::fabs(want_loss.item<float>() - loss_of(m, tokens, labels, {}).item<float>()),
+            1e-4);
   Mesh mesh = test_mesh();
   MeshScope scope(mesh);
   nn::Rules rules = nn::rules_preset("dp+tp");
   P bs = nn::logical_to_spec({"batch", "seq"}, rules, mesh);
-  auto [loss, grads] = jit(value_and_grad([&](const nn::Transformer& p, const Array& t, const Array& l,
-                                              const Array& k) { return f(p, t, l, k, rules); }))(
-      nn::shard(m, rules, mesh), device_put(tokens, bs), device_put(labels, bs), device_put(key, P()));
+  auto [loss, grads] = jit(
+      value_and_grad([&](const nn::Transformer& p, const Array& t, const Array& l, const Array& k) {
+        return f(p, t, l, k, rules);
+      }))(nn::shard(m, rules, mesh), device_put(tokens, bs), device_put(labels, bs),
+          device_put(key, P()));
   EXPECT_NEAR(loss.item<float>(), want_loss.item<float>(), 1e-5);
   std::vector<Array> want = tree::leaves(want_grads), got = tree::leaves(grads);
   std::vector<std::string> paths = tree::paths(grads);
@@ -227,7 +232,8 @@ namespace {
 // (all_reduce events, the other events) of a comm report.
 std::pair<std::vector<CommEvent>, std::vector<CommEvent>> split_reduces(const CommReport& r) {
   std::pair<std::vector<CommEvent>, std::vector<CommEvent>> out;
-  for (const CommEvent& e : r.events) (e.kind == "all_reduce" ? out.first : out.second).push_back(e);
+  for (const CommEvent& e : r.events)
+    (e.kind == "all_reduce" ? out.first : out.second).push_back(e);
   return out;
 }
 
@@ -276,8 +282,9 @@ TEST(NnTransformer, Errors) {
   };
   nn::TransformerConfig c = test_config();
   c.heads = 3;
-  EXPECT_HAS(init_error(c), "[nn.Transformer.init] d_model must be a multiple of heads. Got "
-                            "d_model 16, heads 3; expected d_model % heads == 0");
+  EXPECT_HAS(init_error(c),
+             "[nn.Transformer.init] d_model must be a multiple of heads. Got "
+             "d_model 16, heads 3; expected d_model % heads == 0");
   c = test_config();
   c.layers = 0;
   EXPECT_HAS(init_error(c), "layers must be positive. Got 0");
@@ -289,11 +296,15 @@ TEST(NnTransformer, Errors) {
   c.dropout = 1.0;
   EXPECT_HAS(init_error(c), "dropout must lie in [0, 1). Got 1.0");
   nn::Transformer m = nn::Transformer::init(test_config(), random::key(0));
-  EXPECT_HAS(error_of<ValueError>([&] { (void)nn::apply(m, zeros({2, 9}, int32)); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               (void)nn::apply(m, zeros({2, 9}, int32));
+             }),
              "[nn.Transformer] tokens must be [batch, seq] with seq <= max_seq = 8. Got i32[2,9]");
   EXPECT_HAS(error_of<ValueError>([&] { (void)nn::apply(m, zeros({8}, int32)); }),
              "Got i32[8]; expected rank 2");
-  EXPECT_HAS(error_of<TypeError>([&] { (void)nn::apply(m, zeros({2, 4})); }),
+  EXPECT_HAS(error_of<TypeError>([&] {
+               (void)nn::apply(m, zeros({2, 4}));
+             }),
              "[nn.Transformer] tokens must be an integer array. Got f32[2,4]");
   // Explicit axes: refused up front, with the fix (the lookup would need an out_sharding).
   Mesh explicit_mesh = make_mesh({4, 2}, {"data", "model"});

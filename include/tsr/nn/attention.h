@@ -30,12 +30,12 @@ double mask_value(DType dtype);
 /** Causal self-attention: q, k, v = x @ wq, wk, wv per head; scores softmax-ed over
  *  positions s <= t; y = attention @ wo. No biases. */
 struct MultiHeadAttention {
-  Param wq;                              /**< [embed, heads, kv] */
-  Param wk;                              /**< [embed, heads, kv] */
-  Param wv;                              /**< [embed, heads, kv] */
-  Param wo;                              /**< [heads, kv, embed] */
+  Param wq;                                /**< [embed, heads, kv] */
+  Param wk;                                /**< [embed, heads, kv] */
+  Param wv;                                /**< [embed, heads, kv] */
+  Param wo;                                /**< [heads, kv, embed] */
   Positions positions = Positions::Rotary; /**< Rotary: RoPE on q and k */
-  double rope_base = 10000.0;            /**< RoPE's base */
+  double rope_base = 10000.0;              /**< RoPE's base */
   /** wq, wk, wv, wo from split_keys(key, 4), each normal(0, 0.02). ValueError for
    *  sizes < 1 or an odd kv with Rotary positions. */
   static MultiHeadAttention init(int64_t embed, int64_t heads, int64_t kv, const Array& key,

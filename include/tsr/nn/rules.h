@@ -66,8 +66,7 @@ std::vector<Array> shard_leaves(const std::vector<Array>& leaves, const tree::St
                                 const Rules& rules, const Mesh& mesh);
 /** (path, spec) per leaf of s, without placing anything. */
 std::vector<std::pair<std::string, PartitionSpec>> leaf_specs(const tree::Structure& s,
-                                                              const Rules& rules,
-                                                              const Mesh& mesh);
+                                                              const Rules& rules, const Mesh& mesh);
 }  // namespace detail
 
 /** The tree with every Param's value placed on `mesh` by its names and `rules`, and
@@ -82,8 +81,7 @@ T shard(const T& tree, const Rules& rules, const Mesh& mesh) {
 
 /** Each leaf's key path and the spec shard() would give it (for printing a layout). */
 template <class T>
-std::vector<std::pair<std::string, PartitionSpec>> logical_specs(const T& tree,
-                                                                 const Rules& rules,
+std::vector<std::pair<std::string, PartitionSpec>> logical_specs(const T& tree, const Rules& rules,
                                                                  const Mesh& mesh) {
   return detail::leaf_specs(tree::structure(tree), rules, mesh);
 }

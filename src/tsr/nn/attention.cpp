@@ -26,10 +26,14 @@ void check_size(int64_t n, const char* what) {
 
 double mask_value(DType dtype) {
   switch (dtype) {
-    case DType::Float64: return std::numeric_limits<double>::lowest();
-    case DType::Float16: return -65504.0;
-    case DType::BFloat16: return -3.3895313892515355e38;
-    default: return static_cast<double>(std::numeric_limits<float>::lowest());
+    case DType::Float64:
+      return std::numeric_limits<double>::lowest();
+    case DType::Float16:
+      return -65504.0;
+    case DType::BFloat16:
+      return -3.3895313892515355e38;
+    default:
+      return static_cast<double>(std::numeric_limits<float>::lowest());
   }
 }
 
@@ -37,8 +41,7 @@ namespace {
 
 // cos and sin of RoPE's angles as [T, 1, D/2] host constants in `dtype`, times `scale`
 // (the attention folds 1/sqrt(D) into q's tables: one elementwise pass less).
-std::pair<Array, Array> rope_tables(int64_t t, int64_t d, double base, DType dtype,
-                                    double scale) {
+std::pair<Array, Array> rope_tables(int64_t t, int64_t d, double base, DType dtype, double scale) {
   const int64_t half = d / 2;
   std::vector<double> c(static_cast<size_t>(t * half)), s(c.size());
   for (int64_t p = 0; p < t; ++p)
@@ -71,10 +74,11 @@ Array rotate(const Array& x, const std::pair<Array, Array>& tables) {
 
 Array rope(const Array& x, double base) {
   if (!x.valid() || x.ndim() != 4 || x.shape()[3] % 2 != 0)
-    throw ValueError("[nn.rope] rotary embeddings need x of shape [batch, seq, heads, dim] "
-                     "with an even dim. Got " +
-                     (x.valid() ? x.type().str() : std::string("an empty Array handle")) +
-                     "; expected rank 4 and an even last dimension. Use an even head size.");
+    throw ValueError(
+        "[nn.rope] rotary embeddings need x of shape [batch, seq, heads, dim] "
+        "with an even dim. Got " +
+        (x.valid() ? x.type().str() : std::string("an empty Array handle")) +
+        "; expected rank 4 and an even last dimension. Use an even head size.");
   return rotate(x, rope_tables(x.shape()[1], x.shape()[3], base, x.dtype(), 1.0));
 }
 
@@ -84,11 +88,12 @@ MultiHeadAttention MultiHeadAttention::init(int64_t embed, int64_t heads, int64_
   check_size(heads, "heads");
   check_size(kv, "kv");
   if (positions == Positions::Rotary && kv % 2 != 0)
-    throw ValueError("[nn.MultiHeadAttention.init] rotary positions need an even head size. "
-                     "Got kv = " +
-                     std::to_string(kv) +
-                     "; expected an even kv. Pick heads so that embed / heads is even, or "
-                     "use Positions::Learned.");
+    throw ValueError(
+        "[nn.MultiHeadAttention.init] rotary positions need an even head size. "
+        "Got kv = " +
+        std::to_string(kv) +
+        "; expected an even kv. Pick heads so that embed / heads is even, or "
+        "use Positions::Learned.");
   std::vector<Array> k = random::split_keys(key, 4);
   auto w = [&](int i, const Shape& s, Axes n) {
     return Param{random::normal(k[static_cast<size_t>(i)], s) * kInitStd, std::move(n)};
@@ -104,11 +109,12 @@ MultiHeadAttention MultiHeadAttention::init(int64_t embed, int64_t heads, int64_
 Array apply(const MultiHeadAttention& a, const Array& x, const std::optional<Rules>& rules) {
   const Array& wq = a.wq.value;
   if (!x.valid() || x.ndim() != 3 || x.shape()[2] != wq.shape()[0])
-    throw ValueError("[nn.MultiHeadAttention] the input must be [batch, seq, embed] with embed "
-                     "= " +
-                     std::to_string(wq.shape()[0]) + ". Got " +
-                     (x.valid() ? x.type().str() : std::string("an empty Array handle")) +
-                     "; expected rank 3 and that width. Pass token activations [B, T, E].");
+    throw ValueError(
+        "[nn.MultiHeadAttention] the input must be [batch, seq, embed] with embed "
+        "= " +
+        std::to_string(wq.shape()[0]) + ". Got " +
+        (x.valid() ? x.type().str() : std::string("an empty Array handle")) +
+        "; expected rank 3 and that width. Pass token activations [B, T, E].");
   auto pin = [&](const Array& v, const Axes& names) {
     return rules ? constrain(v, names, *rules) : v;
   };

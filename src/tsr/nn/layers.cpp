@@ -128,9 +128,10 @@ Array apply(const Dropout& d, const Array& x, const Array& key, bool determinist
                      "; expected a probability of dropping an element. Pass a rate in [0, 1].");
   if (deterministic || d.rate == 0.0) return x;
   if (!key.valid())
-    throw ValueError("[nn.Dropout] a non-deterministic dropout needs a PRNG key. Got an empty "
-                     "Array handle; expected a key from random::key / random::split. Pass a "
-                     "key, or deterministic = true for evaluation.");
+    throw ValueError(
+        "[nn.Dropout] a non-deterministic dropout needs a PRNG key. Got an empty "
+        "Array handle; expected a key from random::key / random::split. Pass a "
+        "key, or deterministic = true for evaluation.");
   if (d.rate == 1.0) return zeros_like(x);
   Array keep = random::bernoulli(key, 1.0 - d.rate, x.shape());
   return where(keep, x / (1.0 - d.rate), 0.0);
@@ -142,8 +143,10 @@ MLP MLP::init(int64_t embed, int64_t hidden, const Array& key) {
   check_size(embed, "nn.MLP.init", "embed");
   check_size(hidden, "nn.MLP.init", "hidden");
   std::vector<Array> k = random::split_keys(key, 2);
-  return {normal_param(k[0], {embed, hidden}, {"embed", "mlp"}), {zeros({hidden}), {"mlp"}},
-          normal_param(k[1], {hidden, embed}, {"mlp", "embed"}), {zeros({embed}), {"embed"}}};
+  return {normal_param(k[0], {embed, hidden}, {"embed", "mlp"}),
+          {zeros({hidden}), {"mlp"}},
+          normal_param(k[1], {hidden, embed}, {"mlp", "embed"}),
+          {zeros({embed}), {"embed"}}};
 }
 
 Array apply(const MLP& m, const Array& x, const std::optional<Rules>& rules) {

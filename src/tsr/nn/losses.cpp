@@ -19,8 +19,8 @@ void check_xent(const Array& logits, const Array& labels) {
                      "an argument is an empty Array handle. Got a default-constructed Array; "
                      "expected logits [..., V] and labels [...]. Pass both arrays.");
   if (!is_floating(logits.dtype()))
-    throw TypeError(std::string(api) + "logits must be floating point. Got " +
-                    logits.type().str() + "; expected a float dtype. Convert with astype.");
+    throw TypeError(std::string(api) + "logits must be floating point. Got " + logits.type().str() +
+                    "; expected a float dtype. Convert with astype.");
   if (!is_integer(labels.dtype()))
     throw TypeError(std::string(api) + "labels must be integers. Got " + labels.type().str() +
                     "; expected int32 class ids (optax's integer labels). Convert with "

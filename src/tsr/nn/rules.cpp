@@ -28,8 +28,7 @@ std::string rules_label(const Rules& rules) {
 
 // Every rule's mesh axes exist in the mesh, once each: a typo or a preset meant for
 // another mesh is refused even where no current dimension uses that rule.
-void check_rules(const Rules& rules, const std::vector<std::string>& mesh_axes,
-                 const char* api) {
+void check_rules(const Rules& rules, const std::vector<std::string>& mesh_axes, const char* api) {
   for (const auto& r : rules.table) {
     std::set<std::string> seen;
     for (const std::string& a : r.second) {
@@ -132,7 +131,8 @@ Rules rules_preset(const std::string& name) {
   bool tp = name == "tp" || name == "dp+tp" || name == "fsdp+tp";
   if (!batch && !tp) {
     std::string valid;
-    for (const std::string& n : rules_preset_names()) valid += (valid.empty() ? "'" : ", '") + n + "'";
+    for (const std::string& n : rules_preset_names())
+      valid += (valid.empty() ? "'" : ", '") + n + "'";
     throw ValueError("[nn.rules_preset] unknown preset '" + name + "'. Got '" + name +
                      "'; expected one of " + valid +
                      ". Pick one of those, or build a Rules table yourself.");
@@ -161,7 +161,8 @@ Array constrain(const Array& x, const Axes& names, const Rules& rules) {
                      " (one per dimension). Name every dimension (\"\" for none).");
   AbstractMesh mesh = get_abstract_mesh();
   if (mesh.empty() || mesh.size() <= 1) return x;
-  return with_sharding_constraint(x, to_spec(names, rules, mesh.axis_names(), "nn.constrain", true));
+  return with_sharding_constraint(x,
+                                  to_spec(names, rules, mesh.axis_names(), "nn.constrain", true));
 }
 
 namespace detail {
@@ -204,9 +205,9 @@ std::vector<std::pair<std::string, PartitionSpec>> leaf_specs(const tree::Struct
   std::vector<std::pair<std::string, PartitionSpec>> out;
   out.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i)
-    out.emplace_back(paths[i], names[i] ? to_spec(*names[i], rules, mesh.axis_names(),
-                                                  "nn.logical_specs")
-                                        : PartitionSpec());
+    out.emplace_back(paths[i],
+                     names[i] ? to_spec(*names[i], rules, mesh.axis_names(), "nn.logical_specs")
+                              : PartitionSpec());
   return out;
 }
 
@@ -242,8 +243,8 @@ std::vector<Array> shard_leaves(const std::vector<Array>& leaves, const tree::St
   if (problems.empty()) return out;
   std::ostringstream msg;
   msg << "[nn.shard] " << problems.size() << " of " << leaves.size()
-      << " leaves cannot be placed by rules " << rules_label(rules) << " on mesh "
-      << mesh_str(mesh) << ". Got:";
+      << " leaves cannot be placed by rules " << rules_label(rules) << " on mesh " << mesh_str(mesh)
+      << ". Got:";
   for (const std::string& p : problems) msg << "\n  - " << p;
   msg << "\nExpected every sharded dimension divisible by the product of its mesh axes' "
          "sizes, and one name per dimension. Change those sizes (e.g. heads a multiple of "

@@ -17,9 +17,9 @@ void check_config(const TransformerConfig& c) {
     throw ValueError("[nn.Transformer.init] " + what + ". Got " + got + "; expected " + want +
                      ". Fix the TransformerConfig.");
   };
-  const std::pair<const char*, int64_t> sizes[] = {{"vocab", c.vocab},     {"d_model", c.d_model},
-                                                   {"heads", c.heads},     {"layers", c.layers},
-                                                   {"d_ff", c.d_ff},       {"max_seq", c.max_seq}};
+  const std::pair<const char*, int64_t> sizes[] = {{"vocab", c.vocab}, {"d_model", c.d_model},
+                                                   {"heads", c.heads}, {"layers", c.layers},
+                                                   {"d_ff", c.d_ff},   {"max_seq", c.max_seq}};
   for (const auto& [name, v] : sizes)
     if (v < 1) bad(std::string(name) + " must be positive", std::to_string(v), ">= 1");
   if (c.d_model % c.heads != 0)
@@ -54,21 +54,25 @@ TransformerConfig TransformerConfig::small(int64_t vocab) {
 TransformerBlock TransformerBlock::init(int64_t embed, int64_t heads, int64_t d_ff,
                                         const Array& key, Positions positions, double dropout) {
   if (heads < 1 || embed % heads != 0)
-    throw ValueError("[nn.TransformerBlock.init] embed must be a positive multiple of heads. Got "
-                     "embed " +
-                     std::to_string(embed) + ", heads " + std::to_string(heads) +
-                     "; expected embed % heads == 0. Change one of them.");
+    throw ValueError(
+        "[nn.TransformerBlock.init] embed must be a positive multiple of heads. Got "
+        "embed " +
+        std::to_string(embed) + ", heads " + std::to_string(heads) +
+        "; expected embed % heads == 0. Change one of them.");
   std::vector<Array> k = random::split_keys(key, 2);
-  return {LayerNorm::init(embed), MultiHeadAttention::init(embed, heads, embed / heads, k[0], positions),
+  return {LayerNorm::init(embed),
+          MultiHeadAttention::init(embed, heads, embed / heads, k[0], positions),
           LayerNorm::init(embed), MLP::init(embed, d_ff, k[1]), Dropout{dropout}};
 }
 
 Array apply(const TransformerBlock& b, const Array& x, const ApplyOptions& opts) {
   const Axes bse{"batch", "seq", "embed"};
   auto pin = [&](const Array& v) { return opts.rules ? constrain(v, bse, *opts.rules) : v; };
-  Array h = x + drop(b.dropout, apply(b.attn, apply(b.ln1, x), opts.rules), fold(opts.dropout_key, 0));
+  Array h =
+      x + drop(b.dropout, apply(b.attn, apply(b.ln1, x), opts.rules), fold(opts.dropout_key, 0));
   h = pin(h);
-  return pin(h + drop(b.dropout, apply(b.mlp, apply(b.ln2, h), opts.rules), fold(opts.dropout_key, 1)));
+  return pin(h +
+             drop(b.dropout, apply(b.mlp, apply(b.ln2, h), opts.rules), fold(opts.dropout_key, 1)));
 }
 
 Transformer Transformer::init(const TransformerConfig& c, const Array& key) {
@@ -82,9 +86,8 @@ Transformer Transformer::init(const TransformerConfig& c, const Array& key) {
   m.head = Linear::init(c.d_model, c.vocab, k[2], {"embed", "vocab"}, false);
   m.blocks.reserve(static_cast<size_t>(c.layers));
   for (int64_t l = 0; l < c.layers; ++l)
-    m.blocks.push_back(TransformerBlock::init(c.d_model, c.heads, c.d_ff,
-                                              k[static_cast<size_t>(l + 3)], c.positions,
-                                              c.dropout));
+    m.blocks.push_back(TransformerBlock::init(
+        c.d_model, c.heads, c.d_ff, k[static_cast<size_t>(l + 3)], c.positions, c.dropout));
   m.ln_f = LayerNorm::init(c.d_model);
   return m;
 }
@@ -104,11 +107,13 @@ Array apply(const Transformer& m, const Array& tokens, const ApplyOptions& opts)
   AbstractMesh mesh = get_abstract_mesh();
   if (mesh.empty()) mesh = typeof(tokens).sharding.mesh();
   if (mesh.size() > 1 && !mesh.explicit_axes().empty())
-    throw ValueError("[nn.Transformer] the layers run on Auto mesh axes (the propagation pass "
-                     "lays out what the rules leave open). Got " +
-                     mesh.str() + "; expected every axis Auto. Build the mesh with "
-                     "make_mesh(sizes, names, {AxisType::Auto, ...}) (Mesh(...) defaults to "
-                     "Auto).");
+    throw ValueError(
+        "[nn.Transformer] the layers run on Auto mesh axes (the propagation pass "
+        "lays out what the rules leave open). Got " +
+        mesh.str() +
+        "; expected every axis Auto. Build the mesh with "
+        "make_mesh(sizes, names, {AxisType::Auto, ...}) (Mesh(...) defaults to "
+        "Auto).");
   const Axes bse{"batch", "seq", "embed"};
   auto pin = [&](const Array& v, const Axes& n) {
     return opts.rules ? constrain(v, n, *opts.rules) : v;
