@@ -1,8 +1,8 @@
 #pragma once
 /** Equinox-style layers: each is a TSR_TREE struct of Params and static config, made
- *  by a static `init(..., key)` and applied by a pure `apply(layer, x, ...)` that may
- *  be called inside jit, grad and vmap. Initialisation: weights and embeddings
- *  normal(0, 0.02) (GPT-2), biases zero, norm scales one. */
+ *  by a static `init(..., key)` (the norms take no key: nothing in them is random)
+ *  and applied by a pure `apply(layer, x, ...)` that may be called inside jit and grad.
+ * Initialisation: weights and embeddings normal(0, 0.02) (GPT-2), biases zero, norm scales one. */
 #include <cstdint>
 #include <optional>
 #include <string>
