@@ -36,8 +36,8 @@ constexpr std::array<std::pair<DType, const char*>, 13> kDTypeNames = {{
     {DType::Float64, "F64"},
 }};
 
-json mesh_json(const MeshInfo& m) {
-  json types = json::array();
+nlohmann::ordered_json mesh_json(const MeshInfo& m) {
+  nlohmann::ordered_json types = nlohmann::ordered_json::array();
   for (AxisType t : m.axis_types) types.push_back(axis_type_name(t));
   return {{"axis_names", m.axis_names},
           {"axis_sizes", m.axis_sizes},
@@ -46,8 +46,8 @@ json mesh_json(const MeshInfo& m) {
 }
 
 // One entry per dimension: null (unsharded), "x", or ["x", "y"] (major first).
-json spec_json(const PartitionSpec& p) {
-  json out = json::array();
+nlohmann::ordered_json spec_json(const PartitionSpec& p) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& e : p.entries()) {
     if (e.axes().empty())
       out.push_back(nullptr);
@@ -121,6 +121,7 @@ class SidecarReader {
       m.device_ids.push_back(static_cast<int>(integer(n, where + ".device_ids[]", 0, 1 << 20)));
     int64_t count = 1;
     for (int s : m.axis_sizes) count *= s;
+    if (m.axis_sizes.empty() && m.device_ids.empty()) count = 0;  // no leaves: no mesh
     if (m.axis_names.size() != m.axis_sizes.size() || m.axis_types.size() != m.axis_sizes.size() ||
         static_cast<int64_t>(m.device_ids.size()) != count)
       fail(where, "has axis names, sizes, types and device ids that do not agree");
@@ -239,29 +240,36 @@ std::optional<DType> dtype_from_safetensors(const std::string& name) {
   return std::nullopt;
 }
 
-nlohmann::json sidecar_json(const Info& info) {
-  json leaves = json::array();
-  for (const auto& l : info.leaves) {
-    json blocks = json::array();
-    for (const auto& b : l.blocks)
-      blocks.push_back({{"start", b.start},
-                        {"stop", b.stop},
-                        {"tensor", b.tensor},
-                        {"nbytes", b.nbytes},
-                        {"crc32", b.crc32}});
-    json leaf = {{"path", l.path},
-                 {"dtype", dtype_name(l.dtype)},
-                 {"shape", l.shape},
-                 {"spec", spec_json(l.spec)}};
-    if (!(l.mesh == info.mesh)) leaf["mesh"] = mesh_json(l.mesh);
-    leaf["blocks"] = std::move(blocks);
-    leaves.push_back(std::move(leaf));
+std::string sidecar_text(const Info& info) {
+  using nlohmann::ordered_json;
+  // One line per block and per leaf header keeps the file readable and diffable.
+  auto line = [](const ordered_json& j) { return j.dump(); };
+  std::string out = "{\n \"format\": " + line(kFormatName) +
+                    ",\n \"format_version\": " + std::to_string(info.format_version) +
+                    ",\n \"tensors\": " + line(kTensorsFile) +
+                    ",\n \"mesh\": " + mesh_json(info.mesh).dump() + ",\n \"leaves\": [";
+  for (size_t i = 0; i < info.leaves.size(); ++i) {
+    const LeafInfo& l = info.leaves[i];
+    ordered_json head = {{"path", l.path},
+                         {"dtype", dtype_name(l.dtype)},
+                         {"shape", l.shape},
+                         {"spec", spec_json(l.spec)}};
+    if (!(l.mesh == info.mesh)) head["mesh"] = mesh_json(l.mesh);
+    std::string h = head.dump();
+    h.pop_back();  // reopen the object for "blocks"
+    out += (i ? ",\n  " : "\n  ") + h + ", \"blocks\": [";
+    for (size_t k = 0; k < l.blocks.size(); ++k) {
+      const BlockInfo& b = l.blocks[k];
+      ordered_json bj = {{"start", b.start},
+                         {"stop", b.stop},
+                         {"tensor", b.tensor},
+                         {"nbytes", b.nbytes},
+                         {"crc32", b.crc32}};
+      out += (k ? ",\n   " : "\n   ") + bj.dump();
+    }
+    out += "]}";
   }
-  return {{"format", kFormatName},
-          {"format_version", info.format_version},
-          {"tensors", kTensorsFile},
-          {"mesh", mesh_json(info.mesh)},
-          {"leaves", std::move(leaves)}};
+  return out + "\n ]\n}\n";
 }
 
 Info read_sidecar(const fs::path& dir, const char* api) {

@@ -27,8 +27,8 @@ const char* safetensors_dtype(DType t);
 /** The DType of a safetensors dtype name, or nullopt. */
 std::optional<DType> dtype_from_safetensors(const std::string& name);
 
-/** The sidecar of `info`. */
-nlohmann::json sidecar_json(const Info& info);
+/** The sidecar text of `info`: JSON with one line per leaf and per block. */
+std::string sidecar_text(const Info& info);
 /** Reads, parses and validates dir/checkpoint.json: ValueError naming the file when it
  *  or the directory is missing, the JSON is malformed, a field has the wrong type, or
  *  the format version is unknown. `api` tags the messages. */

@@ -103,9 +103,11 @@ class TensorFile {
       fail(std::string("has a header that is not valid JSON (") + e.what() + ")", "");
     }
     if (!h.is_object()) fail("has a header that is not a JSON object", "");
+    const json want_meta = {{"format", kFormatName},
+                            {"format_version", std::to_string(kFormatVersion)}};
     auto meta = h.find("__metadata__");
-    if (meta == h.end() || !meta->is_object() || meta->value("format", json()) != kFormatName)
-      fail(std::string("has no __metadata__ with format \"") + kFormatName + "\"", "");
+    if (meta == h.end() || *meta != want_meta)
+      fail("has a __metadata__ other than " + want_meta.dump(), "");
     int64_t data_len = size_ - data_start_;
     std::vector<std::pair<int64_t, int64_t>> ranges;
     for (auto it = h.begin(); it != h.end(); ++it) {

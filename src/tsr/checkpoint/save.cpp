@@ -264,7 +264,7 @@ void save_leaves(const fs::path& dir0, const std::vector<Array>& leaves,
     });
     sync_fd(fd.get(), file, kApi);
     fd.close(file, kApi);
-    write_file(tmp / kSidecarFile, sidecar_json(info).dump(1) + "\n");  // last: marks complete
+    write_file(tmp / kSidecarFile, sidecar_text(info));  // last: marks complete
     sync_dir(tmp, kApi);
     publish(tmp, dir);
   } catch (...) {

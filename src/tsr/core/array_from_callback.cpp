@@ -32,6 +32,12 @@ std::vector<std::pair<int64_t, int64_t>> key_of(const ShardIndex& idx) {
   return k;
 }
 
+std::string type_str(DType t, const Shape& s) {
+  std::string out = std::string(dtype_short_name(t)) + "[";
+  for (size_t d = 0; d < s.size(); ++d) out += (d ? "," : "") + std::to_string(s[d]);
+  return out + "]";
+}
+
 // The callback's block for `idx`, checked against the shape and dtype it must have.
 Array checked_block(const std::function<Array(const ShardIndex&)>& callback, const ShardIndex& idx,
                     const Shape& local, DType dtype) {
@@ -43,9 +49,8 @@ Array checked_block(const std::function<Array(const ShardIndex&)>& callback, con
   detail::check_concrete(b, kApi);
   if (b.shape() != local || b.dtype() != dtype)
     throw ValueError(std::string("[") + kApi + "] the callback's block for index " +
-                     index_str(idx) + " has the wrong type. Got " + dtype_short_name(b.dtype()) +
-                     shape_str(b.shape()) + "; expected " + dtype_short_name(dtype) +
-                     shape_str(local) +
+                     index_str(idx) + " has the wrong type. Got " + type_str(b.dtype(), b.shape()) +
+                     "; expected " + type_str(dtype, local) +
                      " (the sharding's block shape and the array's dtype). Return exactly the "
                      "data at that index, converted to the dtype.");
   return b;
