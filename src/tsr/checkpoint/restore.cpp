@@ -6,7 +6,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -72,6 +71,15 @@ class TensorFile {
   /** The mapped bytes of a tensor. */
   const unsigned char* bytes(const Tensor& t) const {
     return static_cast<const unsigned char*>(map_) + data_start_ + t.begin;
+  }
+  /** Asks the kernel to start reading a tensor's pages now (restore reads only the
+   *  tensors it needs; this overlaps their disk reads with the CRCs and copies). */
+  void prefetch(const Tensor& t) const {
+    if (!map_ || t.end == t.begin) return;
+    const long page = ::sysconf(_SC_PAGESIZE);
+    int64_t from = (data_start_ + t.begin) / page * page;
+    ::madvise(static_cast<char*>(map_) + from, static_cast<size_t>(data_start_ + t.end - from),
+              MADV_WILLNEED);
   }
 
   [[noreturn]] void fail(const std::string& what, const std::string& fix) const {
@@ -337,10 +345,13 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
   // Each stored block is CRC-checked once, by whichever target reaches it first.
   std::map<const BlockInfo*, std::once_flag> checked;
   for (size_t i : src)
-    for (const auto& b : info.leaves[i].blocks) checked[&b];
+    for (const auto& b : info.leaves[i].blocks) {
+      checked[&b];
+      tf.prefetch(tf.tensors().at(b.tensor));
+    }
   auto verify = [&](const LeafInfo& l, const BlockInfo& b, const unsigned char* p) {
     std::call_once(checked.at(&b), [&] {
-      auto crc = static_cast<uint32_t>(crc32_z(0L, p, static_cast<size_t>(b.nbytes)));
+      uint32_t crc = crc32(p, static_cast<size_t>(b.nbytes));
       if (crc != b.crc32) {
         std::ostringstream m;
         m << "[" << kApi << "] leaf '" << l.path << "' is corrupt: its block '" << b.tensor

@@ -2,7 +2,6 @@
 // sidecar, written into a temporary sibling directory and renamed into place.
 #include <fcntl.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <map>
@@ -136,10 +135,6 @@ void with_bytes(const Array& a, F&& f) {
   });
 }
 
-uint32_t crc_of(const void* p, size_t n) {
-  return static_cast<uint32_t>(crc32_z(0L, static_cast<const Bytef*>(p), n));
-}
-
 Fd create_file(const fs::path& file) {
   Fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0)
@@ -258,8 +253,11 @@ void save_leaves(const fs::path& dir0, const std::vector<Array>& leaves,
     parallel_for(blocks.size(), [&](size_t k) {
       const Pending& p = blocks[k];
       with_bytes(p.data, [&](const void* bytes, size_t n) {
-        info.leaves[p.leaf].blocks[p.block].crc32 = crc_of(bytes, n);
+        info.leaves[p.leaf].blocks[p.block].crc32 = crc32(bytes, n);
         write_at(fd.get(), bytes, n, base + p.offset, file, kApi);
+        // Start writing this block back now, so that the disk works while the other
+        // blocks are copied and checksummed (the fsync below then waits for less).
+        ::sync_file_range(fd.get(), base + p.offset, static_cast<off_t>(n), SYNC_FILE_RANGE_WRITE);
       });
     });
     sync_fd(fd.get(), file, kApi);
