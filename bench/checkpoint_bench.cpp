@@ -125,6 +125,9 @@ int main() {
   double s = median_seconds(reps, none, [&] { ckpt::save(dir, tree); });
   double rh = median_seconds(reps, none, [&] { plain_read(plain, in); });
   double th = median_seconds(reps, none, [&] { ckpt::restore(dir, like_same); });
+  double nh = median_seconds(reps, none, [&] {
+    ckpt::restore(dir, like_same, {.verify_checksums = false});
+  });
   double oh = median_seconds(reps, none, [&] { ckpt::restore(dir, like_other); });
   double rc = median_seconds(reps, [&] { drop_cache(plain); }, [&] { plain_read(plain, in); });
   double tc = median_seconds(reps, [&] { drop_cache(tensors); },
@@ -139,6 +142,7 @@ int main() {
   };
   row("save (fsync) vs write+fsync", s, w);
   row("restore, same layout, hot", th, rh);
+  row("restore, no CRC check, hot", nh, rh);
   row("restore onto (4,2) mesh, hot", oh, rh);
   row("restore, same layout, cold", tc, rc);
   fs::remove_all(root);

@@ -42,6 +42,9 @@ struct RestoreOptions {
   /** A leaf stored in the checkpoint but absent from `like` is a ValueError (false:
    *  it is ignored, e.g. to restore the parameters out of a full training state). */
   bool strict = true;
+  /** Check each stored block's CRC-32 (on by default; off trusts the storage and saves
+   *  one pass over the bytes). The headers and the sidecar are always checked. */
+  bool verify_checksums = true;
 };
 
 /** A mesh as the sidecar records it. */

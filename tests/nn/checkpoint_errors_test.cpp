@@ -106,6 +106,9 @@ TEST_F(CheckpointErrors, FlippedBytesInTheTensorFileAlwaysRaise) {
   EXPECT_HAS(e, "leaf '['w']' is corrupt");
   EXPECT_HAS(e, "block '['w']#7'");
   EXPECT_HAS(e, "CRC-32");
+  // Unless the caller trusts the storage: then the damaged value comes back.
+  Tree got = ckpt::restore(dir_, like(), {.verify_checksums = false});
+  EXPECT_FALSE(bytes_of(got["w"]) == bytes_of(tree_["w"]));
 }
 
 TEST_F(CheckpointErrors, FlippedBytesInTheSidecarRaiseOrChangeNothing) {
