@@ -112,8 +112,8 @@ int main() {
   std::map<std::string, Array> like_same, like_other;
   for (const auto& [k, v] : tree) {
     like_same[k] = shape_dtype_struct(v.shape(), v.dtype(), v.sharding());
-    like_other[k] = shape_dtype_struct(
-        v.shape(), v.dtype(), NamedSharding(other, v.ndim() == 2 ? P("y", "x") : P("x")));
+    like_other[k] = shape_dtype_struct(v.shape(), v.dtype(),
+                                       NamedSharding(other, v.ndim() == 2 ? P("y", "x") : P("x")));
   }
   synchronize();
 
@@ -125,17 +125,17 @@ int main() {
   double s = median_seconds(reps, none, [&] { ckpt::save(dir, tree); });
   double rh = median_seconds(reps, none, [&] { plain_read(plain, in); });
   double th = median_seconds(reps, none, [&] { ckpt::restore(dir, like_same); });
-  double nh = median_seconds(reps, none, [&] {
-    ckpt::restore(dir, like_same, {.verify_checksums = false});
-  });
+  double nh = median_seconds(reps, none,
+                             [&] { ckpt::restore(dir, like_same, {.verify_checksums = false}); });
   double oh = median_seconds(reps, none, [&] { ckpt::restore(dir, like_other); });
-  double rc = median_seconds(reps, [&] { drop_cache(plain); }, [&] { plain_read(plain, in); });
-  double tc = median_seconds(reps, [&] { drop_cache(tensors); },
-                             [&] { ckpt::restore(dir, like_same); });
+  double rc = median_seconds(
+      reps, [&] { drop_cache(plain); }, [&] { plain_read(plain, in); });
+  double tc = median_seconds(
+      reps, [&] { drop_cache(tensors); }, [&] { ckpt::restore(dir, like_same); });
 
   double mb = static_cast<double>(bytes) / 1e6;
-  std::printf("checkpoint_bench: %.1f MB over 8 devices, %d reps, medians, files in %s\n", mb,
-              reps, root.c_str());
+  std::printf("checkpoint_bench: %.1f MB over 8 devices, %d reps, medians, files in %s\n", mb, reps,
+              root.c_str());
   std::printf("%-34s %9s %9s %7s\n", "case", "MB/s", "plain", "ratio");
   auto row = [&](const char* name, double t, double base) {
     std::printf("%-34s %9.0f %9.0f %6.2fx\n", name, mb / t, mb / base, base / t);

@@ -135,12 +135,12 @@ std::filesystem::path step_dir(const std::filesystem::path& root, int64_t step);
  *  beyond the `keep` newest by step number (0 keeps all; the one just saved always
  *  stays, even after a rewind to an older step). Returns the directory written. */
 template <class T>
-requires tree::is_tree_v<T>
-std::filesystem::path save_step(const std::filesystem::path& root, int64_t step, const T& tree,
-                                int keep = 0, const SaveOptions& opts = {}) {
+requires tree::is_tree_v<T> std::filesystem::path save_step(const std::filesystem::path& root,
+                                                            int64_t step, const T& tree,
+                                                            int keep = 0,
+                                                            const SaveOptions& opts = {}) {
   std::filesystem::path dir = step_dir(root, step);
-  if (keep < 0)
-    detail::prune_steps(root, keep, step);  // raises the ValueError before writing
+  if (keep < 0) detail::prune_steps(root, keep, step);  // raises the ValueError before writing
   save(dir, tree, opts);
   detail::prune_steps(root, keep, step);
   return dir;

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "nn/checkpoint_support.h"
-#include "tsr/core/array_impl.h"
 #include "support/error_of.h"
+#include "tsr/core/array_impl.h"
 
 using namespace tsr;
 using namespace ckpt_test;
@@ -16,8 +16,7 @@ namespace {
 TEST(MakeArrayFromCallback, BuildsEachBlockFromItsIndex) {
   Mesh m = make_mesh({4, 2}, {"x", "y"});
   Array whole = pattern({8, 6}, 0.5f);
-  for (const PartitionSpec& spec : {P("x", "y"), P("x"), P(), P(nullptr, "x")}) {
-    if (spec == P(nullptr, "x")) continue;  // 6 does not divide over 4 (checked below)
+  for (const PartitionSpec& spec : {P("x", "y"), P("x"), P(), P("y")}) {
     int calls = 0;
     Array a = make_array_from_callback(
         {8, 6}, float32, NamedSharding(m, spec), [&](const ShardIndex& idx) {
@@ -40,13 +39,13 @@ TEST(MakeArrayFromCallback, BuildsEachBlockFromItsIndex) {
 TEST(MakeArrayFromCallback, SharesABlockAlreadyOnItsDevice) {
   Mesh m = make_mesh({8}, {"data"});
   std::vector<Array> made;
-  Array a = make_array_from_callback({16}, int32, NamedSharding(m, P("data")),
-                                     [&](const ShardIndex& idx) {
-                                       int d = static_cast<int>(idx[0].start / 2);
-                                       made.push_back(arange(idx[0].start, idx[0].stop, 1, int32,
-                                                             m.devices()[static_cast<size_t>(d)]));
-                                       return made.back();
-                                     });
+  Array a = make_array_from_callback(
+      {16}, int32, NamedSharding(m, P("data")), [&](const ShardIndex& idx) {
+        int d = static_cast<int>(idx[0].start / 2);
+        made.push_back(
+            arange(idx[0].start, idx[0].stop, 1, int32, m.devices()[static_cast<size_t>(d)]));
+        return made.back();
+      });
   EXPECT_EQ(a.to_vector<int32_t>(), arange(16).to_vector<int32_t>());
   auto shards = a.addressable_shards();
   ASSERT_EQ(made.size(), shards.size());
@@ -63,16 +62,19 @@ TEST(MakeArrayFromCallback, SharesABlockAlreadyOnItsDevice) {
 TEST(MakeArrayFromCallback, RejectsWrongBlocks) {
   Mesh m = make_mesh({8}, {"data"});
   NamedSharding s(m, P("data"));
-  std::string e = error_of<ValueError>(
-      [&] { make_array_from_callback({16}, float32, s, [](const ShardIndex&) { return zeros({3}); }); });
-  EXPECT_HAS(e, "[make_array_from_callback] the callback's block for index (0:2,) has the wrong type");
+  std::string e = error_of<ValueError>([&] {
+    make_array_from_callback({16}, float32, s, [](const ShardIndex&) { return zeros({3}); });
+  });
+  EXPECT_HAS(e,
+             "[make_array_from_callback] the callback's block for index (0:2,) has the wrong type");
   EXPECT_HAS(e, "Got f32[3]; expected f32[2]");
   e = error_of<ValueError>([&] {
     make_array_from_callback({16}, float32, s, [](const ShardIndex&) { return zeros({2}, int32); });
   });
   EXPECT_HAS(e, "Got i32[2]; expected f32[2]");
-  e = error_of<ValueError>(
-      [&] { make_array_from_callback({16}, float32, s, [](const ShardIndex&) { return Array(); }); });
+  e = error_of<ValueError>([&] {
+    make_array_from_callback({16}, float32, s, [](const ShardIndex&) { return Array(); });
+  });
   EXPECT_HAS(e, "returned an empty Array for index (0:2,)");
   e = error_of<ValueError>([&] { make_array_from_callback({16}, float32, s, nullptr); });
   EXPECT_HAS(e, "the callback is empty");

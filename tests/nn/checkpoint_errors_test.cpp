@@ -66,9 +66,20 @@ TEST_F(CheckpointErrors, TruncatedTensorFileAtManyPoints) {
   fs::path f = dir_ / "tensors.safetensors";
   const std::string whole = read_file(f);
   uint64_t n = 0;
-  for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<unsigned char>(whole[static_cast<size_t>(k)]);
-  std::vector<size_t> cuts = {0, 3, 7, 8, 9, 8 + n / 2, 8 + n - 1, 8 + n, 8 + n + 1,
-                              8 + n + 64, whole.size() - 2, whole.size() - 1};
+  for (int k = 7; k >= 0; --k)
+    n = (n << 8) | static_cast<unsigned char>(whole[static_cast<size_t>(k)]);
+  std::vector<size_t> cuts = {0,
+                              3,
+                              7,
+                              8,
+                              9,
+                              8 + n / 2,
+                              8 + n - 1,
+                              8 + n,
+                              8 + n + 1,
+                              8 + n + 64,
+                              whole.size() - 2,
+                              whole.size() - 1};
   for (size_t cut : cuts) {
     write_file(f, whole.substr(0, cut));
     std::string e = error_of<ValueError>([&] { ckpt::restore(dir_, like()); });
@@ -76,7 +87,8 @@ TEST_F(CheckpointErrors, TruncatedTensorFileAtManyPoints) {
     EXPECT_HAS(e, "truncated");
   }
   write_file(f, whole + "extra");
-  EXPECT_HAS(error_of<ValueError>([&] { ckpt::restore(dir_, like()); }), "bytes after its last tensor");
+  EXPECT_HAS(error_of<ValueError>([&] { ckpt::restore(dir_, like()); }),
+             "bytes after its last tensor");
   write_file(f, whole);
   EXPECT_EQ(restore_outcome(), "");
 }
@@ -123,7 +135,7 @@ TEST_F(CheckpointErrors, FlippedBytesInTheSidecarRaiseOrChangeNothing) {
     if (!restore_outcome().empty()) ++raised;
   }
   // Most flips are caught; the rest only touch what restore does not use (spec names).
-  EXPECT_GT(raised, tried * 3 / 4);
+  EXPECT_GT(raised, tried * 9 / 10) << raised << " of " << tried << " flips raised";
 }
 
 TEST_F(CheckpointErrors, MalformedSidecarAndUnknownVersion) {
@@ -188,11 +200,9 @@ TEST_F(CheckpointErrors, LikeMustMatchPathsDTypesAndShapes) {
 }
 
 TEST_F(CheckpointErrors, SaveRefusesLeavesWithoutData) {
-  std::string e = error_of<ValueError>(
-      [&] { ckpt::save(root_ / "x", Tree{{"a", Array()}}); });
+  std::string e = error_of<ValueError>([&] { ckpt::save(root_ / "x", Tree{{"a", Array()}}); });
   EXPECT_HAS(e, "[ckpt.save] leaf '['a']' is an empty Array");
-  e = error_of<ValueError>(
-      [&] { ckpt::save(root_ / "x", Tree{{"a", shape_dtype_struct({2})}}); });
+  e = error_of<ValueError>([&] { ckpt::save(root_ / "x", Tree{{"a", shape_dtype_struct({2})}}); });
   EXPECT_HAS(e, "leaf '['a']' cannot be saved");
   EXPECT_FALSE(fs::exists(root_ / "x"));
   for (const auto& entry : fs::directory_iterator(root_))  // no temporary directory left

@@ -38,9 +38,8 @@ Model make_model(float seed, const Placement& rows) {
     m.layers.push_back({device_put(pattern({8, 4}, seed + static_cast<float>(i)), rows),
                         device_put(pattern({4}, seed), P()), 4, "relu"});
   m.extra["count"] = device_put(scalar<int64_t>(123456789012345LL), P());
-  m.extra["mask"] = device_put(array(std::vector<bool>{true, false, true, true, false, true, false,
-                                                       false}),
-                               rows);
+  m.extra["mask"] = device_put(
+      array(std::vector<bool>{true, false, true, true, false, true, false, false}), rows);
   m.scale = device_put(pattern({8, 2}, seed).astype(float16), rows);
   m.lr = 0.1;
   return m;
@@ -67,8 +66,8 @@ TEST_F(CheckpointFormat, RoundTripsNestedTreesWithStatics) {
 }
 
 TEST_F(CheckpointFormat, EveryDTypeRoundTrips) {
-  std::vector<DType> dts = {bool_,  int8,    int16,    int32,   int64,   uint8,  uint16,
-                            uint32, uint64,  float16,  bfloat16, float32, float64};
+  std::vector<DType> dts = {bool_,  int8,   int16,   int32,    int64,   uint8,  uint16,
+                            uint32, uint64, float16, bfloat16, float32, float64};
   std::vector<Array> xs;
   for (DType t : dts) xs.push_back(device_put((iota({16, 3}) - 20.f).astype(t), P("data")));
   ckpt::save(root_ / "d", xs);
@@ -108,7 +107,8 @@ TEST_F(CheckpointFormat, WritesRealSafetensors) {
   EXPECT_EQ(h["['w']#3"]["shape"], json::array({2, 2}));
   // w#3's bytes are rows 6..7 of w, raw little-endian float32.
   auto off = h["['w']#3"]["data_offsets"];
-  std::string got = f.substr(8 + n + off[0].get<size_t>(), off[1].get<size_t>() - off[0].get<size_t>());
+  std::string got =
+      f.substr(8 + n + off[0].get<size_t>(), off[1].get<size_t>() - off[0].get<size_t>());
   std::vector<float> all = w.to_vector<float>();
   EXPECT_EQ(got, std::string(reinterpret_cast<const char*>(all.data() + 6 * 2), 16));
   EXPECT_EQ(f.size(), 8 + n + 16 * 2 * 4 + 3 * 2);  // every byte stored once
@@ -176,8 +176,7 @@ TEST_F(CheckpointFormat, ReplacesAnOlderCheckpointAtomically) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(root_)) names.push_back(e.path().filename().string());
   EXPECT_EQ(names, std::vector<std::string>{"c"});
-  std::string e = error_of<ValueError>(
-      [&] { ckpt::save(root_ / "c", a, {.overwrite = false}); });
+  std::string e = error_of<ValueError>([&] { ckpt::save(root_ / "c", a, {.overwrite = false}); });
   EXPECT_HAS(e, "[ckpt.save] a checkpoint already exists");
   // A directory that is not a checkpoint is never replaced.
   fs::create_directories(root_ / "mine");

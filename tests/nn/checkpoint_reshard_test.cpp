@@ -32,12 +32,15 @@ std::vector<Layout> layouts() {
   Mesh m3 = make_mesh({2, 2, 2}, {"a", "b", "c"});
   Device one = devices()[3];
   return {
-      {"1d", {NamedSharding(m1, P("data")), NamedSharding(m1, P()), NamedSharding(m1, P()),
-              NamedSharding(m1, P(nullptr, nullptr, nullptr))}},
-      {"4x2", {NamedSharding(m2, P("x", "y")), NamedSharding(m2, P("y")), NamedSharding(m2, P()),
-               NamedSharding(m2, P("y", "x"))}},
-      {"2x2x2", {NamedSharding(m3, P("c", Axes{"a", "b"})), NamedSharding(m3, P(Axes{"b", "c"})),
-                 NamedSharding(m3, P()), NamedSharding(m3, P(Axes{"a", "c"}, nullptr, "b"))}},
+      {"1d",
+       {NamedSharding(m1, P("data")), NamedSharding(m1, P()), NamedSharding(m1, P()),
+        NamedSharding(m1, P(nullptr, nullptr, nullptr))}},
+      {"4x2",
+       {NamedSharding(m2, P("x", "y")), NamedSharding(m2, P("y")), NamedSharding(m2, P()),
+        NamedSharding(m2, P("y", "x"))}},
+      {"2x2x2",
+       {NamedSharding(m3, P("c", Axes{"a", "b"})), NamedSharding(m3, P(Axes{"b", "c"})),
+        NamedSharding(m3, P()), NamedSharding(m3, P(Axes{"a", "c"}, nullptr, "b"))}},
       {"1dev", {one, one, one, one}},
   };
 }
@@ -127,8 +130,8 @@ TEST_F(CheckpointReshard, UnevenOverlapsAcrossMeshes) {
   Mesh m3 = make_mesh({3}, {"r"}, {}, {devices()[0], devices()[1], devices()[2]});
   Mesh m2 = make_mesh({2}, {"r"}, {}, {devices()[5], devices()[6]});
   ckpt::save(root_ / "u", std::vector<Array>{device_put(x, NamedSharding(m3, P("r")))});
-  auto got = ckpt::restore(root_ / "u",
-                           std::vector<Array>{device_put(zeros_like(x), NamedSharding(m2, P("r")))});
+  auto got = ckpt::restore(
+      root_ / "u", std::vector<Array>{device_put(zeros_like(x), NamedSharding(m2, P("r")))});
   expect_bitwise(x, got[0], "12x5 from 3 blocks onto 2");
 }
 

@@ -21,8 +21,7 @@ namespace {
 
 // The CRC register (pre- and post-inverted by the caller) over len bytes, len >= 64 and
 // a multiple of 16.
-[[gnu::target("pclmul,sse4.1")]] uint32_t fold(const unsigned char* buf, size_t len,
-                                               uint32_t crc) {
+[[gnu::target("pclmul,sse4.1")]] uint32_t fold(const unsigned char* buf, size_t len, uint32_t crc) {
   alignas(16) static const uint64_t k1k2[] = {0x0154442bd4, 0x01c6e41596};
   alignas(16) static const uint64_t k3k4[] = {0x01751997d0, 0x00ccaa009e};
   alignas(16) static const uint64_t k5k0[] = {0x0163cd6124, 0x0000000000};

@@ -182,7 +182,8 @@ class SidecarReader {
         for (size_t d = 0; d < leaf.shape.size(); ++d)
           overlap = overlap && std::max(bs[i].start[d], bs[k].start[d]) <
                                    std::min(bs[i].stop[d], bs[k].stop[d]);
-        if (overlap) fail(where, "has blocks that overlap (" + bs[k].tensor + ", " + bs[i].tensor + ")");
+        if (overlap)
+          fail(where, "has blocks that overlap (" + bs[k].tensor + ", " + bs[i].tensor + ")");
       }
     }
     if (total != numel(leaf.shape))

@@ -37,8 +37,9 @@ void Fd::close(const std::filesystem::path& file, const char* api) {
   int fd = fd_;
   fd_ = -1;
   if (fd >= 0 && ::close(fd) != 0)
-    throw RuntimeError("[" + std::string(api) + "] closing " + file.string() + " failed: " +
-                       errno_text(errno) + ". Got an I/O error; expected the data on disk. Check "
+    throw RuntimeError("[" + std::string(api) + "] closing " + file.string() +
+                       " failed: " + errno_text(errno) +
+                       ". Got an I/O error; expected the data on disk. Check "
                        "the disk (space, permissions) and save again.");
 }
 
@@ -49,8 +50,8 @@ void write_at(int fd, const void* data, size_t n, int64_t offset, const std::fil
     ssize_t w = ::pwrite(fd, p, std::min<size_t>(n, size_t{1} << 30), static_cast<off_t>(offset));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
-      throw RuntimeError("[" + std::string(api) + "] writing " + file.string() + " failed: " +
-                         (w < 0 ? errno_text(errno) : std::string("no progress")) +
+      throw RuntimeError("[" + std::string(api) + "] writing " + file.string() +
+                         " failed: " + (w < 0 ? errno_text(errno) : std::string("no progress")) +
                          ". Got an I/O error; expected every byte written. Check the disk "
                          "(space, permissions) and save again.");
     p += w;
@@ -61,8 +62,9 @@ void write_at(int fd, const void* data, size_t n, int64_t offset, const std::fil
 
 void sync_fd(int fd, const std::filesystem::path& file, const char* api) {
   if (::fsync(fd) != 0)
-    throw RuntimeError("[" + std::string(api) + "] fsync of " + file.string() + " failed: " +
-                       errno_text(errno) + ". Got an I/O error; expected the data durable. Check "
+    throw RuntimeError("[" + std::string(api) + "] fsync of " + file.string() +
+                       " failed: " + errno_text(errno) +
+                       ". Got an I/O error; expected the data durable. Check "
                        "the disk and save again.");
 }
 

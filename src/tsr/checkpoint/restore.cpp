@@ -42,7 +42,8 @@ class TensorFile {
     struct stat st {};
     if (::fstat(fd_.get(), &st) != 0) fail("cannot be read (" + errno_text(errno) + ")", "");
     size_ = static_cast<int64_t>(st.st_size);
-    if (size_ < 8) truncated("is " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
+    if (size_ < 8)
+      truncated("is " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
     unsigned char len[8];
     read_exact(len, 8, 0);
     uint64_t n = 0;
@@ -85,12 +86,14 @@ class TensorFile {
   [[noreturn]] void fail(const std::string& what, const std::string& fix) const {
     throw ValueError("[" + std::string(kApi) + "] the tensor file " + file_.string() + " " + what +
                      ". Got a damaged or foreign file; expected the one tsr::ckpt::save wrote " +
-                     "with this sidecar. " + (fix.empty() ? "Restore another checkpoint." : fix + "."));
+                     "with this sidecar. " +
+                     (fix.empty() ? "Restore another checkpoint." : fix + "."));
   }
 
  private:
   [[noreturn]] void truncated(const std::string& what) const {
-    fail(what + ": it is truncated", "The save did not finish or the file was cut; restore another checkpoint");
+    fail(what + ": it is truncated",
+         "The save did not finish or the file was cut; restore another checkpoint");
   }
   void read_exact(void* dst, size_t n, int64_t offset) {
     char* p = static_cast<char*>(dst);
@@ -373,8 +376,8 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
       if (crc != b.crc32) {
         std::ostringstream m;
         m << "[" << kApi << "] leaf '" << l.path << "' is corrupt: its block '" << b.tensor
-          << "' in " << tf.path().string() << " has CRC-32 0x" << std::hex << crc
-          << "; expected 0x" << b.crc32 << " (from " << (dir / kSidecarFile).string()
+          << "' in " << tf.path().string() << " has CRC-32 0x" << std::hex << crc << "; expected 0x"
+          << b.crc32 << " (from " << (dir / kSidecarFile).string()
           << "). The file was damaged after saving; restore another checkpoint.";
         throw ValueError(m.str());
       }
@@ -417,7 +420,8 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
     if (got != n)  // the sidecar reader checked the tiling; this guards the arithmetic
       throw ValueError("[" + std::string(kApi) + "] leaf '" + l.path +
                        "': the stored blocks cover " + std::to_string(got) + " of the " +
-                       std::to_string(n) + " elements a device needs. Got an incomplete "
+                       std::to_string(n) +
+                       " elements a device needs. Got an incomplete "
                        "checkpoint; expected blocks that tile the leaf. Restore another one.");
     t.block = from_host(n ? static_cast<const void*>(host.data()) : &n, l.dtype, shape, t.device);
   });
@@ -425,15 +429,15 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
   std::vector<Array> out;
   out.reserve(like.size());
   for (size_t i = 0; i < like.size(); ++i) {
-    out.push_back(make_array_from_callback(
-        like[i].shape(), like[i].dtype(), like[i].sharding(), [&](const ShardIndex& idx) {
-          std::vector<int64_t> a, b;
-          for (const auto& sl : idx) {
-            a.push_back(sl.start);
-            b.push_back(sl.stop);
-          }
-          return targets[index[i].at(key_of(a, b))].block;
-        }));
+    out.push_back(make_array_from_callback(like[i].shape(), like[i].dtype(), like[i].sharding(),
+                                           [&](const ShardIndex& idx) {
+                                             std::vector<int64_t> a, b;
+                                             for (const auto& sl : idx) {
+                                               a.push_back(sl.start);
+                                               b.push_back(sl.stop);
+                                             }
+                                             return targets[index[i].at(key_of(a, b))].block;
+                                           }));
   }
   return out;
 }

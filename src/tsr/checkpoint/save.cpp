@@ -56,8 +56,8 @@ LeafInfo plan_leaf(const Array& x0, const std::string& path, size_t i, int64_t& 
     x = logical(x0);
     shards = x.addressable_shards();
   } catch (const Error& e) {
-    throw ValueError("[" + std::string(kApi) + "] leaf '" + path + "' cannot be saved: " +
-                     e.what());
+    throw ValueError("[" + std::string(kApi) + "] leaf '" + path +
+                     "' cannot be saved: " + e.what());
   }
   LeafInfo leaf;
   leaf.path = path;
@@ -120,7 +120,8 @@ std::string safetensors_header(const Info& info, const std::vector<Pending>& blo
   json.append((8 - json.size() % 8) % 8, ' ');
   std::string out(8, '\0');
   uint64_t n = json.size();
-  for (int k = 0; k < 8; ++k) out[static_cast<size_t>(k)] = static_cast<char>((n >> (8 * k)) & 0xff);
+  for (int k = 0; k < 8; ++k)
+    out[static_cast<size_t>(k)] = static_cast<char>((n >> (8 * k)) & 0xff);
   return out + json;
 }
 
@@ -139,7 +140,8 @@ Fd create_file(const fs::path& file) {
   Fd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0)
     throw RuntimeError("[" + std::string(kApi) + "] cannot create " + file.string() + ": " +
-                       errno_text(errno) + ". Got an I/O error; expected a writable directory. "
+                       errno_text(errno) +
+                       ". Got an I/O error; expected a writable directory. "
                        "Check the path and permissions.");
   return fd;
 }
@@ -155,9 +157,9 @@ void write_file(const fs::path& file, const std::string& text) {
 fs::path sibling(const fs::path& dir, const char* kind) {
   static std::atomic<uint64_t> counter{0};
   for (;;) {
-    fs::path p = dir.parent_path() / (dir.filename().string() + "." + kind + "-" +
-                                      std::to_string(::getpid()) + "-" +
-                                      std::to_string(counter.fetch_add(1)));
+    fs::path p = dir.parent_path() /
+                 (dir.filename().string() + "." + kind + "-" + std::to_string(::getpid()) + "-" +
+                  std::to_string(counter.fetch_add(1)));
     std::error_code ec;
     if (!fs::exists(p, ec)) return p;
   }
@@ -172,7 +174,8 @@ fs::path sibling(const fs::path& dir, const char* kind) {
 // Checks where the checkpoint goes; returns the normalised directory.
 fs::path check_target(const fs::path& dir0, const SaveOptions& opts) {
   if (dir0.empty())
-    throw ValueError("[" + std::string(kApi) + "] the directory is empty. Got \"\"; expected a "
+    throw ValueError("[" + std::string(kApi) +
+                     "] the directory is empty. Got \"\"; expected a "
                      "path such as \"ckpt/step_1\".");
   fs::path dir = fs::absolute(dir0).lexically_normal();
   if (!dir.has_filename()) dir = dir.parent_path();
@@ -183,8 +186,8 @@ fs::path check_target(const fs::path& dir0, const SaveOptions& opts) {
                      " exists and is not a directory. Got a file; expected a new path or an "
                      "older checkpoint to replace. Choose another path.");
   if (!opts.overwrite)
-    throw ValueError("[" + std::string(kApi) + "] a checkpoint already exists at " +
-                     dir.string() + ". Got SaveOptions{.overwrite = false}; expected a new "
+    throw ValueError("[" + std::string(kApi) + "] a checkpoint already exists at " + dir.string() +
+                     ". Got SaveOptions{.overwrite = false}; expected a new "
                      "path. Choose another path, or set overwrite = true to replace it.");
   if (!fs::exists(dir / kSidecarFile, ec) && !fs::is_empty(dir, ec))
     throw ValueError("[" + std::string(kApi) + "] " + dir.string() +
