@@ -23,6 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 constexpr const char* kApi = "ckpt.restore";
+constexpr uint64_t kMaxHeader = 100'000'000;
 
 // One tensor of the safetensors header.
 struct Tensor {
@@ -48,6 +49,8 @@ class TensorFile {
     read_exact(len, 8, 0);
     uint64_t n = 0;
     for (int k = 7; k >= 0; --k) n = (n << 8) | len[k];
+    if (n > kMaxHeader)  // safetensors' own limit; also bounds what a bad length allocates
+      fail("announces a " + std::to_string(n) + "-byte header, past the 100 MB limit", "");
     if (n > static_cast<uint64_t>(size_ - 8))
       truncated("announces a " + std::to_string(n) + "-byte header but holds " +
                 std::to_string(size_ - 8) + " bytes after the length");
