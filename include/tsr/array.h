@@ -3,6 +3,7 @@
  *  read and re-lay-out arrays. */
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
@@ -218,6 +219,13 @@ requires(std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> ||
     device_put(const std::vector<T>& data, const Placement& where, const Shape& shape = {-1}) {
   return detail::host_array(data, shape, where, "device_put");
 }
+/** jax.make_array_from_callback: an array of `shape` and `dtype` laid out on `sharding`
+ *  whose block at each device's index is callback(index) (full dimensions span 0..size),
+ *  an Array of the block's shape and dtype on any device; a block already on the device
+ *  that holds the index is used without a copy. Called once per distinct index, in mesh
+ *  order; replicas get copies. Never builds the whole array on one device. */
+Array make_array_from_callback(const Shape& shape, DType dtype, const Placement& sharding,
+                               const std::function<Array(const ShardIndex& index)>& callback);
 /** Changes an array's sharding with collectives on device data (never via the
  *  host). Same devices or not; replicated<->sharded<->unreduced. */
 Array reshard(const Array& x, const Placement& where);
