@@ -650,11 +650,12 @@ void check_same_layout(const Structure& a, const Structure& b, const char* api);
  *  path otherwise. */
 template <class T, class U, class F>
 T map2(F&& f, const T& a, const U& b) {
-  auto [la, sa] = flatten(a);
-  auto [lb, sb] = flatten(b);
+  // Qualified: for a bare Array, ADL would also find tsr::flatten (ops.h).
+  auto [la, sa] = tree::flatten(a);
+  auto [lb, sb] = tree::flatten(b);
   detail::check_same_layout(sa, sb, "map2");
   for (size_t i = 0; i < la.size(); ++i) la[i] = f(la[i], static_cast<const Array&>(lb[i]));
-  return unflatten<T>(sa, la);
+  return tree::unflatten<T>(sa, la);
 }
 
 /** A tree prefix of values (defined below). */

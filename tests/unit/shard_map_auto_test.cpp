@@ -265,3 +265,16 @@ TEST(ShardMapAuto, ManualAxisCannotBecomeAutoOrExplicit) {
       }
   }
 }
+
+// jnp.zeros_like keeps a concrete x's sharding; Auto axes are not in types, so the
+// layout must come from x itself (the optimizer's moment slots rely on it).
+TEST(AutoMeshLikeOps, FullLikeKeepsTheConcreteLayout) {
+  Mesh m = auto_mesh({4, 2}, {"data", "model"});
+  Array x = device_put(iota({8, 4}), NamedSharding(m, P("data", "model")));
+  for (const Array& r : {zeros_like(x), ones_like(x), full_like(x, 3.0), empty_like(x),
+                         zeros_like(x, DType::Int32)}) {
+    EXPECT_EQ(r.sharding().spec(), P("data", "model"));
+    EXPECT_EQ(r.addressable_shards()[0].data->shape(), (Shape{2, 2}));
+  }
+  EXPECT_EQ(ones_like(x).to_vector<float>(), std::vector<float>(32, 1.f));
+}

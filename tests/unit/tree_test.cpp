@@ -246,6 +246,10 @@ TEST(Tree, MapAndMap2) {
   EXPECT_EQ(vals(r.layers[0].w)[1], 2.f);
   Params s = tree::map2([](const Array& a, const Array& b) { return a - b; }, q, p);
   EXPECT_EQ(vals(s.layers[0].w), (std::vector<float>{10, 10}));
+  // A bare Array is a one-leaf tree (tsr::flatten from ops.h must not be found).
+  Array d = tree::map2([](const Array& a, const Array& b) { return a - b; }, q.layers[0].w,
+                       p.layers[0].w);
+  EXPECT_EQ(vals(d), (std::vector<float>{10, 10}));
   // Statics may differ between the two (the first tree's are kept).
   Params p2 = p;
   p2.sizes = {9};

@@ -118,7 +118,13 @@ Array full_like(const Array& x, double value, std::optional<DType> dtype, const 
     p.mesh = *x.sharding().concrete_mesh();
     p.sharding = NamedSharding(p.mesh->abstract_mesh(), P());
   }
-  return vary_like(bind1(std::make_shared<prim::Full>(x.shape(), dt, value, false, p), {}), x);
+  Array r = vary_like(bind1(std::make_shared<prim::Full>(x.shape(), dt, value, false, p), {}), x);
+  // Auto axes are not in types, so the type above is replicated over them; a concrete
+  // x's layout (jnp.zeros_like keeps x.sharding) is laid on with a local slice.
+  if (!x.impl()->var && !r.impl()->var && x.sharding().concrete_mesh() &&
+      !x.sharding().concrete_mesh()->abstract_mesh().auto_axes().empty())
+    r = device_put(r, x.sharding());
+  return r;
 }
 
 }  // namespace tsr
