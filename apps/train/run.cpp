@@ -201,9 +201,7 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   for (size_t i = 0; i < specs.size(); ++i) {
     const auto& [path, spec] = specs[i];
     if (path.rfind("blocks[", 0) == 0 && path.rfind("blocks[0]", 0) != 0) continue;
-    std::ostringstream shape;
-    shape << leaves[i].shape();
-    std::printf("          %-28s %-12s %s\n", path.c_str(), shape.str().c_str(),
+    std::printf("          %-28s %-12s %s\n", path.c_str(), shape_str(leaves[i].shape()).c_str(),
                 spec.repr().c_str());
   }
   std::printf("%s", visualize(model.blocks[0].mlp.w1.value).c_str());
