@@ -18,20 +18,11 @@
 #include "data.h"
 #include "plot.h"
 #include "progress.h"
-#include "sample.h"
 #include "safetensors_dump.h"
+#include "sample.h"
+#include "step.h"
 
 namespace train {
-
-/** Everything a resumed run needs, as one tree (saved whole by checkpoints). */
-struct TrainState {
-  tsr::nn::Transformer model;                  /**< parameters */
-  tsr::optim::State<tsr::nn::Transformer> opt; /**< AdamW moments and counters */
-  tsr::Array step;                             /**< int32: optimizer steps done */
-  tsr::Array data_pos;                         /**< int32: batches consumed */
-};
-TSR_TREE(TrainState, model, opt, step, data_pos)
-
 namespace {
 
 using namespace tsr;
@@ -154,16 +145,10 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   }
 
   const int64_t warmup = f.warmup > 0 ? f.warmup : std::max<int64_t>(1, f.steps / 20);
-  auto schedule = optim::warmup_cosine_decay_schedule(0.0, f.lr, warmup, f.steps, f.lr / 10);
-  // Decay matrices and embeddings, not biases or norm scales (as nanoGPT / optax users do).
-  auto decay_mask = [](const std::string&, const ArrayType& t) { return t.ndim() >= 2; };
-  std::vector<optim::GradientTransformation> parts;
-  if (f.clip > 0) parts.push_back(optim::clip_by_global_norm(f.clip));
-  parts.push_back(optim::adamw(schedule, 0.9, 0.99, 1e-8, 0.0, f.weight_decay, decay_mask));
-  optim::GradientTransformation tx = optim::chain(parts);
-
-  TrainState state{model, optim::init(tx, model), scalar<int32_t>(0, P()),
-                   scalar<int32_t>(0, P())};
+  optim::GradientTransformation tx =
+      make_optimizer({.lr = f.lr, .warmup = warmup, .steps = f.steps,
+                      .weight_decay = f.weight_decay, .clip = f.clip});
+  TrainState state = init_state(model, tx);
   int64_t first = 0;
   fs::path root(f.checkpoint);
   if (f.resume) {
@@ -208,18 +193,7 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   if (first > 0) std::printf("resumed   at step %lld from %s\n", static_cast<long long>(first),
                              f.checkpoint.c_str());
 
-  auto loss_fn = [rules](const nn::Transformer& m, const Array& x, const Array& y) {
-    Array logits = nn::apply(m, x, {.rules = rules});
-    return mean(nn::softmax_cross_entropy_with_integer_labels(logits, y));
-  };
-  auto step_fn = jit(
-      [tx, loss_fn](const TrainState& s, const Array& x, const Array& y) {
-        auto [loss, g] = value_and_grad(loss_fn)(s.model, x, y);
-        auto [updates, opt] = optim::update(tx, g, s.opt, s.model);
-        TrainState next{optim::apply_updates(s.model, updates), opt, s.step + 1, s.data_pos + 1};
-        return std::make_pair(next, loss);
-      },
-      {.donate_argnums = {0}, .name = "train_step"});
+  auto step_fn = make_step(tx, rules);
 
   NamedSharding batch_sharding(mesh, batch_spec);
   auto put = [&](const std::vector<int32_t>& v) {
