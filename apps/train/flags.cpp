@@ -66,6 +66,10 @@ std::optional<int> parse_flags(int argc, char** argv, Flags& f) {
   app.add_option("--every", f.every, "checkpoint every K steps (0: at the end only)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--resume", f.resume, "resume from the latest checkpoint in --checkpoint");
+  app.add_option("--stop-after", f.stop_after,
+                 "train at most this many steps in this invocation, checkpoint, and exit "
+                 "(time-limited jobs; resume with --resume)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--seed", f.seed, "seed of init, data order and sampling")->capture_default_str();
   app.add_option("--log-every", f.log_every, "log interval when stdout is not a terminal")
       ->check(CLI::PositiveNumber)->capture_default_str();

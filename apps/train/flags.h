@@ -27,6 +27,7 @@ struct Flags {
   std::string checkpoint;           /**< checkpoint directory ("" = none) */
   int64_t every = 0;                /**< checkpoint every K steps (0: only at the end) */
   bool resume = false;              /**< resume from --checkpoint */
+  int64_t stop_after = 0;           /**< stop (and checkpoint) after this many steps of this run */
   uint64_t seed = 0;                /**< parameter init, data order and sampling */
   int log_every = 10;               /**< log line interval when not on a terminal */
   std::string out = ".";            /**< where loss.csv and loss.svg go */

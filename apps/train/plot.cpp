@@ -46,7 +46,12 @@ std::string escape(const std::string& s) {
 void write_loss_csv(const std::string& path, const std::vector<LossPoint>& points) {
   auto f = open_out(path);
   f << "step,loss,tokens_per_s\n";
-  for (const auto& p : points) f << p.step << ',' << fmt(p.loss) << ',' << fmt(p.tokens_per_s) << '\n';
+  // Nine significant digits print a float32 loss exactly (resumed runs compare bitwise).
+  char buf[64];
+  for (const auto& p : points) {
+    std::snprintf(buf, sizeof buf, "%ld,%.9g,%.1f\n", p.step, p.loss, p.tokens_per_s);
+    f << buf;
+  }
 }
 
 void write_loss_svg(const std::string& path, const std::vector<LossPoint>& points,

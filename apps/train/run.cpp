@@ -127,8 +127,9 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
                     f.mesh + ". Use a multiple of " + std::to_string(n) + ".");
 
   Dataset data(f.text, f.text_bytes);
-  // The vocabulary, padded so that a 'vocab' rule can split it over the model axis.
-  int64_t pad = 8 * (mesh.ndim() > 1 ? mesh.axis_sizes()[1] : 1);
+  // The vocabulary padded to a multiple of 16, so a 'vocab' rule splits it over a model
+  // axis of 2, 4, 8 or 16 and a checkpoint restores onto any such mesh.
+  const int64_t pad = 16;
   int64_t vocab = (data.vocab().size() + pad - 1) / pad * pad;
   nn::TransformerConfig cfg =
       f.model == "small" ? nn::TransformerConfig::small(vocab) : nn::TransformerConfig::tiny(vocab);
@@ -247,6 +248,7 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
       stopped = true;
       break;
     }
+    if (f.stop_after > 0 && step - first >= f.stop_after && step < f.steps) break;
     if (f.every > 0 && step % f.every == 0 && step < f.steps) save(step);
   }
   progress.finish();
@@ -256,6 +258,12 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   write_loss_svg((fs::path(f.out) / "loss.svg").string(), history,
                  "tsr-train: " + f.model + " model, --rules " + f.rules + ", --mesh " + f.mesh,
                  data.unigram_entropy(), "unigram entropy");
+  if (step < f.steps && !stopped) {
+    std::printf("stopped   after %lld steps at step %lld%s\n",
+                static_cast<long long>(f.stop_after), static_cast<long long>(step),
+                f.checkpoint.empty() ? "" : "; resume with --resume");
+    return 0;
+  }
   if (stopped) {
     std::printf("interrupted at step %lld%s; resume with --resume\n", static_cast<long long>(step),
                 f.checkpoint.empty() ? "" : ("; checkpoint in " + f.checkpoint).c_str());

@@ -80,7 +80,7 @@ TEST(TrainPlot, CsvAndSvg) {
   std::stringstream csv, svg;
   csv << std::ifstream(dir / "loss.csv").rdbuf();
   svg << std::ifstream(dir / "loss.svg").rdbuf();
-  EXPECT_EQ(csv.str(), "step,loss,tokens_per_s\n1,4,100\n2,3,110\n3,2.5,120\n");
+  EXPECT_EQ(csv.str(), "step,loss,tokens_per_s\n1,4,100.0\n2,3,110.0\n3,2.5,120.0\n");
   EXPECT_NE(svg.str().find("<svg"), std::string::npos);
   EXPECT_NE(svg.str().find("t&lt;1&gt;"), std::string::npos);  // escaped title
   EXPECT_NE(svg.str().find("unigram"), std::string::npos);
