@@ -309,8 +309,11 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   }
   if (f.samples > 0) {
     std::printf("samples   (temperature %g):", f.temperature);
-    for (const auto& w : sample_words(state.model, data.vocab(), f.samples, f.temperature, f.seed + 1))
-      std::printf(" %s", w.c_str());
+    const char* sep = " ";
+    for (const auto& w : sample_words(state.model, data.vocab(), f.samples, f.temperature, f.seed + 1)) {
+      std::printf("%s%s", sep, w.c_str());
+      sep = ", ";
+    }
     std::printf("\n");
   }
   return 0;
