@@ -12,7 +12,7 @@ PACKAGES=(
   libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
   python3 python3-venv        # tests/reference: JAX in a venv (never a library dependency)
   nlohmann-json3-dev          # checkpoint sidecars (JSON)
-  zlib1g-dev                  # checkpoint CRC-32s
+  libisal-dev                 # checkpoint checksums (CRC-32, ISA-L)
   libcli11-dev                # tsr-train's command line
   wamerican                   # tsr-train's default text: /usr/share/dict/words
 )

@@ -34,9 +34,8 @@ std::string sidecar_text(const Info& info);
  *  the format version is unknown. `api` tags the messages. */
 Info read_sidecar(const std::filesystem::path& dir, const char* api);
 
-/** zlib's CRC-32 of n bytes continuing from `crc` (0 to start); PCLMULQDQ-folded where
- *  the CPU has it unless `use_zlib_only` (tests compare the two). */
-uint32_t crc32(const void* data, size_t n, uint32_t crc = 0, bool use_zlib_only = false);
+/** The CRC-32 of zlib and gzip over n bytes, continuing from `crc` (0 to start). */
+uint32_t crc32(const void* data, size_t n, uint32_t crc = 0);
 
 /** The text of errno (strerror). */
 std::string errno_text(int err);
