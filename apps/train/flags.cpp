@@ -50,6 +50,9 @@ std::optional<int> parse_flags(int argc, char** argv, Flags& f) {
       ->capture_default_str();
   app.add_option("--batch", f.batch, "global batch (sequences per step)")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--micro", f.micro,
+                 "accumulate each step's gradient over this many micro-batches (less memory)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--seq", f.seq, "characters per sequence")->check(CLI::Range(2, 64))
       ->capture_default_str();
   app.add_option("--lr", f.lr, "peak learning rate (AdamW, warmup + cosine decay)")

@@ -17,6 +17,7 @@ struct Flags {
   std::string model = "tiny";       /**< tiny (~1 M parameters) | small (~10 M) */
   int64_t steps = 300;              /**< optimizer steps to reach (total, counting resumed ones) */
   int batch = 32;                   /**< sequences per step (global) */
+  int micro = 1;                    /**< micro-batches the step accumulates gradients over */
   int seq = 64;                     /**< characters per sequence */
   double lr = 3e-3;                 /**< peak learning rate (warmup + cosine) */
   int warmup = 0;                   /**< warmup steps (0: steps / 20) */

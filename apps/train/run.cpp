@@ -120,11 +120,13 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   nn::Rules rules = nn::rules_preset(f.rules);
   check_rules(rules, mesh, f);
   PartitionSpec batch_spec = nn::logical_to_spec({"batch", "seq"}, rules, mesh);
-  if (int64_t n = axes_size(mesh, batch_spec, 0); f.batch % n != 0)
-    throw FlagError("--batch " + std::to_string(f.batch) + " does not split over the " +
-                    std::to_string(n) + " devices of the batch axes (" +
-                    join(batch_spec.entries()[0].axes(), "+") + ") of --rules " + f.rules + " on --mesh " +
-                    f.mesh + ". Use a multiple of " + std::to_string(n) + ".");
+  if (int64_t n = axes_size(mesh, batch_spec, 0); f.batch % (n * f.micro) != 0)
+    throw FlagError("--batch " + std::to_string(f.batch) +
+                    (f.micro > 1 ? " in --micro " + std::to_string(f.micro) + " micro-batches" : "") +
+                    " does not split over the " + std::to_string(n) +
+                    " devices of the batch axes (" + join(batch_spec.entries()[0].axes(), "+") +
+                    ") of --rules " + f.rules + " on --mesh " + f.mesh + ". Use a multiple of " +
+                    std::to_string(n * f.micro) + ".");
 
   Dataset data(f.text, f.text_bytes);
   // The vocabulary padded to a multiple of 16, so a 'vocab' rule splits it over a model
@@ -178,9 +180,9 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
               static_cast<long long>(data.num_tokens()), data.vocab().size(),
               data.unigram_entropy());
   std::printf("optimizer AdamW(b1 0.9, b2 0.99, wd %g on matrices), lr %g: warmup %lld then cosine "
-              "to %g at step %lld, clip %g; batch %d x %d characters\n",
+              "to %g at step %lld, clip %g; batch %d x %d characters in %d micro-batch(es)\n",
               f.weight_decay, f.lr, static_cast<long long>(warmup), f.lr / 10,
-              static_cast<long long>(f.steps), f.clip, f.batch, f.seq);
+              static_cast<long long>(f.steps), f.clip, f.batch, f.seq, f.micro);
   std::printf("weights   (path, shape, sharding; blocks[1..] as blocks[0])\n");
   auto specs = nn::logical_specs(model, rules, mesh);
   auto leaves = tree::leaves(model);
@@ -194,7 +196,7 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   if (first > 0) std::printf("resumed   at step %lld from %s\n", static_cast<long long>(first),
                              f.checkpoint.c_str());
 
-  auto step_fn = make_step(tx, rules);
+  auto step_fn = make_step(tx, rules, f.micro);
 
   NamedSharding batch_sharding(mesh, batch_spec);
   auto put = [&](const std::vector<int32_t>& v) {

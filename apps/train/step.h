@@ -42,14 +42,21 @@ TrainState init_state(const tsr::nn::Transformer& model,
 tsr::Array loss(const tsr::nn::Transformer& m, const tsr::Array& inputs,
                 const tsr::Array& targets, const tsr::nn::Rules& rules);
 
-/** The jitted step (state, inputs, targets) -> (next state, loss); donates the state. */
-inline auto make_step(const tsr::optim::GradientTransformation& tx, const tsr::nn::Rules& rules) {
+/** The jitted step (state, inputs, targets) -> (next state, loss); donates the state.
+ *  With micro > 1 the batch's gradient is accumulated over `micro` micro-batches
+ *  (optim::accumulate_gradients, a scan): the same update in less activation memory. */
+inline auto make_step(const tsr::optim::GradientTransformation& tx, const tsr::nn::Rules& rules,
+                      int micro = 1) {
   using namespace tsr;
   return jit(
-      [tx, rules](const TrainState& s, const Array& x, const Array& y) {
-        auto [l, g] = value_and_grad([&rules](const nn::Transformer& m, const Array& a,
-                                              const Array& b) { return loss(m, a, b, rules); })(
-            s.model, x, y);
+      [tx, rules, micro](const TrainState& s, const Array& x, const Array& y) {
+        auto vg = [&rules](const nn::Transformer& m, const std::pair<Array, Array>& b) {
+          return value_and_grad([&rules](const nn::Transformer& p, const Array& a,
+                                         const Array& t) { return loss(p, a, t, rules); })(
+              m, b.first, b.second);
+        };
+        auto [l, g] = micro > 1 ? optim::accumulate_gradients(vg, s.model, std::pair(x, y), micro)
+                                : vg(s.model, {x, y});
         auto [updates, opt] = optim::update(tx, g, s.opt, s.model);
         TrainState next{optim::apply_updates(s.model, updates), opt, s.step + 1, s.data_pos + 1};
         return std::make_pair(next, l);

@@ -50,6 +50,8 @@ def flag_errors(tmp):
         (["--devices", "8", "--mesh", "8", "--rules", "tp"], 2, "which --mesh 8 lacks"),
         (["--devices", "8", "--mesh", "4x2", "--batch", "6"], 2,
          "--batch 6 does not split over the 4 devices of the batch axes (data)"),
+        (["--devices", "8", "--mesh", "4x2", "--batch", "8", "--micro", "4"], 2,
+         "--batch 8 in --micro 4 micro-batches does not split over the 4 devices"),
         (["--mesh", "4x"], 2, "--mesh '4x' is not a mesh shape"),
         (["--model", "huge"], 2, "--model: huge not in {tiny,small}"),
         (["--resume"], 2, "--resume needs --checkpoint DIR"),
@@ -91,6 +93,12 @@ def resume_is_bitwise_on_the_same_mesh_and_close_on_another(tmp):
     assert sorted(b) == list(range(1, 17)), sorted(b)
     diff = [s for s in a if a[s] != b[s]]
     assert not diff, f"resumed losses differ at steps {diff}: {[(a[s], b[s]) for s in diff]}"
+    # Accumulating over 2 micro-batches: the same steps to float rounding.
+    acc = os.path.join(tmp, "micro")
+    run(BASE + mesh + ["--steps", "16", "--micro", "2", "--out", acc])
+    c = losses(acc)
+    worst = max(abs(float(c[s]) - float(a[s])) / float(a[s]) for s in a)
+    assert worst < 1e-4, f"--micro 2: relative loss difference {worst:.2e}"
     # The step-8 checkpoint restored onto 8 devices as fsdp, and onto 1 device as dp.
     for n, m, rules in [("8", "8", "fsdp"), ("1", "1", "dp")]:
         ck2 = os.path.join(tmp, f"ck_{n}_{rules}")
