@@ -78,12 +78,9 @@ void check_rate(const ScalarOrSchedule& r, const std::string& api, const char* w
 }
 
 Array zeros_like_param(const Array& p) {
-  Array z = zeros_like(p);
-  // Under jit the layout comes from propagation; eagerly, place the slot where the
-  // parameter is (zeros_like replicates over Auto axes).
-  const NamedSharding& ps = p.sharding();
-  if (ps.concrete_mesh() && !z.sharding().is_equivalent_to(ps, p.ndim())) z = device_put(z, ps);
-  return z;
+  // zeros_like keeps a concrete parameter's layout (Auto axes included); under jit the
+  // slot's layout comes from propagation.
+  return zeros_like(p);
 }
 
 Array zero_count(const std::vector<Array>& params) {
