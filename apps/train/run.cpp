@@ -143,8 +143,15 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   try {
     model = nn::shard(nn::Transformer::init(cfg, key), rules, mesh);
   } catch (const ValueError& e) {
-    throw FlagError(std::string("the model does not split under --rules ") + f.rules +
-                    " on --mesh " + f.mesh + ": " + e.what());
+    // nn::shard lists every failing leaf; a command line error is one line: the first.
+    std::string what = e.what(), first;
+    size_t n = 0;
+    for (size_t at = what.find("\n  - "); at != std::string::npos; at = what.find("\n  - ", at + 1))
+      if (n++ == 0) first = what.substr(at + 5, what.find('\n', at + 1) - at - 5);
+    throw FlagError("the model does not split under --rules " + f.rules + " on --mesh " + f.mesh +
+                    (n ? ": " + first + (n > 1 ? " (and " + std::to_string(n - 1) + " more)" : "")
+                       : ": " + what.substr(0, what.find('\n'))) +
+                    ". Choose a mesh whose axes divide the model's sizes, or other --rules.");
   }
 
   const int64_t warmup = f.warmup > 0 ? f.warmup : std::max<int64_t>(1, f.steps / 20);

@@ -53,6 +53,8 @@ def flag_errors(tmp):
         (["--devices", "8", "--mesh", "4x2", "--batch", "8", "--micro", "4"], 2,
          "--batch 8 in --micro 4 micro-batches does not split over the 4 devices"),
         (["--mesh", "4x"], 2, "--mesh '4x' is not a mesh shape"),
+        (["--devices", "8", "--mesh", "1x8", "--rules", "tp"], 2,
+         "the model does not split under --rules tp on --mesh 1x8: leaf 'blocks[0].attn.wq.value'"),
         (["--model", "huge"], 2, "--model: huge not in {tiny,small}"),
         (["--resume"], 2, "--resume needs --checkpoint DIR"),
         (["--steps", "0"], 2, "--steps"),
