@@ -5,7 +5,7 @@
 // runs all three and prints the in-run ratios (docs/PERFORMANCE.md, "Transformer
 // training step").
 //
-//   build/bench/train_bench [--configs 1:1:dp,8:8:dp,8:8:fsdp,8:4x2:tp,8:4x2:dp+tp,8:4x2:fsdp+tp]
+//   build/bench/train_bench [--configs gemm,1:1:dp,8:8:dp,8:8:fsdp,8:4x2:tp,8:4x2:dp+tp,8:4x2:fsdp+tp]
 //       [--model small] [--vocab 80] [--batch 16] [--seq 64] [--warmup 3] [--steps 5] [--reps 3]
 //
 // A config is devices:mesh:rules; the mesh has axes ("data") or ("data", "model"), Auto,
@@ -16,7 +16,10 @@
 // over repetitions of each repetition's median step. Peak memory is
 // memory_stats(d).peak_bytes_in_use from just after the state is built (reset there),
 // the largest over the mesh's devices. Each config prints a human line and a
-// "RESULT {json}" line for the driver.
+// "RESULT {json}" line for the driver. Config "gemm" times the step's GEMMs alone as
+// direct OpenBLAS calls with 2 threads (forward, both gradients of every product,
+// attention as one GEMM per batch and head): what a step costs here at this BLAS's speed
+// with no other work.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +33,7 @@
 #include <tsr/nn.h>
 #include <tsr/tsr.h>
 
+#include "openblas_calls.h"
 #include "step.h"
 
 using namespace tsr;
@@ -96,6 +100,10 @@ Options parse(int argc, char** argv) {
 std::vector<Config> parse_configs(const std::string& s) {
   std::vector<Config> out;
   for (const std::string& c : split(s, ',')) {
+    if (c == "gemm") {
+      out.push_back({1, {1}, "", c});
+      continue;
+    }
     auto parts = split(c, ':');
     if (parts.size() != 3) usage("config '" + c + "' is not devices:mesh:rules");
     Config k{std::stoi(parts[0]), {}, parts[2], c};
@@ -127,6 +135,73 @@ int64_t max_over(const Mesh& mesh, F f) {
   int64_t m = 0;
   for (const Device& d : mesh.devices()) m = std::max(m, f(memory_stats(d)));
   return m;
+}
+
+// One row-major GEMM C[m, n] = op(A) op(B) with k the contracted size.
+struct Gemm {
+  int m, n, k;
+  bool ta, tb;
+  int count;  // repeats (attention: batch x heads)
+};
+
+void run_gemm_floor(const Options& o) {
+  nn::TransformerConfig cfg = o.model == "small" ? nn::TransformerConfig::small(o.vocab)
+                                                 : nn::TransformerConfig::tiny(o.vocab);
+  const int t = static_cast<int>(o.batch * o.seq), e = static_cast<int>(cfg.d_model),
+            f = static_cast<int>(cfg.d_ff), v = static_cast<int>(cfg.vocab),
+            s = static_cast<int>(o.seq), d = static_cast<int>(cfg.d_model / cfg.heads),
+            bh = static_cast<int>(o.batch * cfg.heads);
+  // Forward products x[m, k] @ w[k, n]; each adds dx = dy w^T and dw = x^T dy.
+  std::vector<Gemm> fwd;
+  for (int l = 0; l < cfg.layers; ++l) {
+    for (int i = 0; i < 4; ++i) fwd.push_back({t, e, e, false, false, 1});  // q, k, v, o
+    fwd.push_back({t, f, e, false, false, 1});                              // w1
+    fwd.push_back({t, e, f, false, false, 1});                              // w2
+    fwd.push_back({s, s, d, false, true, bh});                              // q k^T
+    fwd.push_back({s, d, s, false, false, bh});                             // p v
+  }
+  fwd.push_back({t, v, e, false, false, 1});  // head
+  std::vector<Gemm> all = fwd;
+  for (const Gemm& g : fwd) {
+    all.push_back({g.m, g.k, g.n, false, true, g.count});  // dx = dy w^T
+    all.push_back({g.k, g.n, g.m, true, false, g.count});  // dw = x^T dy
+  }
+  double flops = 0;
+  size_t big = 0;
+  for (const Gemm& g : all) {
+    flops += 2.0 * g.m * g.n * g.k * g.count;
+    big = std::max(big, static_cast<size_t>(std::max({g.m * g.k, g.k * g.n, g.m * g.n})));
+  }
+  std::vector<float> a(big, 0.01f), b(big, 0.02f), c(big);
+  openblas_set_num_threads(2);
+  constexpr int R = 101, N = 111, T = 112;
+  auto once = [&] {
+    for (const Gemm& g : all)
+      for (int i = 0; i < g.count; ++i)
+        cblas_sgemm(R, g.ta ? T : N, g.tb ? T : N, g.m, g.n, g.k, 1.f, a.data(), g.ta ? g.m : g.k,
+                    b.data(), g.tb ? g.k : g.n, 0.f, c.data(), g.n);
+  };
+  for (int i = 0; i < o.warmup; ++i) once();
+  std::vector<double> rep_medians;
+  for (int r = 0; r < o.reps; ++r) {
+    std::vector<double> times;
+    for (int i = 0; i < o.steps; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      once();
+      times.push_back(seconds_since(t0));
+    }
+    rep_medians.push_back(median(times));
+  }
+  const double med = median(rep_medians);
+  const double tokens = static_cast<double>(t);
+  std::string reps_text;
+  for (double m : rep_medians) reps_text += (reps_text.empty() ? "" : ",") + std::to_string(m * 1e3);
+  std::printf("%-14s %8.1f ms/step %9.0f tokens/s  %zu GEMM calls, %.1f GFLOP, %.0f GFLOP/s\n",
+              "gemm", med * 1e3, tokens / med, all.size(), flops / 1e9, flops / med / 1e9);
+  std::printf("RESULT {\"impl\": \"OpenBLAS GEMMs alone\", \"config\": \"gemm\", \"devices\": 1, "
+              "\"ms_per_step\": %.3f, \"tokens_per_s\": %.1f, \"rep_ms\": [%s], \"gflop\": %.3f}\n",
+              med * 1e3, tokens / med, reps_text.c_str(), flops / 1e9);
+  std::fflush(stdout);
 }
 
 void run_config(const Config& c, const Options& o) {
@@ -221,6 +296,10 @@ int main(int argc, char** argv) {
               o.model.c_str(), static_cast<long long>(o.vocab), static_cast<long long>(o.batch),
               static_cast<long long>(o.seq), o.warmup, o.reps, o.steps, devices);
   for (const Config& c : configs) {
+    if (c.text == "gemm") {
+      run_gemm_floor(o);
+      continue;
+    }
     run_config(c, o);
     // Each config starts from empty caches: its peak is its own.
     clear_caches();
