@@ -80,7 +80,7 @@ def main():
     torch_eager, _, _ = run(torch_cmd)
     jax1, _, _ = run(jax_cmd + ["--configs", "1:1:dp"])
     tsr, _, _ = run([os.path.join(bench, "train_bench"), *shape, "--reps", str(args.reps),
-                     "--configs", ",".join(["1:1:dp"] + CONFIGS_8)])
+                     "--configs", ",".join(["gemm", "1:1:dp"] + CONFIGS_8)])
     loads.append(loadavg())
     jax8, _, _ = run(jax_cmd + ["--configs", ",".join(CONFIGS_8)])
     jaxc = run(jax_cmd + ["--constrain", "--configs", ",".join(CONFIGS_8)])[0] if args.constrain else []
@@ -117,6 +117,9 @@ def main():
         row(r, f"{r['tokens_per_s'] / best_torch['tokens_per_s']:.2f}x eager")
     for r in jax1:
         row(r, f"{r['tokens_per_s'] / best_torch['tokens_per_s']:.2f}x torch eager")
+    gemm = by.get(("OpenBLAS GEMMs alone", "gemm"))
+    if gemm:
+        row(gemm, f"{gemm['gflop']:.1f} GFLOP: {gemm['gflop'] / gemm['ms_per_step'] * 1e3:.0f} GFLOP/s")
     if t1:
         vs = [f"**{t1['tokens_per_s'] / best_torch['tokens_per_s']:.2f}x torch eager**"]
         if compiled:
