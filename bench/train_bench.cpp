@@ -5,7 +5,8 @@
 // runs all three and prints the in-run ratios (docs/PERFORMANCE.md, "Transformer
 // training step").
 //
-//   build/bench/train_bench [--configs gemm,1:1:dp,8:8:dp,8:8:fsdp,8:4x2:tp,8:4x2:dp+tp,8:4x2:fsdp+tp]
+//   build/bench/train_bench [--configs
+//   gemm,1:1:dp,8:8:dp,8:8:fsdp,8:4x2:tp,8:4x2:dp+tp,8:4x2:fsdp+tp]
 //       [--model small] [--vocab 80] [--batch 16] [--seq 64] [--warmup 3] [--steps 5] [--reps 3]
 //
 // A config is devices:mesh:rules; the mesh has axes ("data") or ("data", "model"), Auto,
@@ -63,10 +64,11 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "train_bench: %s\nusage: train_bench [--configs D:MESH:RULES,...] [--model small|tiny]"
-               " [--vocab N] [--batch N] [--seq N] [--warmup N] [--steps N] [--reps N]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "train_bench: %s\nusage: train_bench [--configs D:MESH:RULES,...] [--model small|tiny]"
+      " [--vocab N] [--batch N] [--seq N] [--warmup N] [--steps N] [--reps N]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -82,15 +84,24 @@ Options parse(int argc, char** argv) {
     } else {
       usage(a + " needs a value");
     }
-    if (a == "--configs") o.configs = v;
-    else if (a == "--model") o.model = v;
-    else if (a == "--vocab") o.vocab = std::stoll(v);
-    else if (a == "--batch") o.batch = std::stoll(v);
-    else if (a == "--seq") o.seq = std::stoll(v);
-    else if (a == "--warmup") o.warmup = std::stoi(v);
-    else if (a == "--steps") o.steps = std::stoi(v);
-    else if (a == "--reps") o.reps = std::stoi(v);
-    else usage("unknown flag " + a);
+    if (a == "--configs")
+      o.configs = v;
+    else if (a == "--model")
+      o.model = v;
+    else if (a == "--vocab")
+      o.vocab = std::stoll(v);
+    else if (a == "--batch")
+      o.batch = std::stoll(v);
+    else if (a == "--seq")
+      o.seq = std::stoll(v);
+    else if (a == "--warmup")
+      o.warmup = std::stoi(v);
+    else if (a == "--steps")
+      o.steps = std::stoi(v);
+    else if (a == "--reps")
+      o.reps = std::stoi(v);
+    else
+      usage("unknown flag " + a);
   }
   if (o.model != "small" && o.model != "tiny") usage("--model is small or tiny");
   if (o.warmup < 1 || o.steps < 1 || o.reps < 1) usage("--warmup, --steps, --reps must be >= 1");
@@ -113,7 +124,8 @@ std::vector<Config> parse_configs(const std::string& s) {
       n *= k.mesh.back();
     }
     if (n != k.devices || k.mesh.empty() || k.mesh.size() > 2)
-      usage("config '" + c + "': the mesh must have 1 or 2 axes whose sizes multiply to the devices");
+      usage("config '" + c +
+            "': the mesh must have 1 or 2 axes whose sizes multiply to the devices");
     out.push_back(k);
   }
   return out;
@@ -195,12 +207,14 @@ void run_gemm_floor(const Options& o) {
   const double med = median(rep_medians);
   const double tokens = static_cast<double>(t);
   std::string reps_text;
-  for (double m : rep_medians) reps_text += (reps_text.empty() ? "" : ",") + std::to_string(m * 1e3);
+  for (double m : rep_medians)
+    reps_text += (reps_text.empty() ? "" : ",") + std::to_string(m * 1e3);
   std::printf("%-14s %8.1f ms/step %9.0f tokens/s  %zu GEMM calls, %.1f GFLOP, %.0f GFLOP/s\n",
               "gemm", med * 1e3, tokens / med, all.size(), flops / 1e9, flops / med / 1e9);
-  std::printf("RESULT {\"impl\": \"OpenBLAS GEMMs alone\", \"config\": \"gemm\", \"devices\": 1, "
-              "\"ms_per_step\": %.3f, \"tokens_per_s\": %.1f, \"rep_ms\": [%s], \"gflop\": %.3f}\n",
-              med * 1e3, tokens / med, reps_text.c_str(), flops / 1e9);
+  std::printf(
+      "RESULT {\"impl\": \"OpenBLAS GEMMs alone\", \"config\": \"gemm\", \"devices\": 1, "
+      "\"ms_per_step\": %.3f, \"tokens_per_s\": %.1f, \"rep_ms\": [%s], \"gflop\": %.3f}\n",
+      med * 1e3, tokens / med, reps_text.c_str(), flops / 1e9);
   std::fflush(stdout);
 }
 
@@ -218,7 +232,8 @@ void run_config(const Config& c, const Options& o) {
   const int64_t in_use_before = max_over(mesh, [](const MemoryStats& s) { return s.bytes_in_use; });
   nn::Transformer model = nn::shard(nn::Transformer::init(cfg, random::key(0)), rules, mesh);
   // Schedule lengths do not change the work of a step; these match train_torch/jax.py.
-  optim::GradientTransformation tx = train::make_optimizer({.lr = 3e-3, .warmup = 10, .steps = 1000});
+  optim::GradientTransformation tx =
+      train::make_optimizer({.lr = 3e-3, .warmup = 10, .steps = 1000});
   train::TrainState state = train::init_state(model, tx);
   model = {};
   int64_t replicated = 0;  // params + optimizer state at full size (one replicated copy)
@@ -261,25 +276,28 @@ void run_config(const Config& c, const Options& o) {
     rep_medians.push_back(median(t));
   }
   const double med = median(rep_medians);
-  const int64_t peak = max_over(mesh, [](const MemoryStats& s) { return s.peak_bytes_in_use; }) -
-                       in_use_before;
+  const int64_t peak =
+      max_over(mesh, [](const MemoryStats& s) { return s.peak_bytes_in_use; }) - in_use_before;
   const double tokens = static_cast<double>(o.batch * o.seq);
   const double mib = 1024.0 * 1024.0;
   std::string reps_text;
-  for (double m : rep_medians) reps_text += (reps_text.empty() ? "" : ",") + std::to_string(m * 1e3);
-  std::printf("%-14s %8.1f ms/step %9.0f tokens/s  state %6.1f MiB/device  peak %6.1f MiB/device"
-              "  (replicated params+opt %.1f MiB)  first call %.2f s  loss %.4f -> %.4f\n",
-              c.text.c_str(), med * 1e3, tokens / med, state_bytes / mib, peak / mib,
-              replicated / mib, first, first_loss, loss);
-  std::printf("RESULT {\"impl\": \"tessera\", \"config\": \"%s\", \"devices\": %d, \"rules\": \"%s\", "
-              "\"ms_per_step\": %.3f, \"tokens_per_s\": %.1f, \"rep_ms\": [%s], "
-              "\"state_bytes_per_device\": %lld, \"peak_bytes_per_device\": %lld, "
-              "\"replicated_state_bytes\": %lld, \"params\": %lld, \"first_call_s\": %.3f, "
-              "\"loss\": %.5f}\n",
-              c.text.c_str(), c.devices, c.rules.c_str(), med * 1e3, tokens / med,
-              reps_text.c_str(), static_cast<long long>(state_bytes),
-              static_cast<long long>(peak), static_cast<long long>(replicated),
-              static_cast<long long>(nn::param_count(state.model)), first, loss);
+  for (double m : rep_medians)
+    reps_text += (reps_text.empty() ? "" : ",") + std::to_string(m * 1e3);
+  std::printf(
+      "%-14s %8.1f ms/step %9.0f tokens/s  state %6.1f MiB/device  peak %6.1f MiB/device"
+      "  (replicated params+opt %.1f MiB)  first call %.2f s  loss %.4f -> %.4f\n",
+      c.text.c_str(), med * 1e3, tokens / med, state_bytes / mib, peak / mib, replicated / mib,
+      first, first_loss, loss);
+  std::printf(
+      "RESULT {\"impl\": \"tessera\", \"config\": \"%s\", \"devices\": %d, \"rules\": \"%s\", "
+      "\"ms_per_step\": %.3f, \"tokens_per_s\": %.1f, \"rep_ms\": [%s], "
+      "\"state_bytes_per_device\": %lld, \"peak_bytes_per_device\": %lld, "
+      "\"replicated_state_bytes\": %lld, \"params\": %lld, \"first_call_s\": %.3f, "
+      "\"loss\": %.5f}\n",
+      c.text.c_str(), c.devices, c.rules.c_str(), med * 1e3, tokens / med, reps_text.c_str(),
+      static_cast<long long>(state_bytes), static_cast<long long>(peak),
+      static_cast<long long>(replicated), static_cast<long long>(nn::param_count(state.model)),
+      first, loss);
   std::fflush(stdout);
 }
 
@@ -291,10 +309,11 @@ int main(int argc, char** argv) {
   int devices = 1;
   for (const Config& c : configs) devices = std::max(devices, c.devices);
   tsr::init({.num_cpu_devices = devices});
-  std::printf("train_bench: %s model, vocab %lld, batch %lld x seq %lld; %d warm-up steps, "
-              "%d reps x %d steps; %d simulated devices\n",
-              o.model.c_str(), static_cast<long long>(o.vocab), static_cast<long long>(o.batch),
-              static_cast<long long>(o.seq), o.warmup, o.reps, o.steps, devices);
+  std::printf(
+      "train_bench: %s model, vocab %lld, batch %lld x seq %lld; %d warm-up steps, "
+      "%d reps x %d steps; %d simulated devices\n",
+      o.model.c_str(), static_cast<long long>(o.vocab), static_cast<long long>(o.batch),
+      static_cast<long long>(o.seq), o.warmup, o.reps, o.steps, devices);
   for (const Config& c : configs) {
     if (c.text == "gemm") {
       run_gemm_floor(o);

@@ -21,14 +21,15 @@ int main() {
   auto step = jit([&](const nn::Transformer& m, const optim::State<nn::Transformer>& s,
                       const Array& x, const Array& y) {
     auto [l, g] = value_and_grad([&](const nn::Transformer& p) {
-      return mean(nn::softmax_cross_entropy_with_integer_labels(nn::apply(p, x, {.rules = rules}), y));
+      return mean(
+          nn::softmax_cross_entropy_with_integer_labels(nn::apply(p, x, {.rules = rules}), y));
     })(m);
     auto [u, s2] = optim::update(tx, g, s, m);
     return std::make_tuple(optim::apply_updates(m, u), s2, l);
   });
   // Random tokens: the loss falls as the model memorises this one batch.
-  Array tokens = device_put(random::randint(random::fold_in(key, 1), {8, 33}, 0, 80),
-                            P("data", nullptr));
+  Array tokens =
+      device_put(random::randint(random::fold_in(key, 1), {8, 33}, 0, 80), P("data", nullptr));
   Array x = tokens[{all, Slice{0, 32}}], y = tokens[{all, Slice{1, 33}}];
   for (int i = 1; i <= 20; ++i) {
     auto [m2, s2, l] = step(model, opt, x, y);

@@ -33,10 +33,14 @@ std::string fmt(double v) {
 std::string escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else
+      o += c;
   }
   return o;
 }
@@ -79,17 +83,16 @@ void write_loss_svg(const std::string& path, const std::vector<LossPoint>& point
   double ys = tick_step(y1 - y0, 6), xs = tick_step(x1 - x0, 8);
   for (double y = y0; y <= y1 + 1e-9; y += ys)
     s << "<line x1='" << L << "' x2='" << W - R << "' y1='" << Y(y) << "' y2='" << Y(y)
-      << "' stroke='#e5e5e5'/><text x='" << L - 6 << "' y='" << Y(y) + 4
-      << "' text-anchor='end'>" << fmt(y) << "</text>\n";
+      << "' stroke='#e5e5e5'/><text x='" << L - 6 << "' y='" << Y(y) + 4 << "' text-anchor='end'>"
+      << fmt(y) << "</text>\n";
   for (double x = std::ceil(x0 / xs) * xs; x <= x1 + 1e-9; x += xs)
     s << "<line x1='" << X(x) << "' x2='" << X(x) << "' y1='" << T << "' y2='" << H - B
       << "' stroke='#e5e5e5'/><text x='" << X(x) << "' y='" << H - B + 16
       << "' text-anchor='middle'>" << fmt(x) << "</text>\n";
   s << "<line x1='" << L << "' x2='" << W - R << "' y1='" << H - B << "' y2='" << H - B
-    << "' stroke='black'/><line x1='" << L << "' x2='" << L << "' y1='" << T << "' y2='"
-    << H - B << "' stroke='black'/>\n"
-    << "<text x='" << (L + W - R) / 2 << "' y='" << H - 12
-    << "' text-anchor='middle'>step</text>\n"
+    << "' stroke='black'/><line x1='" << L << "' x2='" << L << "' y1='" << T << "' y2='" << H - B
+    << "' stroke='black'/>\n"
+    << "<text x='" << (L + W - R) / 2 << "' y='" << H - 12 << "' text-anchor='middle'>step</text>\n"
     << "<text transform='translate(18," << (T + H - B) / 2
     << ") rotate(-90)' text-anchor='middle'>training loss (nats per character)</text>\n";
   if (reference > 0)

@@ -20,14 +20,20 @@ std::string format_seconds(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   long t = std::lround(s);
   char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, t / 60 % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", t);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60)
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lds", t);
   return buf;
 }
 
 Progress::Progress(int64_t first, int64_t total, int log_every, std::FILE* out)
-    : first_(first), total_(total), log_every_(log_every < 1 ? 1 : log_every), out_(out),
+    : first_(first),
+      total_(total),
+      log_every_(log_every < 1 ? 1 : log_every),
+      out_(out),
       live_(isatty(fileno(out)) != 0) {}
 
 std::string Progress::line(const StepInfo& s) const {
@@ -43,8 +49,10 @@ std::string Progress::line(const StepInfo& s) const {
 
 void Progress::update(const StepInfo& s) {
   // The first step of a run includes tracing and lowering: keep it out of the ETA.
-  if (s.step == first_ + 1) ema_seconds_ = 0;
-  else ema_seconds_ = ema_seconds_ == 0 ? s.step_seconds : 0.9 * ema_seconds_ + 0.1 * s.step_seconds;
+  if (s.step == first_ + 1)
+    ema_seconds_ = 0;
+  else
+    ema_seconds_ = ema_seconds_ == 0 ? s.step_seconds : 0.9 * ema_seconds_ + 0.1 * s.step_seconds;
   if (live_) {
     const int width = 20;
     double frac = total_ > 0 ? static_cast<double>(s.step) / static_cast<double>(total_) : 1;

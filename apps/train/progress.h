@@ -8,11 +8,11 @@ namespace train {
 
 /** What one step reports. */
 struct StepInfo {
-  int64_t step = 0;           /**< steps done, from 1 */
-  double loss = 0;            /**< this step's loss */
-  double tokens_per_s = 0;    /**< tokens of this step / its wall time */
-  double step_seconds = 0;    /**< wall time of the step */
-  int64_t peak_bytes = 0;     /**< largest peak_bytes_in_use over the mesh's devices */
+  int64_t step = 0;        /**< steps done, from 1 */
+  double loss = 0;         /**< this step's loss */
+  double tokens_per_s = 0; /**< tokens of this step / its wall time */
+  double step_seconds = 0; /**< wall time of the step */
+  int64_t peak_bytes = 0;  /**< largest peak_bytes_in_use over the mesh's devices */
 };
 
 /** Prints steps to `out`: on a terminal one line rewritten in place (with a bar and

@@ -45,9 +45,10 @@ std::string rules_text(const nn::Rules& r) {
 Mesh mesh_from_flags(const Flags& f) {
   int n = std::accumulate(f.mesh_shape.begin(), f.mesh_shape.end(), 1, std::multiplies<int>());
   if (n != f.devices)
-    throw FlagError("--mesh " + f.mesh + " has " + std::to_string(n) + " devices, but --devices is " +
-                    std::to_string(f.devices) + ". Use --devices " + std::to_string(n) +
-                    " or a mesh whose sizes multiply to " + std::to_string(f.devices) + ".");
+    throw FlagError("--mesh " + f.mesh + " has " + std::to_string(n) +
+                    " devices, but --devices is " + std::to_string(f.devices) + ". Use --devices " +
+                    std::to_string(n) + " or a mesh whose sizes multiply to " +
+                    std::to_string(f.devices) + ".");
   std::vector<std::string> names{"data", "model"};
   names.resize(f.mesh_shape.size());
   return make_mesh(f.mesh_shape, names, std::vector<AxisType>(names.size(), AxisType::Auto));
@@ -60,8 +61,8 @@ void check_rules(const nn::Rules& rules, const Mesh& mesh, const Flags& f) {
       if (std::find(mesh.axis_names().begin(), mesh.axis_names().end(), a) ==
           mesh.axis_names().end())
         throw FlagError("--rules " + f.rules + " maps '" + name + "' to mesh axis '" + a +
-                        "', which --mesh " + f.mesh + " lacks (its axes: " +
-                        join(mesh.axis_names(), ", ") +
+                        "', which --mesh " + f.mesh +
+                        " lacks (its axes: " + join(mesh.axis_names(), ", ") +
                         "). Use a 2-D mesh such as --mesh 4x2, or --rules dp or fsdp.");
 }
 
@@ -121,12 +122,12 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   check_rules(rules, mesh, f);
   PartitionSpec batch_spec = nn::logical_to_spec({"batch", "seq"}, rules, mesh);
   if (int64_t n = axes_size(mesh, batch_spec, 0); f.batch % (n * f.micro) != 0)
-    throw FlagError("--batch " + std::to_string(f.batch) +
-                    (f.micro > 1 ? " in --micro " + std::to_string(f.micro) + " micro-batches" : "") +
-                    " does not split over the " + std::to_string(n) +
-                    " devices of the batch axes (" + join(batch_spec.entries()[0].axes(), "+") +
-                    ") of --rules " + f.rules + " on --mesh " + f.mesh + ". Use a multiple of " +
-                    std::to_string(n * f.micro) + ".");
+    throw FlagError(
+        "--batch " + std::to_string(f.batch) +
+        (f.micro > 1 ? " in --micro " + std::to_string(f.micro) + " micro-batches" : "") +
+        " does not split over the " + std::to_string(n) + " devices of the batch axes (" +
+        join(batch_spec.entries()[0].axes(), "+") + ") of --rules " + f.rules + " on --mesh " +
+        f.mesh + ". Use a multiple of " + std::to_string(n * f.micro) + ".");
 
   Dataset data(f.text, f.text_bytes);
   // The vocabulary padded to a multiple of 16, so a 'vocab' rule splits it over a model
@@ -155,9 +156,11 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   }
 
   const int64_t warmup = f.warmup > 0 ? f.warmup : std::max<int64_t>(1, f.steps / 20);
-  optim::GradientTransformation tx =
-      make_optimizer({.lr = f.lr, .warmup = warmup, .steps = f.steps,
-                      .weight_decay = f.weight_decay, .clip = f.clip});
+  optim::GradientTransformation tx = make_optimizer({.lr = f.lr,
+                                                     .warmup = warmup,
+                                                     .steps = f.steps,
+                                                     .weight_decay = f.weight_decay,
+                                                     .clip = f.clip});
   TrainState state = init_state(model, tx);
   int64_t first = 0;
   fs::path root(f.checkpoint);
@@ -176,20 +179,22 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   // What the run is: the mesh, the model, the layout of every weight.
   std::printf("mesh      %s on %d simulated CPU devices\n", mesh.str().c_str(), f.devices);
   std::printf("rules     %s: %s\n", f.rules.c_str(), rules_text(rules).c_str());
-  std::printf("model     %s: %.2f M parameters (d_model %lld, %lld heads, %lld layers, d_ff %lld, "
-              "vocab %lld, seq %d)\n",
-              f.model.c_str(), static_cast<double>(nn::param_count(model)) / 1e6,
-              static_cast<long long>(cfg.d_model), static_cast<long long>(cfg.heads),
-              static_cast<long long>(cfg.layers), static_cast<long long>(cfg.d_ff),
-              static_cast<long long>(vocab), f.seq);
+  std::printf(
+      "model     %s: %.2f M parameters (d_model %lld, %lld heads, %lld layers, d_ff %lld, "
+      "vocab %lld, seq %d)\n",
+      f.model.c_str(), static_cast<double>(nn::param_count(model)) / 1e6,
+      static_cast<long long>(cfg.d_model), static_cast<long long>(cfg.heads),
+      static_cast<long long>(cfg.layers), static_cast<long long>(cfg.d_ff),
+      static_cast<long long>(vocab), f.seq);
   std::printf("text      %s: %lld lines, %lld characters, %d distinct; unigram entropy %.3f nats\n",
               f.text.c_str(), static_cast<long long>(data.num_lines()),
               static_cast<long long>(data.num_tokens()), data.vocab().size(),
               data.unigram_entropy());
-  std::printf("optimizer AdamW(b1 0.9, b2 0.99, wd %g on matrices), lr %g: warmup %lld then cosine "
-              "to %g at step %lld, clip %g; batch %d x %d characters in %d micro-batch(es)\n",
-              f.weight_decay, f.lr, static_cast<long long>(warmup), f.lr / 10,
-              static_cast<long long>(f.steps), f.clip, f.batch, f.seq, f.micro);
+  std::printf(
+      "optimizer AdamW(b1 0.9, b2 0.99, wd %g on matrices), lr %g: warmup %lld then cosine "
+      "to %g at step %lld, clip %g; batch %d x %d characters in %d micro-batch(es)\n",
+      f.weight_decay, f.lr, static_cast<long long>(warmup), f.lr / 10,
+      static_cast<long long>(f.steps), f.clip, f.batch, f.seq, f.micro);
   std::printf("weights   (path, shape, sharding; blocks[1..] as blocks[0])\n");
   auto specs = nn::logical_specs(model, rules, mesh);
   auto leaves = tree::leaves(model);
@@ -200,8 +205,9 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
                 spec.repr().c_str());
   }
   std::printf("%s", visualize(model.blocks[0].mlp.w1.value).c_str());
-  if (first > 0) std::printf("resumed   at step %lld from %s\n", static_cast<long long>(first),
-                             f.checkpoint.c_str());
+  if (first > 0)
+    std::printf("resumed   at step %lld from %s\n", static_cast<long long>(first),
+                f.checkpoint.c_str());
 
   auto step_fn = make_step(tx, rules, f.micro);
 
@@ -223,7 +229,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
     ckpt::save_step(root, step, state, 3);
   };
   int64_t pos = state.data_pos.item<int32_t>();
-  auto next_batch = std::async(std::launch::async, [&, p = pos] { return data.batch(p, f.batch, f.seq, f.seed); });
+  auto next_batch = std::async(std::launch::async,
+                               [&, p = pos] { return data.batch(p, f.batch, f.seq, f.seed); });
   int64_t step = first;
   bool stopped = false;
   while (step < f.steps) {
@@ -237,7 +244,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
     state = std::move(next);
     ++pos;
     // Prepare the next batch on the host while the devices run this step.
-    next_batch = std::async(std::launch::async, [&, p = pos] { return data.batch(p, f.batch, f.seq, f.seed); });
+    next_batch = std::async(std::launch::async,
+                            [&, p = pos] { return data.batch(p, f.batch, f.seq, f.seed); });
     double l = loss.item<float>();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++step;
@@ -268,9 +276,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
                  "tsr-train: " + f.model + " model, --rules " + f.rules + ", --mesh " + f.mesh,
                  data.unigram_entropy(), "unigram entropy");
   if (step < f.steps && !stopped) {
-    std::printf("stopped   after %lld steps at step %lld%s\n",
-                static_cast<long long>(f.stop_after), static_cast<long long>(step),
-                f.checkpoint.empty() ? "" : "; resume with --resume");
+    std::printf("stopped   after %lld steps at step %lld%s\n", static_cast<long long>(f.stop_after),
+                static_cast<long long>(step), f.checkpoint.empty() ? "" : "; resume with --resume");
     return 0;
   }
   if (stopped) {
@@ -283,7 +290,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   for (size_t i = history.size() - k; i < history.size(); ++i) tail += history[i].loss / k;
   std::printf("loss      %.4f (mean of the last %zu steps) vs unigram entropy %.4f nats\n", tail, k,
               data.unigram_entropy());
-  std::printf("wrote     %s and %s\n", csv.c_str(), (fs::path(f.out) / "loss.svg").string().c_str());
+  std::printf("wrote     %s and %s\n", csv.c_str(),
+              (fs::path(f.out) / "loss.svg").string().c_str());
 
   if (dump) {
     auto fin = leaves_as_tensors(state.model, "final/");
@@ -302,16 +310,26 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
       return std::string(b);
     };
     write_safetensors(f.dump_reference, dump_tensors,
-                      {{"vocab", std::to_string(cfg.vocab)}, {"d_model", std::to_string(cfg.d_model)},
-                       {"heads", std::to_string(cfg.heads)}, {"layers", std::to_string(cfg.layers)},
-                       {"d_ff", std::to_string(cfg.d_ff)}, {"max_seq", std::to_string(cfg.max_seq)},
-                       {"lr", num(f.lr)}, {"warmup", std::to_string(warmup)},
-                       {"steps", std::to_string(f.steps)}, {"end_lr", num(f.lr / 10)},
-                       {"b1", "0.9"}, {"b2", "0.99"}, {"eps", "1e-8"},
-                       {"weight_decay", num(f.weight_decay)}, {"clip", num(f.clip)},
+                      {{"vocab", std::to_string(cfg.vocab)},
+                       {"d_model", std::to_string(cfg.d_model)},
+                       {"heads", std::to_string(cfg.heads)},
+                       {"layers", std::to_string(cfg.layers)},
+                       {"d_ff", std::to_string(cfg.d_ff)},
+                       {"max_seq", std::to_string(cfg.max_seq)},
+                       {"lr", num(f.lr)},
+                       {"warmup", std::to_string(warmup)},
+                       {"steps", std::to_string(f.steps)},
+                       {"end_lr", num(f.lr / 10)},
+                       {"b1", "0.9"},
+                       {"b2", "0.99"},
+                       {"eps", "1e-8"},
+                       {"weight_decay", num(f.weight_decay)},
+                       {"clip", num(f.clip)},
                        {"positions", cfg.positions == nn::Positions::Rotary ? "rotary" : "learned"},
-                       {"mask_value", num(nn::mask_value(float32))}, {"ln_eps", "1e-05"},
-                       {"mesh", f.mesh}, {"rules", f.rules}});
+                       {"mask_value", num(nn::mask_value(float32))},
+                       {"ln_eps", "1e-05"},
+                       {"mesh", f.mesh},
+                       {"rules", f.rules}});
     std::printf("reference %s: initial and final parameters, %lld batches and losses\n",
                 f.dump_reference.c_str(), static_cast<long long>(S));
     return 0;
@@ -319,7 +337,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   if (f.samples > 0) {
     std::printf("samples   (temperature %g):", f.temperature);
     const char* sep = " ";
-    for (const auto& w : sample_words(state.model, data.vocab(), f.samples, f.temperature, f.seed + 1)) {
+    for (const auto& w :
+         sample_words(state.model, data.vocab(), f.samples, f.temperature, f.seed + 1)) {
       std::printf("%s%s", sep, w.c_str());
       sep = ", ";
     }

@@ -15,7 +15,8 @@ void write_safetensors(const std::string& path, const std::vector<HostTensor>& t
   header["__metadata__"] = meta;
   size_t offset = 0;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape},
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
                       {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
@@ -28,7 +29,8 @@ void write_safetensors(const std::string& path, const std::vector<HostTensor>& t
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
   f.write(reinterpret_cast<const char*>(len), 8);
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const auto& t : tensors) f.write(t.bytes.data(), static_cast<std::streamsize>(t.bytes.size()));
+  for (const auto& t : tensors)
+    f.write(t.bytes.data(), static_cast<std::streamsize>(t.bytes.size()));
   if (!f) throw std::runtime_error("cannot write '" + path + "'");
 }
 

@@ -12,7 +12,7 @@ std::vector<std::string> sample_words(const tsr::nn::Transformer& model, const V
   // Next token at position `pos` of every row, drawn from softmax(logits / temperature).
   auto next = jit([temperature](const nn::Transformer& m, const Array& tokens, const Array& pos,
                                 const Array& key) {
-    Array logits = nn::apply(m, tokens);  // [count, T, V]
+    Array logits = nn::apply(m, tokens);            // [count, T, V]
     Array at = take(logits, reshape(pos, {1}), 1);  // [count, 1, V]
     return random::categorical(key, reshape(at, {at.shape()[0], at.shape()[2]}) / temperature);
   });
@@ -23,13 +23,16 @@ std::vector<std::string> sample_words(const tsr::nn::Transformer& model, const V
   for (int pos = 0; pos + 1 < T; ++pos) {
     auto keys = random::split_keys(key);
     key = keys[0];
-    auto ids = next(model, array(buf, {count, T}), scalar<int32_t>(pos), keys[1]).to_vector<int32_t>();
+    auto ids =
+        next(model, array(buf, {count, T}), scalar<int32_t>(pos), keys[1]).to_vector<int32_t>();
     bool all = true;
     for (int r = 0; r < count; ++r) {
       buf[static_cast<size_t>(r) * T + pos + 1] = ids[static_cast<size_t>(r)];
       if (done[static_cast<size_t>(r)]) continue;
-      if (ids[static_cast<size_t>(r)] == 0) done[static_cast<size_t>(r)] = true;
-      else words[static_cast<size_t>(r)].push_back(ids[static_cast<size_t>(r)]);
+      if (ids[static_cast<size_t>(r)] == 0)
+        done[static_cast<size_t>(r)] = true;
+      else
+        words[static_cast<size_t>(r)].push_back(ids[static_cast<size_t>(r)]);
       all = all && done[static_cast<size_t>(r)];
     }
     if (all) break;

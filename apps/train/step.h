@@ -22,11 +22,11 @@ TSR_TREE(TrainState, model, opt, step, data_pos)
 
 /** The optimizer's settings. */
 struct OptimizerConfig {
-  double lr = 3e-3;           /**< peak learning rate */
-  int64_t warmup = 1;         /**< linear warmup steps from 0 */
-  int64_t steps = 1;          /**< cosine decay ends here, at lr / 10 */
-  double weight_decay = 0.1;  /**< decoupled, on rank >= 2 parameters only */
-  double clip = 1.0;          /**< global-norm clipping (0: off) */
+  double lr = 3e-3;                       /**< peak learning rate */
+  int64_t warmup = 1;                     /**< linear warmup steps from 0 */
+  int64_t steps = 1;                      /**< cosine decay ends here, at lr / 10 */
+  double weight_decay = 0.1;              /**< decoupled, on rank >= 2 parameters only */
+  double clip = 1.0;                      /**< global-norm clipping (0: off) */
   double b1 = 0.9, b2 = 0.99, eps = 1e-8; /**< Adam's moments */
 };
 
@@ -39,8 +39,8 @@ TrainState init_state(const tsr::nn::Transformer& model,
                       const tsr::optim::GradientTransformation& tx);
 
 /** Mean next-token cross-entropy of the model on a batch. */
-tsr::Array loss(const tsr::nn::Transformer& m, const tsr::Array& inputs,
-                const tsr::Array& targets, const tsr::nn::Rules& rules);
+tsr::Array loss(const tsr::nn::Transformer& m, const tsr::Array& inputs, const tsr::Array& targets,
+                const tsr::nn::Rules& rules);
 
 /** The jitted step (state, inputs, targets) -> (next state, loss); donates the state.
  *  With micro > 1 the batch's gradient is accumulated over `micro` micro-batches
@@ -51,9 +51,9 @@ inline auto make_step(const tsr::optim::GradientTransformation& tx, const tsr::n
   return jit(
       [tx, rules, micro](const TrainState& s, const Array& x, const Array& y) {
         auto vg = [&rules](const nn::Transformer& m, const std::pair<Array, Array>& b) {
-          return value_and_grad([&rules](const nn::Transformer& p, const Array& a,
-                                         const Array& t) { return loss(p, a, t, rules); })(
-              m, b.first, b.second);
+          return value_and_grad([&rules](const nn::Transformer& p, const Array& a, const Array& t) {
+            return loss(p, a, t, rules);
+          })(m, b.first, b.second);
         };
         auto [l, g] = micro > 1 ? optim::accumulate_gradients(vg, s.model, std::pair(x, y), micro)
                                 : vg(s.model, {x, y});

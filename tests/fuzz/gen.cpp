@@ -266,10 +266,21 @@ bool composite(const OpDef& d) {
 // The autodiff and transform entries (shard_map too), drawn more often than their share
 // of the table.
 bool autodiff(const OpDef& d) {
-  static const std::set<std::string> names = {
-      "stop_gradient",     "custom_jvp",        "custom_vjp",        "checkpoint",        "jit",
-      "custom_jvp(chain)", "custom_vjp(chain)", "vmap(chain)",       "shard_map",         "shard_map@auto",  "cond",
-      "map(chain)",        "fori_loop(chain)",  "while_loop(chain)", "vmap_collective_ad"};
+  static const std::set<std::string> names = {"stop_gradient",
+                                              "custom_jvp",
+                                              "custom_vjp",
+                                              "checkpoint",
+                                              "jit",
+                                              "custom_jvp(chain)",
+                                              "custom_vjp(chain)",
+                                              "vmap(chain)",
+                                              "shard_map",
+                                              "shard_map@auto",
+                                              "cond",
+                                              "map(chain)",
+                                              "fori_loop(chain)",
+                                              "while_loop(chain)",
+                                              "vmap_collective_ad"};
   return names.count(d.name) > 0 || refused_entry(d, false);
 }
 }  // namespace

@@ -107,8 +107,8 @@ TEST(NnTransformer, GradientsAgreeWithFiniteDifferencesInFloat64) {
     nn::Transformer m = tree::map([](const Array& a) { return a.astype(float64); },
                                   wavy_params(nn::Transformer::init(cfg, random::key(6))));
     Array tokens = array(tokens_of(8, 8, 2), {2, 4});
-    check_grads([&](const nn::Transformer& p) { return nn::apply(p, tokens); },
-                std::make_tuple(m), 1, {.atol = 1e-6, .rtol = 1e-5, .eps = 1e-5});
+    check_grads([&](const nn::Transformer& p) { return nn::apply(p, tokens); }, std::make_tuple(m),
+                1, {.atol = 1e-6, .rtol = 1e-5, .eps = 1e-5});
   }
 }
 

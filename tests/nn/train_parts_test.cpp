@@ -29,8 +29,8 @@ TEST(TrainData, VocabularyAndEntropy) {
   EXPECT_EQ(d.vocab().chars[0], '\n');
   EXPECT_EQ(d.vocab().decode(d.vocab().encode("ab\nz")), "ab\n");
   // Stream "ab\nba\naa\n": a 4, b 2, \n 3 of 9.
-  double h = -(4 / 9.0 * std::log(4 / 9.0) + 2 / 9.0 * std::log(2 / 9.0) +
-               3 / 9.0 * std::log(3 / 9.0));
+  double h =
+      -(4 / 9.0 * std::log(4 / 9.0) + 2 / 9.0 * std::log(2 / 9.0) + 3 / 9.0 * std::log(3 / 9.0));
   EXPECT_NEAR(d.unigram_entropy(), h, 1e-12);
   fs::remove(p);
 }
