@@ -152,7 +152,7 @@ def run_config(text, args, model_jax):
 
     loss_fn = model_jax.loss_fn
     if args.constrain:
-        loss_fn = constrained_loss(model_jax, rules, names)
+        loss_fn = constrained_loss(model_jax, rules, mesh)
 
     def step(p, o, x, y):
         loss, g = jax.value_and_grad(loss_fn)(p, x, y, cfg)
@@ -209,15 +209,17 @@ def init_params_shapes(cfg):
     return jax.eval_shape(lambda: init_params(cfg, jax.random.key(0))).keys()
 
 
-def constrained_loss(model_jax, rules, mesh_axes):
+def constrained_loss(model_jax, rules, mesh):
     """model_jax.loss_fn with the activation pins nn::apply makes when given rules: the
     residual stream (batch, seq, embed), q/k/v (batch, seq, heads, kv), o (batch, heads,
     seq, kv), the MLP hidden (batch, seq, mlp), logits (batch, seq, vocab)."""
     import jax
     import jax.numpy as jnp
+    from jax.sharding import NamedSharding
 
     def pin(x, *names):
-        return jax.lax.with_sharding_constraint(x, logical_to_spec(names, rules, mesh_axes, True))
+        spec = logical_to_spec(names, rules, mesh.axis_names, True)
+        return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
 
     def attention(p, pre, x, cfg):
         q, k, v = (pin(jnp.einsum("bte,ehd->bthd", x, p[pre + w + ".value"]),

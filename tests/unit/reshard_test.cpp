@@ -416,3 +416,18 @@ TEST(Reshard, ShardedWeightsGatherAndReduceScatterTheirGradient) {
   Array g1 = grad(one)(array(wv, {16, 4}), array(xv, {32, 16}));
   expect_slices(g, g1.to_vector<float>(), "gradient");
 }
+
+// A reshard that leaves every device's block as it is (P() -> P('x') on one device) moves
+// no bytes inside jit: its uses read the source (a program output keeps its own step, as
+// DedicatedCollectivesMatchTheOracle checks). On 8 devices the same reshard is a slice.
+TEST(Reshard, SameBlockReshardInsideJitIsDropped) {
+  for (int n : {1, 8}) {
+    Mesh m = make_mesh({n}, {"x"});
+    Array x = device_put(iota({8, 4}), NamedSharding(m, P()));
+    auto f = jit([&](const Array& a) { return reshard(a * 2.0f, NamedSharding(m, P("x"))) + 1.0f; });
+    std::string local = f.lower(x).local;
+    EXPECT_EQ(local.find(" = reshard ") == std::string::npos, n == 1) << local;
+    std::vector<float> got = f(x).to_vector<float>();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], 2.0f * static_cast<float>(i) + 1.0f);
+  }
+}
