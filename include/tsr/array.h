@@ -99,10 +99,13 @@ class Array {
   const NamedSharding& sharding() const;
   /** Waits until every shard is computed; rethrows an error raised while computing. */
   const Array& block_until_ready() const;
-  /** One shard per device in mesh row-major order. */
+  /** One shard per device of this process, in mesh row-major order. */
   std::vector<Shard> addressable_shards() const;
+  /** True when every device of the sharding is this process's (always in one process). */
+  bool is_fully_addressable() const;
 
-  /** The logical value, row-major, converted to T. Reduces unreduced axes. */
+  /** The logical value, row-major, converted to T. Reduces unreduced axes. Across
+   *  processes, RuntimeError unless this process holds a copy of every block. */
   template <typename T>
   std::vector<T> to_vector() const {
     if constexpr (std::is_same_v<T, bool>) {
@@ -146,6 +149,7 @@ class Array {
   const std::shared_ptr<detail::ArrayImpl>& impl() const { return impl_; }
 
  private:
+  friend Array device_put(const Array& x, const Placement& where);
   void copy_to_host(void* dst, DType as) const;
   void check_item() const;
   std::shared_ptr<detail::ArrayImpl> impl_;

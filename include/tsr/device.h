@@ -21,6 +21,8 @@ struct Device {
   std::string label() const;
   /** "CpuDevice(id=3)". */
   std::string str() const;
+  /** The process that owns the device (tsr/distributed.h): id / local_device_count(). */
+  int process_index() const;
 };
 /** Prints Device::str(). */
 std::ostream& operator<<(std::ostream& os, const Device& d);
@@ -38,7 +40,8 @@ struct InitOptions {
 void init(const InitOptions& options = {});
 /** True once the runtime has started. */
 bool is_initialized();
-/** All devices, in id order. */
+/** All devices of every process, in id order: process-major (process p owns ids
+ *  [p*L, (p+1)*L) for L devices per process). */
 std::vector<Device> devices();
 /** Number of devices. */
 int device_count();

@@ -1,11 +1,26 @@
-// Every test binary runs on 8 simulated CPU devices.
+// Every test binary runs on 8 simulated CPU devices: in one process, or, launched by
+// mpirun with N processes, 8 / N devices in each (so every 8-device mesh spans them).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
+#include <tsr/distributed.h>
 #include <tsr/tsr.h>
 
 namespace {
 struct TsrEnvironment : ::testing::Environment {
-  void SetUp() override { tsr::init({.num_cpu_devices = 8}); }
+  void SetUp() override {
+    const char* np = std::getenv("OMPI_COMM_WORLD_SIZE");
+    if (!np) {
+      tsr::init({.num_cpu_devices = 8});
+      return;
+    }
+    tsr::distributed::initialize({.local_device_count = 8 / std::stoi(np)});
+    // Process 0 prints every test; the others only their failures.
+    if (tsr::process_index() != 0) GTEST_FLAG_SET(brief, true);
+  }
+  void TearDown() override { tsr::distributed::shutdown(); }
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new TsrEnvironment);
 }  // namespace

@@ -83,12 +83,14 @@ std::string failures(const std::vector<CallDesc>& calls) {
 }
 
 // all_to_allv: rank s's send count to d must equal rank d's receive count from s.
-std::string pair_counts(const std::vector<CallDesc>& calls) {
+// calls[i] is rank ranks[i]'s (rank i's when `ranks` is empty).
+std::string pair_counts(const std::vector<CallDesc>& calls, const std::vector<int>& ranks) {
   const int n = static_cast<int>(calls.size());
-  for (int s = 0; s < n; ++s) {
-    for (int d = 0; d < n; ++d) {
-      int64_t sent = (*calls[s].send_counts)[d];
-      int64_t received = (*calls[d].recv_counts)[s];
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const int s = ranks.empty() ? i : ranks[i], d = ranks.empty() ? j : ranks[j];
+      int64_t sent = (*calls[i].send_counts)[d];
+      int64_t received = (*calls[j].recv_counts)[s];
       if (sent == received) continue;
       std::ostringstream os;
       os << "[all_to_allv] ranks disagree on how many bytes rank " << s << " sends to rank " << d
@@ -235,7 +237,7 @@ CallDesc describe_failure(const std::string& op, const std::string& reason) {
   return c;
 }
 
-std::string check_calls(const std::vector<CallDesc>& calls) {
+std::string check_calls(const std::vector<CallDesc>& calls, const std::vector<int>& ranks) {
   // Order matters: a failed rank explains every other difference.
   std::string msg = failures(calls);
   if (msg.empty()) {
@@ -272,7 +274,7 @@ std::string check_calls(const std::vector<CallDesc>& calls) {
         calls, "pairs", [](const CallDesc& c) { return c.pairs_hash; },
         [](const CallDesc& c) { return show_pairs(c.pairs); });
   }
-  if (msg.empty() && calls[0].send_counts != nullptr) msg = pair_counts(calls);
+  if (msg.empty() && calls[0].send_counts != nullptr) msg = pair_counts(calls, ranks);
   return msg;
 }
 

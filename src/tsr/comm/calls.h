@@ -56,7 +56,8 @@ CallDesc describe_failure(const std::string& op, const std::string& reason);
 
 /** "rank 3" or "ranks 0-2,5" for messages. */
 std::string rank_list(const std::vector<int>& ranks);
-/** "" when every rank's call agrees, else the CommError text that every rank raises. */
-std::string check_calls(const std::vector<CallDesc>& calls);
+/** "" when every rank's call agrees, else the CommError text that every rank raises.
+ *  calls[i] is rank ranks[i]'s (rank i's when `ranks` is empty: the whole group). */
+std::string check_calls(const std::vector<CallDesc>& calls, const std::vector<int>& ranks = {});
 
 }  // namespace tsr::detail

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "tsr/error.h"
 #include "tsr/runtime/env.h"
@@ -26,12 +27,13 @@ int64_t resolve_timeout_ms(int64_t timeout_ms) {
   return v ? *v : kDefaultTimeoutMs;
 }
 
-Rendezvous::Rendezvous(int size, int64_t timeout_ms, const char* backend)
+Rendezvous::Rendezvous(int size, int64_t timeout_ms, const char* backend, std::vector<int> ranks)
     : size_(size),
       timeout_ms_(resolve_timeout_ms(timeout_ms)),
       backend_(backend),
       stamp_(size, 0),
-      calls_(size) {}
+      calls_(size),
+      ranks_(std::move(ranks)) {}
 
 template <typename F>
 void Rendezvous::wait_all(std::unique_lock<std::mutex>& lock, int rank, std::string_view op,
@@ -102,7 +104,7 @@ const std::vector<CallDesc>& Rendezvous::arrive(int rank, CallDesc call) {
   if (broken_) throw_broken(call.op);
   calls_[rank] = std::move(call);
   wait_all(lock, rank, calls_[rank].op, /*timed=*/true, [&] {
-    verdict_ = check_calls(calls_);
+    verdict_ = check_calls(calls_, ranks_);
     next_task_.store(0, std::memory_order_relaxed);
   });
   // verdict_ and calls_ change only once every rank, this one included, arrives

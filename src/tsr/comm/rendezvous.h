@@ -22,8 +22,9 @@ int64_t resolve_timeout_ms(int64_t timeout_ms);
 /** Arrival, agreement check and phase barriers for one group of `size` ranks. */
 class Rendezvous {
  public:
-  /** A rendezvous for `size` ranks; `backend` names the group in messages. */
-  Rendezvous(int size, int64_t timeout_ms, const char* backend);
+  /** A rendezvous for `size` ranks; `backend` names the group in messages. `ranks`:
+   *  the group ranks these are, when they are part of a larger group (else 0..size-1). */
+  Rendezvous(int size, int64_t timeout_ms, const char* backend, std::vector<int> ranks = {});
 
   /** Number of ranks. */
   int size() const { return size_; }
@@ -61,6 +62,7 @@ class Rendezvous {
   int arrived_ = 0;              // ranks at the current barrier
   std::vector<uint64_t> stamp_;  // per rank: generation + 1 of its latest arrival
   std::vector<CallDesc> calls_;  // the current collective's calls, one per rank
+  std::vector<int> ranks_;       // the group ranks of calls_ (empty: 0..size-1)
   std::string verdict_;          // check_calls() of the latest arrival
   bool broken_ = false;          // set by a timeout; every later call raises
   std::string broken_msg_;

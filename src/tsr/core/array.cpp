@@ -1,13 +1,16 @@
 #include "tsr/array.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/core/convert.h"
+#include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
 
@@ -111,6 +114,28 @@ bool zero_for_unreduced(const NamedSharding& s, int i) {
   return false;
 }
 
+// True when some device of the sharding belongs to another process.
+bool spans_processes(const NamedSharding& s) {
+  auto& rt = detail::Runtime::get();
+  if (rt.process_count() == 1) return false;
+  for (const auto& d : s.concrete_mesh()->devices())
+    if (!rt.is_local(d.id)) return true;
+  return false;
+}
+
+// True when every distinct block has a copy on this process (always, in one process).
+bool process_holds_every_block(const detail::ArrayImpl& impl, const Shape& shape) {
+  const auto& b = impl.buffers;
+  if (std::all_of(b.begin(), b.end(), [](const auto& p) { return p != nullptr; })) return true;
+  std::set<Shape> have, all;
+  for (int i = 0; i < static_cast<int>(b.size()); ++i) {
+    Shape origin = origin_of(impl.sharding().index_of(i, shape));
+    all.insert(origin);
+    if (b[static_cast<size_t>(i)]) have.insert(origin);
+  }
+  return have.size() == all.size();
+}
+
 }  // namespace
 
 const ArrayType& Array::type() const { return get(impl_).type(); }
@@ -121,7 +146,8 @@ const NamedSharding& Array::sharding() const {
 
 const Array& Array::block_until_ready() const {
   detail::check_concrete(*this, "block_until_ready");
-  for (const auto& b : get(impl_).buffers) b->wait();
+  for (const auto& b : get(impl_).buffers)
+    if (b) b->wait();  // null: another process's shard
   return *this;
 }
 
@@ -132,6 +158,7 @@ std::vector<Shard> Array::addressable_shards() const {
   Shape local = impl.sharding().shard_shape(shape());
   std::vector<Shard> out;
   for (int i = 0; i < mesh.size(); ++i) {
+    if (!impl.buffers[static_cast<size_t>(i)]) continue;  // another process's device
     Shard s;
     s.device = mesh.devices()[i];
     s.index = impl.sharding().index_of(i, shape());
@@ -141,6 +168,14 @@ std::vector<Shard> Array::addressable_shards() const {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+bool Array::is_fully_addressable() const {
+  detail::check_concrete(*this, "is_fully_addressable");
+  auto& rt = detail::Runtime::get();
+  for (const auto& d : get(impl_).sharding().concrete_mesh()->devices())
+    if (!rt.is_local(d.id)) return false;
+  return true;
 }
 
 Array::operator bool() const {
@@ -182,14 +217,27 @@ void Array::copy_to_host(void* dst, DType as) const {
   }
   block_until_ready();
   const auto& impl = get(impl_);
+  if (!process_holds_every_block(impl, shape()))
+    throw RuntimeError(
+        "[to_vector] Fetching value for `Array` that spans non-addressable (non process local) "
+        "devices is not possible. Got an array of shape " + shape_str(shape()) + " on " +
+        impl.sharding().str() + " with blocks only on other processes; expected every "
+        "distinct block on this process. You can use tsr::multihost::process_allgather to "
+        "read the global array or use .addressable_shards() to inspect the addressable "
+        "(process local) shards.");
   // Each shard goes straight into dst (converted on the way when `as` differs): no
-  // staging copy of the whole array.
+  // staging copy of the whole array. Across processes, each distinct block must have
+  // a copy here (JAX's rule); one process never fetches another's data implicitly.
   size_t isz = static_cast<size_t>(itemsize(dtype()));
   Shape local = impl.sharding().shard_shape(shape());
   Shape zero(local.size(), 0);
+  const bool all_here = std::all_of(impl.buffers.begin(), impl.buffers.end(),
+                                    [](const auto& b) { return b != nullptr; });
+  std::set<Shape> done;  // block origins written (only when some blocks live elsewhere)
   for (int i = 0; i < static_cast<int>(impl.buffers.size()); ++i) {
-    if (impl.sharding().replica_id(i) != 0) continue;
+    if (all_here ? impl.sharding().replica_id(i) != 0 : !impl.buffers[i]) continue;
     Shape origin = origin_of(impl.sharding().index_of(i, shape()));
+    if (!all_here && !done.insert(origin).second) continue;
     const void* src = impl.buffers[i]->ptr;
     if (as == dtype())
       detail::copy_box(src, local, zero, dst, shape(), origin, local, isz);
@@ -205,7 +253,7 @@ NamedSharding resolve_placement(const Placement& where, const Shape& shape, cons
   NamedSharding s;
   if (std::holds_alternative<std::monostate>(where)) {
     Mesh ctx = get_mesh();
-    s = ctx.empty() ? NamedSharding(device_mesh(devices()[0]), P()) : NamedSharding(ctx, P());
+    s = ctx.empty() ? NamedSharding(device_mesh(local_devices()[0]), P()) : NamedSharding(ctx, P());
   } else if (const auto* ns = std::get_if<NamedSharding>(&where)) {
     if (!ns->concrete_mesh())
       throw ValueError(std::string("[") + api + "] the sharding has no devices. Got " + ns->str() +
@@ -270,6 +318,10 @@ Array put_host(const void* data, DType dtype, const Shape& shape, const Placemen
   std::vector<detail::BufferPtr> bufs;
   bufs.reserve(static_cast<size_t>(mesh.size()));
   for (int i = 0; i < mesh.size(); ++i) {
+    if (!rt.is_local(mesh.devices()[i].id)) {  // another process puts its own blocks
+      bufs.push_back(nullptr);
+      continue;
+    }
     auto b = rt.alloc(mesh.devices()[i].id, local_bytes);
     if (zero_for_unreduced(s, i))
       std::memset(b->ptr, 0, local_bytes);
@@ -341,6 +393,33 @@ Array device_put(const Array& x, const Placement& where) {
     return reshard(x, where);
   }
   NamedSharding s = resolve_placement(where, x.shape(), "device_put");
+  const bool from_here = x.is_fully_addressable();
+  if (!from_here && !spans_processes(s)) {
+    // Onto this process's devices from a global array: only from blocks held here
+    // (another process may not be calling, so no collective can fetch the rest).
+    if (!process_holds_every_block(*x.impl(), x.shape()) ||
+        !x.impl()->sharding().spec().unreduced().empty())
+      throw ValueError(
+          "[device_put] When the target is this process's devices, the array must be fully "
+          "addressable or have a copy of every block on this process. Got " +
+          x.sharding().str() + " with blocks only on other processes; expected every block "
+          "here. Reshard it to a replicated sharding on its mesh first (device_put(x, "
+          "NamedSharding(mesh, P())), a collective every process calls), or use "
+          "tsr::multihost::process_allgather.");
+    std::vector<uint8_t> bytes(static_cast<size_t>(x.nbytes()));
+    x.copy_to_host(bytes.data(), x.dtype());
+    return put_host(bytes.data(), x.dtype(), x.shape(), where, "device_put");
+  }
+  if (spans_processes(s) && from_here && x.impl()->sharding().spec().unreduced().empty()) {
+    // A process-local value put on a mesh of many processes is the global value (as
+    // JAX's uncommitted arrays): every process passes the same and keeps its blocks.
+    std::vector<uint8_t> bytes(static_cast<size_t>(x.nbytes()));
+    x.copy_to_host(bytes.data(), x.dtype());
+    Array r = put_host(bytes.data(), x.dtype(), x.shape(), where, "device_put");
+    return x.type().weak ? detail::make_array(x.shape(), x.dtype(), r.impl()->sharding(),
+                                              r.impl()->buffers, true)
+                         : r;
+  }
   Array r = s == x.impl()->sharding() ? x : detail::reshard_to(x, s);
   // JAX keeps the sharding as given (P('i',) on a rank-2 value); types normalise.
   if (auto g = detail::given_sharding(where, s)) return detail::with_given_sharding(r, *g);

@@ -75,6 +75,7 @@ Array make_array_from_callback(const Shape& shape, DType dtype, const Placement&
   std::map<std::vector<std::pair<int64_t, int64_t>>, Array> blocks;  // one call per index
   for (int i = 0; i < mesh.size(); ++i) {
     const Device& dev = mesh.devices()[static_cast<size_t>(i)];
+    if (!rt.is_local(dev.id)) continue;  // each process makes its own devices' blocks
     if (holds_zeros(s, i)) {
       bufs[static_cast<size_t>(i)] = rt.alloc(dev.id, local_bytes);
       std::memset(bufs[static_cast<size_t>(i)]->ptr, 0, local_bytes);

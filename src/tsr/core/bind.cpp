@@ -158,6 +158,10 @@ std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in0) {
                        x.type().str() +
                        " outside the jit (or other transform) that made it; expected a concrete "
                        "array. Return the value from the function instead of storing it outside.");
+  if (Runtime::get().process_count() > 1) {
+    std::vector<Array> placed = in;
+    if (place_process_local(placed)) return eager(prim, placed);
+  }
   return eager(prim, in);
 }
 

@@ -10,6 +10,7 @@
 
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
+#include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/common.h"
@@ -559,7 +560,7 @@ Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts)
   if (!in_layouts.empty()) return *in_layouts[0].concrete_mesh();
   for (const Eqn& e : p.eqns)
     if (e.prim->placement_mesh()) return *e.prim->placement_mesh();
-  return device_mesh(devices()[0]);
+  return device_mesh(local_devices()[0]);
 }
 
 }  // namespace
@@ -801,14 +802,18 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
     const Value& val = values[outputs[o]];
     const Mesh& m = *val.layout.concrete_mesh();
     out_bufs[o].reserve(static_cast<size_t>(m.size()));
-    for (const auto& d : m.devices()) out_bufs[o].push_back(rt.alloc(d.id, val.local_bytes));
+    // Another process's devices hold no buffer here (null): it computes its own.
+    for (const auto& d : m.devices())
+      out_bufs[o].push_back(rt.is_local(d.id) ? rt.alloc(d.id, val.local_bytes) : nullptr);
   }
   {
     std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
     bool now = runs_inline;
-    for (size_t di = 0; now && di < devs.size(); ++di) now = rt.stream(devs[di].dev).idle();
+    for (size_t di = 0; now && di < devs.size(); ++di)
+      now = !rt.is_local(devs[di].dev) || rt.stream(devs[di].dev).idle();
     for (int di = 0; di < static_cast<int>(devs.size()); ++di) {
       const DeviceRun& dr = devs[di];
+      if (!rt.is_local(dr.dev)) continue;
       BufferList ins, outs;
       for (size_t i = 0; i < inputs.size(); ++i)
         if (dr.input_pos[i] >= 0) ins.push_back(in[i].impl()->buffers[dr.input_pos[i]]);

@@ -129,6 +129,13 @@ class Executable : public std::enable_shared_from_this<Executable> {
 /** Every communication of `ex` (and of its loop and branch bodies). */
 CommReport comm_report(const Executable& ex);
 
+/** With several processes: the inputs this process alone holds, of a program whose
+ *  mesh (an input's typed mesh, else the context mesh) spans processes, are put
+ *  replicated on that mesh. A process-local value is the global value, as JAX's
+ *  uncommitted arrays, so every process lowers and runs the same program. False (and
+ *  `in` untouched) when nothing moves, always in one process. */
+bool place_process_local(std::vector<Array>& in);
+
 /** Lowers a program for inputs laid out as `in_layouts` (concrete). Optional
  *  `out_layouts` force output placements (jit out_shardings). */
 std::shared_ptr<const Executable> lower(

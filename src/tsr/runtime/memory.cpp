@@ -8,7 +8,7 @@
 namespace tsr {
 
 MemoryStats memory_stats(const Device& device) {
-  detail::check_device(device, "memory_stats");
+  detail::check_local_device(device, "memory_stats");
   detail::AllocatorStats s = detail::Runtime::get().allocator(device.id).stats();
   MemoryStats m;
   m.bytes_in_use = static_cast<int64_t>(s.live);
@@ -21,7 +21,7 @@ MemoryStats memory_stats(const Device& device) {
 }
 
 void reset_peak_memory_stats(const Device& device) {
-  detail::check_device(device, "reset_peak_memory_stats");
+  detail::check_local_device(device, "reset_peak_memory_stats");
   detail::Runtime::get().allocator(device.id).reset_peak();
 }
 
@@ -33,7 +33,8 @@ void clear_caches() {
   detail::clear_jit_caches();
   // Finished tasks drop their references to temporaries, which then reach the caches.
   rt.synchronize();
-  for (int d = 0; d < rt.num_devices(); ++d) rt.allocator(d).clear_cache();
+  for (int d = rt.first_local(); d < rt.first_local() + rt.local_count(); ++d)
+    rt.allocator(d).clear_cache();
 }
 
 }  // namespace tsr

@@ -1,5 +1,6 @@
 #include "tsr/runtime/runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -7,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "tsr/comm/process.h"
 #include "tsr/comm/rendezvous.h"
 #include "tsr/error.h"
 #include "tsr/runtime/env.h"
@@ -145,6 +147,17 @@ std::vector<std::unique_ptr<Stream>> start_streams(int n) {
   return streams;
 }
 
+void check_local_device(const Device& d, const char* api) {
+  check_device(d, api);
+  auto& rt = Runtime::get();
+  if (!rt.is_local(d.id))
+    throw ValueError(std::string("[") + api + "] the device belongs to another process. Got " +
+                     d.str() + " of process " + std::to_string(d.process_index()) +
+                     "; expected one of this process's devices (process " +
+                     std::to_string(rt.process_index()) +
+                     "). Use tsr::local_devices() to list them.");
+}
+
 void check_device(const Device& d, const char* api) {
   int n = Runtime::get().num_devices();
   if (d.platform != Platform::CPU || d.id < 0 || d.id >= n)
@@ -154,7 +167,8 @@ void check_device(const Device& d, const char* api) {
                      "them.");
 }
 
-Runtime::Runtime(int n) {
+Runtime::Runtime(int n, int process_index, int processes)
+    : process_(process_index), processes_(processes) {
   // Every TSR_* variable is parsed at start-up, so a bad value fails init, not
   // the first collective that happens to read it.
   size_t cache = allocator_cache_limit();
@@ -181,19 +195,19 @@ Runtime& Runtime::get() {
   return *g_runtime;
 }
 
-void Runtime::start(int n) {
+void Runtime::start(int n, int process_index, int processes) {
   std::lock_guard<std::mutex> lock(g_start_mu);
   int want = n > 0 ? n : default_device_count();
   if (g_runtime) {
-    if (n > 0 && g_runtime->num_devices() != n)
+    if (n > 0 && g_runtime->local_count() != n)
       throw ValueError(
           "[init] the runtime is already running. Got num_cpu_devices=" + std::to_string(n) +
-          "; expected " + std::to_string(g_runtime->num_devices()) +
+          "; expected " + std::to_string(g_runtime->local_count()) +
           " (the count it started with). Call tsr::init once, before any "
           "other Tessera call.");
     return;
   }
-  g_runtime = new Runtime(want);
+  g_runtime = new Runtime(want, process_index, processes);
   // Work still queued at exit must finish before the libraries it calls (OpenBLAS)
   // run their destructors: exit handlers run before shared libraries' finalizers.
   std::atexit([] { g_runtime->synchronize(); });
@@ -204,7 +218,16 @@ bool Runtime::started() { return g_runtime != nullptr; }
 std::shared_ptr<GroupImpl> Runtime::group(const std::vector<int>& device_ids) {
   std::lock_guard<std::mutex> lock(group_mu_);
   auto& g = groups_[device_ids];
-  if (!g) g = make_threads_group(static_cast<int>(device_ids.size()));
+  if (g) return g;
+  const bool mine = std::any_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
+  const bool all = std::all_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
+  // A group with no device here is never called on this process; the threads group
+  // stands in so that plans can hold one for every device.
+  if (all || !mine) {
+    g = make_threads_group(static_cast<int>(device_ids.size()));
+  } else {
+    g = make_process_group(device_ids, local_count(), process_);
+  }
   return g;
 }
 
@@ -283,6 +306,11 @@ std::vector<Device> devices() {
   out.reserve(n);
   for (int i = 0; i < n; ++i) out.push_back(Device{Platform::CPU, i});
   return out;
+}
+
+int Device::process_index() const {
+  auto& rt = detail::Runtime::get();
+  return id / rt.local_count();
 }
 
 int device_count() { return detail::Runtime::get().num_devices(); }

@@ -59,27 +59,41 @@ std::vector<std::unique_ptr<Stream>> start_streams(int n);
 /** ValueError (naming `api`) unless d is one of devices(): a platform this build
  *  has and an id in range. */
 void check_device(const Device& d, const char* api);
+/** ValueError (naming `api`) unless d is one of this process's devices. */
+void check_local_device(const Device& d, const char* api);
 
 class Runtime {
  public:
   /** The runtime, started with defaults on first use. */
   static Runtime& get();
-  /** Starts the runtime with n devices (once). */
-  static void start(int n);
+  /** Starts the runtime with n devices (once): n of this process's when it is one of
+   *  `processes` (distributed::initialize), each owning n devices. */
+  static void start(int n, int process_index = 0, int processes = 1);
   /** True once started. */
   static bool started();
 
-  /** Number of devices. */
-  int num_devices() const { return static_cast<int>(streams_.size()); }
-  /** The stream of a device. */
-  Stream& stream(int dev) { return *streams_[dev]; }
-  /** The allocator of a device. */
-  CachingAllocator& allocator(int dev) { return *allocators_[dev]; }
+  /** Number of devices of every process. */
+  int num_devices() const { return local_count() * processes_; }
+  /** Number of this process's devices. */
+  int local_count() const { return static_cast<int>(streams_.size()); }
+  /** This process's first device id. */
+  int first_local() const { return process_ * local_count(); }
+  /** This process's index. */
+  int process_index() const { return process_; }
+  /** Number of processes. */
+  int process_count() const { return processes_; }
+  /** True when device `dev` is this process's. */
+  bool is_local(int dev) const { return dev >= first_local() && dev < first_local() + local_count(); }
+  /** The stream of a local device. */
+  Stream& stream(int dev) { return *streams_[dev - first_local()]; }
+  /** The allocator of a local device. */
+  CachingAllocator& allocator(int dev) { return *allocators_[dev - first_local()]; }
   /** A fresh buffer on a device. */
   BufferPtr alloc(int dev, size_t nbytes);
   /** Held while one operation enqueues its tasks on several streams. */
   std::mutex& dispatch_mutex() { return dispatch_mu_; }
-  /** The (cached) group whose rank r is device_ids[r]. */
+  /** The (cached) group whose rank r is device_ids[r]: in-process threads, or
+   *  hierarchical over MPI when the devices span processes. */
   std::shared_ptr<GroupImpl> group(const std::vector<int>& device_ids);
   /** Waits for every stream. */
   void synchronize();
@@ -87,7 +101,9 @@ class Runtime {
   void set_allocator_poison(bool on);
 
  private:
-  explicit Runtime(int n);
+  Runtime(int n, int process_index, int processes);
+  int process_ = 0;
+  int processes_ = 1;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<CachingAllocator>> allocators_;
   std::mutex dispatch_mu_;

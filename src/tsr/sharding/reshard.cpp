@@ -523,6 +523,7 @@ Array reshard_to(const Array& x, const NamedSharding& dst) {
   for (int u = 0; u < static_cast<int>(plan->ids.size()); ++u) {
     const DevicePlan& dp = plan->dev[u];
     int dev = plan->ids[u];
+    if (!rt.is_local(dev)) continue;  // another process runs that device's part
     std::vector<BufferPtr> ins, outs;
     BufferPtr ib = dp.src_slot >= 0 ? impl.buffers[dp.src_slot] : nullptr;
     if (ib) ins.push_back(ib);

@@ -523,6 +523,10 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
         e->out};
   }
   for (const auto& a : args) check_concrete(a, "jit");
+  if (detail::Runtime::get().process_count() > 1) {
+    std::vector<Array> moved = args;
+    if (detail::place_process_local(moved)) return call(moved, in, fn);
+  }
   auto e = impl_->entry_for(args, in, fn);
   auto ex = impl_->exe_for(*e, args);
   std::vector<Array> with_consts;

@@ -1,0 +1,275 @@
+#include "tsr/comm/mpi/link.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "tsr/error.h"
+
+namespace tsr::detail::mpi {
+namespace {
+
+// A notice's first byte says what it is; the rest is the reason.
+constexpr char kAbort = 'A';
+constexpr char kGoodbye = 'G';
+
+std::string seconds(int64_t ms) {
+  std::ostringstream os;
+  os << static_cast<double>(ms) / 1000 << " s";
+  return os.str();
+}
+
+}  // namespace
+
+Link& Link::get() {
+  static auto* link = new Link();  // never destroyed: worker threads may still poll at exit
+  return *link;
+}
+
+void Link::mpi_error(const char* op, const char* call, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  fail(std::string("[") + op + "] " + call + " failed on process " + std::to_string(rank_) + ": " +
+       std::string(text, static_cast<size_t>(len)) +
+       ". Got an MPI error; expected the transfer to complete. A peer probably died; check "
+       "the other processes' output.");
+}
+
+void Link::fail(std::string msg) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_.empty()) poisoned_ = msg;
+  }
+  throw CommError(msg);
+}
+
+void Link::start(int64_t timeout_ms) {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    throw RuntimeError(
+        "[distributed.initialize] MPI was finalized by an earlier shutdown() in this process. "
+        "Got a second initialize after shutdown; expected one initialize per process (MPI "
+        "cannot restart). Initialize once and shut down at the end.");
+  if (!inited) {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) mpi_error("distributed.initialize", "MPI_Init_thread", rc);
+    if (provided < MPI_THREAD_MULTIPLE)
+      throw BackendError(
+          "[distributed.initialize] this MPI library does not support MPI_THREAD_MULTIPLE. Got "
+          "thread level " +
+          std::to_string(provided) + "; expected " + std::to_string(MPI_THREAD_MULTIPLE) +
+          ". Use an MPI built with thread support (Debian's Open MPI has it).");
+  }
+  // Errors come back as codes, so a lost peer becomes a CommError, not an abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  void* ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
+  if (found) tag_ub_ = *static_cast<int*>(ub);
+  timeout_ms_ = timeout_ms;
+  poisoned_.clear();
+  departed_.clear();
+  running_ = true;
+}
+
+void Link::backoff(int spins) const {
+  // Spin briefly (a small message arrives in microseconds), then sleep in growing
+  // steps up to 1 ms so waiting worker threads leave the cores to the ones computing.
+  if (spins < 64) {
+    std::this_thread::yield();
+  } else {
+    int us = std::min(1000, 10 << std::min(6, (spins - 64) / 64));
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+  }
+}
+
+void Link::check(const char* op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!poisoned_.empty())
+    throw CommError(std::string("[") + op +
+                    "] cross-process communication is broken by an earlier failure: " +
+                    poisoned_);
+}
+
+bool Link::poll_notices(const char* op, int waiting_for) {
+  for (;;) {
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    int rc = MPI_Improbe(MPI_ANY_SOURCE, kNoticeTag, MPI_COMM_WORLD, &flag, &msg, &st);
+    if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Improbe", rc);
+    if (!flag) break;
+    int n = 0;
+    MPI_Get_count(&st, MPI_CHAR, &n);
+    std::string body(static_cast<size_t>(n), '\0');
+    MPI_Mrecv(body.data(), n, MPI_CHAR, &msg, MPI_STATUS_IGNORE);
+    const int from = st.MPI_SOURCE;
+    if (!body.empty() && body[0] == kGoodbye) {
+      std::lock_guard<std::mutex> lock(mu_);
+      departed_.insert(from);
+      continue;
+    }
+    fail("[" + std::string(op) + "] process " + std::to_string(from) +
+         " failed: " + body.substr(1) + ". Got an abort from process " + std::to_string(from) +
+         " while process " + std::to_string(rank_) +
+         " was communicating; expected every process to take part. Fix the error on process " +
+         std::to_string(from) + "; this process cannot continue its cross-process work.");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!poisoned_.empty()) throw CommError(poisoned_);
+  return waiting_for >= 0 && departed_.count(waiting_for) > 0;
+}
+
+void Link::departed(const char* op, int peer) {
+  fail("[" + std::string(op) + "] process " + std::to_string(peer) +
+       " has shut down (tsr::distributed::shutdown, or its exit) while process " +
+       std::to_string(rank_) + " waited for it. Got a goodbye from process " +
+       std::to_string(peer) +
+       "; expected it to take part in this operation. Every process must make the same "
+       "cross-process calls in the same order; look for a process that returned early.");
+}
+
+void Link::post_send(const void* data, size_t bytes, int to, int tag, std::vector<void*>& reqs) {
+  auto* req = new MPI_Request;
+  int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, req);
+  if (rc != MPI_SUCCESS) {
+    delete req;
+    mpi_error("send", "MPI_Isend", rc);
+  }
+  reqs.push_back(req);
+}
+
+void Link::wait_sends(std::vector<void*>& reqs, const std::vector<int>& to, const char* op,
+                      Clock::time_point deadline) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto* req = static_cast<MPI_Request*>(reqs[i]);
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
+      if (done) break;
+      if (poll_notices(op, to[i])) {
+        rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
+        if (done) break;
+        departed(op, to[i]);
+      }
+      if (Clock::now() > deadline)
+        fail("[" + std::string(op) + "] process " + std::to_string(to[i]) +
+             " did not receive from process " + std::to_string(rank_) + " within " +
+             seconds(timeout_ms_) +
+             " (TSR_COMM_TIMEOUT). Got no matching receive; expected every process to make the "
+             "same cross-process calls in the same order. It may have died, hung or run "
+             "another program; check its output.");
+      backoff(spins);
+    }
+    delete req;
+    reqs[i] = nullptr;
+  }
+  reqs.clear();
+}
+
+std::string Link::recv(int from, int tag, const char* op, Clock::time_point deadline) {
+  bool gone = false;  // set once `from` said goodbye: one last look for its message
+  for (int spins = 0;; ++spins) {
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    int rc = MPI_Improbe(from, tag, MPI_COMM_WORLD, &flag, &msg, &st);
+    if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Improbe", rc);
+    if (flag) {
+      int n = 0;
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      std::string body(static_cast<size_t>(n), '\0');
+      rc = MPI_Mrecv(body.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Mrecv", rc);
+      return body;
+    }
+    if (gone) departed(op, from);
+    gone = poll_notices(op, from);
+    if (gone) continue;
+    if (Clock::now() > deadline)
+      fail("[" + std::string(op) + "] process " + std::to_string(from) +
+           " did not answer process " + std::to_string(rank_) + " within " +
+           seconds(timeout_ms_) + " (TSR_COMM_TIMEOUT). Got no message from process " +
+           std::to_string(from) +
+           "; expected every process to make the same cross-process calls in the same order. "
+           "It may have died, hung or run another program; check its output. Later "
+           "cross-process operations of this process raise this error too.");
+    backoff(spins);
+  }
+}
+
+void Link::abort(const std::string& why) noexcept {
+  if (!running_) return;
+  std::string body = kAbort + why;
+  std::vector<MPI_Request> reqs;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    MPI_Request r;
+    if (MPI_Isend(body.data(), static_cast<int>(body.size()), MPI_CHAR, p, kNoticeTag,
+                  MPI_COMM_WORLD, &r) == MPI_SUCCESS)
+      reqs.push_back(r);
+  }
+  // Small messages leave eagerly; give them a moment, never block for long.
+  auto until = Clock::now() + std::chrono::milliseconds(500);
+  for (auto& r : reqs) {
+    int done = 0;
+    while (!done && Clock::now() < until) {
+      if (MPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+      if (!done) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+}
+
+void Link::stop() {
+  if (!running_) return;
+  bool broken = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    broken = !poisoned_.empty();
+  }
+  if (!broken) {
+    // The shutdown barrier: a goodbye to every peer, then every peer's goodbye (or
+    // its abort, or the timeout: a peer that never arrives cannot hold us forever).
+    std::string body(1, kGoodbye);
+    std::vector<void*> reqs;
+    std::vector<int> to;
+    try {
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        post_send(body.data(), body.size(), p, kNoticeTag, reqs);
+        to.push_back(p);
+      }
+      auto dl = deadline();
+      for (int spins = 0;; ++spins) {
+        poll_notices("distributed.shutdown", -1);
+        size_t gone = 0;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          gone = departed_.size();
+        }
+        if (gone + 1 >= static_cast<size_t>(size_) || Clock::now() > dl) break;
+        backoff(spins);
+      }
+      wait_sends(reqs, to, "distributed.shutdown", deadline());
+      MPI_Finalize();
+    } catch (const CommError&) {
+      broken = true;
+    }
+  }
+  // A broken world cannot finalize collectively (MPI_Finalize may wait for the lost
+  // peer); the process exits without it, as MPI allows after an error.
+  running_ = false;
+}
+
+}  // namespace tsr::detail::mpi

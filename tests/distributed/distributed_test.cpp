@@ -1,0 +1,208 @@
+// The distributed suite: one program run in one process (8 simulated devices) and
+// under `mpirun -np 2` (4 devices each) and `-np 4` (2 each), so every 8-device mesh
+// spans processes. Each process checks its results against the unsharded oracle it
+// computes itself on one local device. Meshes put the process boundary on the major
+// axis, on the minor axis, and across both (mixed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "support/arrays.h"
+#include "support/error_of.h"
+#include "tsr/distributed.h"
+#include "tsr/shard_map.h"
+#include "tsr/tsr.h"
+
+using namespace tsr;
+
+namespace {
+
+constexpr auto E = AxisType::Explicit;
+
+Mesh mesh_of(const std::vector<int>& order, std::vector<int> sizes,
+             std::vector<std::string> names) {
+  std::vector<Device> devs;
+  for (int id : order) devs.push_back(devices()[static_cast<size_t>(id)]);
+  std::vector<AxisType> types(names.size(), E);
+  return Mesh(devs, std::move(sizes), std::move(names), types);
+}
+
+struct Layout {
+  std::string name;
+  Mesh mesh;
+};
+
+// (a, b) meshes over 8 devices; with 2 processes x 4 devices: "major" splits 'a',
+// "minor" splits 'b', "mixed" splits the middle axis of three.
+std::vector<Layout> layouts_2d() {
+  return {{"major 2x4", mesh_of({0, 1, 2, 3, 4, 5, 6, 7}, {2, 4}, {"a", "b"})},
+          {"minor 4x2", mesh_of({0, 4, 1, 5, 2, 6, 3, 7}, {4, 2}, {"a", "b"})},
+          {"mixed 2x4", mesh_of({0, 1, 4, 5, 2, 3, 6, 7}, {2, 4}, {"a", "b"})},
+          {"minor 2x4", mesh_of({0, 4, 1, 5, 2, 6, 3, 7}, {2, 4}, {"a", "b"})}};
+}
+
+// The value of x on this process: every block gathered (a collective) when some
+// live on other processes.
+Array global(const Array& x) {
+  if (x.is_fully_addressable()) return x;
+  return device_put(device_put(x, NamedSharding(*x.sharding().concrete_mesh(), P())),
+                    local_devices()[0]);
+}
+
+void expect_close(const Array& want, const Array& got, const std::string& what,
+                  double tol = 1e-4) {
+  test::expect_close(want, global(got), tol, what);
+}
+
+TEST(Distributed, Topology) {
+  ASSERT_EQ(device_count(), 8);
+  EXPECT_EQ(local_device_count() * process_count(), 8);
+  EXPECT_EQ(static_cast<int>(process_indices().size()), process_count());
+  auto mine = local_devices();
+  ASSERT_EQ(static_cast<int>(mine.size()), local_device_count());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_EQ(mine[i].id, process_index() * local_device_count() + static_cast<int>(i));
+    EXPECT_EQ(mine[i].process_index(), process_index());
+  }
+  for (const auto& d : devices()) EXPECT_EQ(d.process_index(), d.id / local_device_count());
+  EXPECT_HAS(error_of<ValueError>([] { local_devices(process_count()); }),
+             "[local_devices] Unknown process_index");
+}
+
+TEST(Distributed, GlobalArraysHoldOnlyTheirBlocks) {
+  Array host = test::ramp({8, 4}, 1.0, 0.0);
+  for (const auto& l : layouts_2d()) {
+    Array x = device_put(host, NamedSharding(l.mesh, P("a", "b")));
+    const bool alone = process_count() == 1;
+    EXPECT_EQ(x.is_fully_addressable(), alone) << l.name;
+    EXPECT_EQ(static_cast<int>(x.addressable_shards().size()), local_device_count()) << l.name;
+    for (const auto& s : x.addressable_shards()) {
+      EXPECT_EQ(s.device.process_index(), process_index());
+      Array want = slice(host, {s.index[0].start, s.index[1].start},
+                         {s.index[0].stop, s.index[1].stop});
+      test::expect_close(want, *s.data, 0, l.name + " shard");
+    }
+    if (!alone) {
+      std::string err = error_of<RuntimeError>([&] { x.to_vector<float>(); });
+      EXPECT_NE(err.find("non-addressable"), std::string::npos) << err;
+    }
+    expect_close(host, x, l.name);
+    // Replicated over a mesh of many processes: every process holds every block.
+    Array r = device_put(x, NamedSharding(l.mesh, P()));
+    test::expect_close(host, r, 0, l.name + " replicated");
+  }
+}
+
+TEST(Distributed, ReshardBetweenLayouts) {
+  Array host = test::ramp({8, 16}, 0.25, -3.0);
+  auto ls = layouts_2d();
+  for (const auto& l : ls) {
+    Array x = device_put(host, NamedSharding(l.mesh, P("a", "b")));
+    for (const auto& spec : {P("b", "a"), P(nullptr, "a"), P(Axes{"a", "b"}),
+                             P("b"), P(nullptr, Axes{"b", "a"})}) {
+      Array y = device_put(x, NamedSharding(l.mesh, spec));
+      expect_close(host, y, l.name + " -> " + spec.repr());
+    }
+    // Onto another mesh's devices (the box exchange crosses processes).
+    for (const auto& m : ls) {
+      Array y = device_put(x, NamedSharding(m.mesh, P("b", "a")));
+      expect_close(host, y, l.name + " -> " + m.name);
+    }
+  }
+}
+
+TEST(Distributed, CollectivesInShardMap) {
+  Array host = test::ramp({8, 32}, 0.5, -7.0);
+  for (const auto& l : layouts_2d()) {
+    MeshScope scope(l.mesh);
+    const int A = l.mesh.axis_size("a"), B = l.mesh.axis_size("b");
+    Array x = device_put(host, P("a", "b"));
+    auto smap = [&](auto body, PartitionSpec out) {
+      return shard_map(body, {.in_specs = P("a", "b"), .out_specs = out});
+    };
+    const std::string at = l.name + ": ";
+    // Each collective eager and under jit.
+    for (bool jitted : {false, true}) {
+      auto run = [&](auto body, PartitionSpec out) {
+        auto f = smap(body, out);
+        return jitted ? jit(f)(x) : f(x);
+      };
+      const std::string how = at + (jitted ? "jit " : "eager ");
+      expect_close(sum(reshape(host, {A, 8 / A, 32}), 0),
+                   run([](const Array& b) { return psum(b, "a"); }, P(nullptr, "b")), how + "psum a");
+      expect_close(sum(reshape(host, {A, 8 / A, B, 32 / B}), {0, 2}),
+                   run([](const Array& b) { return psum(b, {"a", "b"}); }, P()), how + "psum ab");
+      expect_close(max(reshape(host, {8, B, 32 / B}), 1),
+                   run([](const Array& b) { return pmax(b, "b"); }, P("a")), how + "pmax b");
+      expect_close(min(reshape(host, {A, 8 / A, 32}), 0),
+                   run([](const Array& b) { return pmin(b, "a"); }, P(nullptr, "b")), how + "pmin a");
+      expect_close(host,
+                   run([](const Array& b) { return all_gather(b, "b", {.axis = 1, .tiled = true, .invariant = true}); },
+                       P("a")),
+                   how + "all_gather b");
+      expect_close(host,
+                   run([](const Array& b) { return all_gather(b, "a", {.axis = 0, .tiled = true, .invariant = true}); },
+                       P(nullptr, "b")),
+                   how + "all_gather a");
+      expect_close(
+          sum(reshape(host, {8, B, 32 / B}), 1),
+          run([](const Array& b) {
+            return psum_scatter(b, "b", {.scatter_dimension = 1, .tiled = true});
+          }, P("a", "b")),
+          how + "psum_scatter b");
+      std::vector<std::pair<int, int>> shift;
+      for (int j = 0; j < B; ++j) shift.emplace_back(j, (j + 1) % B);
+      expect_close(roll(host, 32 / B, 1),
+                   run([&](const Array& b) { return ppermute(b, "b", shift); }, P("a", "b")),
+                   how + "ppermute b");
+      std::vector<std::pair<int, int>> flip;
+      std::vector<Array> reversed;
+      for (int i = 0; i < A; ++i) {
+        flip.emplace_back(i, A - 1 - i);
+        reversed.push_back(test::chunk(host, 0, A - 1 - i, 8 / A));
+      }
+      expect_close(concatenate(reversed, 0),
+                   run([&](const Array& b) { return ppermute(b, "a", flip); }, P("a", "b")),
+                   how + "ppermute a");
+      expect_close(host,
+                   run([](const Array& b) { return all_to_all(b, "b", 0, 1, {.tiled = true}); },
+                       P(Axes{"a", "b"})),
+                   how + "all_to_all b");
+    }
+  }
+}
+
+TEST(Distributed, JitGradOfAShardedModel) {
+  Array xh = test::ramp({8, 16}, 0.01, -0.5);
+  Array wh = test::ramp({16, 8}, 0.02, -1.0);
+  auto loss = [](const Array& w, const Array& x) { return sum(tanh(matmul(x, w))); };
+  auto g = jit(grad(loss));
+  Array want = g(wh, xh);
+  for (const auto& l : layouts_2d()) {
+    Array x = device_put(xh, NamedSharding(l.mesh, P("a")));
+    Array w = device_put(wh, NamedSharding(l.mesh, P(nullptr, "b")));
+    expect_close(want, g(w, x), l.name + " grad");
+    expect_close(loss(wh, xh), loss(w, x), l.name + " loss", 1e-3);
+  }
+}
+
+TEST(Distributed, LoopsWithCollectives) {
+  Array host = test::ramp({8, 8}, 0.5, 1.0);
+  for (const auto& l : layouts_2d()) {
+    MeshScope scope(l.mesh);
+    const int A = l.mesh.axis_size("a");
+    Array x = device_put(host, P("a", "b"));
+    auto f = jit(shard_map(
+        [](const Array& b) {
+          auto step = [](const Array&, const Array& y) { return psum(pvary(y, "a"), "a") * 0.5; };
+          return fori_loop(0, 2, step, psum(b, "a") * 0.5);
+        },
+        {.in_specs = P("a", "b"), .out_specs = P(nullptr, "b")}));
+    // y0 = S/2 with S the sum of the a-blocks, then y_{k+1} = A y_k / 2.
+    Array s = sum(reshape(host, {A, 8 / A, 8}), 0);
+    expect_close(s * (0.5 * std::pow(A / 2.0, 2)), f(x), l.name + " fori psum");
+  }
+}
+
+}  // namespace
