@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
@@ -230,6 +231,21 @@ requires(std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> ||
  *  order; replicas get copies. Never builds the whole array on one device. */
 Array make_array_from_callback(const Shape& shape, DType dtype, const Placement& sharding,
                                const std::function<Array(const ShardIndex& index)>& callback);
+/** jax.make_array_from_process_local_data: a global array from this process's piece.
+ *  Each dimension of local_data is either the global extent (the same data on every
+ *  process, indexed globally) or exactly the blocks this process's devices hold,
+ *  packed in order of their offsets. global_shape is inferred when the sharding is
+ *  uniform over processes; ValueError (JAX's texts) otherwise. In one process:
+ *  device_put(local_data, sharding). */
+Array make_array_from_process_local_data(const NamedSharding& sharding, const Array& local_data,
+                                         const std::optional<Shape>& global_shape = {});
+/** jax.make_array_from_single_device_arrays: a global array of `shape` from one array
+ *  per addressable device of `sharding` (any order), each of the block's shape; no
+ *  copy. ValueError with JAX's texts for missing, extra or duplicate devices and for a
+ *  block of the wrong shape or dtype; `dtype` is needed when this process holds none. */
+Array make_array_from_single_device_arrays(const Shape& shape, const NamedSharding& sharding,
+                                           const std::vector<Array>& arrays,
+                                           std::optional<DType> dtype = {});
 /** Changes an array's sharding with collectives on device data (never via the
  *  host). Same devices or not; replicated<->sharded<->unreduced. */
 Array reshard(const Array& x, const Placement& where);

@@ -206,3 +206,104 @@ TEST(Distributed, LoopsWithCollectives) {
 }
 
 }  // namespace
+
+namespace {
+
+// This process's box of `host` under `s`: the hull of its devices' blocks.
+Array process_box(const Array& host, const NamedSharding& s) {
+  Array x = device_put(host, s);
+  Shape lo(static_cast<size_t>(host.ndim()), INT64_MAX), hi(static_cast<size_t>(host.ndim()), 0);
+  for (const auto& sh : x.addressable_shards())
+    for (size_t d = 0; d < lo.size(); ++d) {
+      lo[d] = std::min(lo[d], sh.index[d].start);
+      hi[d] = std::max(hi[d], sh.index[d].stop);
+    }
+  return slice(host, lo, hi);
+}
+
+TEST(Distributed, MakeArrayFromProcessLocalData) {
+  Array host = test::ramp({16, 8}, 1.0, 0.0);
+  std::vector<NamedSharding> cases = {
+      NamedSharding(mesh_of({0, 1, 2, 3, 4, 5, 6, 7}, {8}, {"x"}), P("x")),
+      NamedSharding(layouts_2d()[0].mesh, P("a", "b")),
+      NamedSharding(layouts_2d()[1].mesh, P("a", "b")),
+      NamedSharding(layouts_2d()[0].mesh, P("a")),
+      NamedSharding(layouts_2d()[2].mesh, P(nullptr, "b"))};
+  for (const auto& s : cases) {
+    Array local = process_box(host, s);
+    Array x = make_array_from_process_local_data(s, local);
+    EXPECT_EQ(x.shape(), host.shape()) << s.str();
+    expect_close(host, x, "packed " + s.str(), 0);
+    // The global data on every process, indexed globally.
+    expect_close(host, make_array_from_process_local_data(s, host, host.shape()),
+                 "global " + s.str(), 0);
+  }
+  if (process_count() == 1) {
+    EXPECT_HAS(error_of<ValueError>([&] {
+                 make_array_from_process_local_data(cases[0], host, Shape{32, 8});
+               }),
+               "global_shape should be None or equal to local_data.shape");
+  } else {
+    EXPECT_HAS(error_of<ValueError>([&] {
+                 make_array_from_process_local_data(cases[0], slice(host, {0, 0}, {3, 8}),
+                                                    Shape{16, 8});
+               }),
+               "In dimension 0, the process data has 3 elements");
+  }
+}
+
+TEST(Distributed, MakeArrayFromSingleDeviceArrays) {
+  Array host = test::ramp({8, 8}, 0.5, 0.0);
+  for (const auto& l : layouts_2d()) {
+    NamedSharding s(l.mesh, P("a", "b"));
+    Array x = device_put(host, s);
+    std::vector<Array> parts;
+    for (const auto& sh : x.addressable_shards()) parts.insert(parts.begin(), *sh.data);
+    expect_close(host, make_array_from_single_device_arrays(host.shape(), s, parts), l.name, 0);
+    parts.pop_back();
+    EXPECT_HAS(error_of<ValueError>(
+                   [&] { make_array_from_single_device_arrays(host.shape(), s, parts); }),
+               "per-device arrays (this is how many devices are addressable by the sharding)");
+  }
+}
+
+TEST(Distributed, Multihost) {
+  const int P_ = process_count(), me = process_index();
+  Array all = multihost::process_allgather(scalar(static_cast<float>(me)));
+  EXPECT_EQ(all.shape(), Shape{P_});
+  for (int p = 0; p < P_; ++p) EXPECT_EQ(all.to_vector<float>()[static_cast<size_t>(p)], p);
+  Array cat = multihost::process_allgather(array<float>({1.0F * me, 2.0F * me}), true);
+  EXPECT_EQ(cat.shape(), Shape{2 * P_});
+  EXPECT_EQ(multihost::broadcast_one_to_all(scalar(static_cast<float>(me + 7))).item<float>(), 7);
+  EXPECT_EQ(multihost::broadcast_one_to_all(scalar(static_cast<float>(me + 7)), me == P_ - 1)
+                .item<float>(),
+            P_ + 6);
+  multihost::sync_global_devices("step 1");
+  multihost::assert_equal(scalar(1.0F));
+  Array host = test::ramp({8, 4}, 1.0, 0.0);
+  Array g = device_put(host, NamedSharding(layouts_2d()[1].mesh, P("a", "b")));
+  test::expect_close(host, multihost::process_allgather(g, true), 0, "global tiled");
+  if (P_ > 1) {
+    EXPECT_HAS(error_of<ValueError>([&] { multihost::process_allgather(g); }),
+               "only supports tiled=True");
+    EXPECT_HAS(error_of<AssertionError>([&] { multihost::assert_equal(scalar(1.0F * me)); }),
+               "differs from process");
+    EXPECT_HAS(error_of<AssertionError>(
+                   [&] { multihost::sync_global_devices("step " + std::to_string(me)); }),
+               "sync_global_devices name mismatch");
+  }
+}
+
+TEST(Distributed, DivergentProgramsAreAnErrorNotAHang) {
+  if (process_count() == 1) GTEST_SKIP() << "needs several processes";
+  Array x = device_put(test::ramp({8, 4}, 1.0, 0.0), NamedSharding(layouts_2d()[0].mesh, P("a")));
+  auto f = jit([](const Array& a) { return process_index() == 0 ? sin(a) : cos(a) * 2.0; });
+  std::string err = error_of<CommError>([&] { f(x); });
+  EXPECT_HAS(err, "processes lowered different programs");
+  EXPECT_HAS(err, "sin");
+  // The processes stay usable: the check stopped the program before it ran.
+  expect_close(sin(test::ramp({8, 4}, 1.0, 0.0)), jit([](const Array& a) { return sin(a); })(x),
+               "after the mismatch");
+}
+
+}  // namespace

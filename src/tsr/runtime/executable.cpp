@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "tsr/core/array_impl.h"
+#include "tsr/comm/process.h"
 #include "tsr/core/primitive.h"
 #include "tsr/distributed.h"
 #include "tsr/error.h"
@@ -565,6 +566,77 @@ Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts)
 
 }  // namespace
 
+namespace {
+
+// With several processes, the text every process compares before the first run: the
+// input and output layouts, then the program, one line each, so a difference names
+// its line. Only executables on devices of more than one process need it.
+void record_fingerprint(Executable& ex, const Program& p,
+                        const std::vector<NamedSharding>& in_layouts,
+                        const std::vector<std::optional<NamedSharding>>& out_layouts) {
+  auto& rt = Runtime::get();
+  if (rt.process_count() == 1) return;
+  std::set<int> procs;
+  for (const auto& dr : ex.devs) procs.insert(dr.dev / rt.local_count());
+  if (procs.size() < 2) return;
+  ex.processes.assign(procs.begin(), procs.end());
+  std::ostringstream os;
+  for (size_t i = 0; i < in_layouts.size(); ++i) {
+    os << "input " << i << ": " << in_layouts[i].str() << " on";
+    for (const auto& d : in_layouts[i].concrete_mesh()->devices()) os << ' ' << d.id;
+    os << '\n';
+  }
+  for (size_t o = 0; o < out_layouts.size(); ++o)
+    if (out_layouts[o]) os << "output " << o << ": " << out_layouts[o]->str() << '\n';
+  os << p.str();
+  ex.fingerprint = os.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+void check_same_program(const Executable& ex) {
+  // Agreement is remembered by content, not per executable: a cache that evicted and
+  // re-lowered a program on one process only must not make it wait for the others.
+  static std::mutex mu;
+  static std::set<size_t> agreed;
+  const size_t h = std::hash<std::string>()(ex.fingerprint);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (agreed.count(h)) return;
+  }
+  auto texts = process_allgather(ex.processes, ex.fingerprint, "jit");
+  const int me = Runtime::get().process_index();
+  for (size_t k = 0; k < texts.size(); ++k) {
+    if (texts[k] == ex.fingerprint) continue;
+    auto mine = lines_of(ex.fingerprint), theirs = lines_of(texts[k]);
+    size_t i = 0;
+    while (i < mine.size() && i < theirs.size() && mine[i] == theirs[i]) ++i;
+    auto line = [](const std::vector<std::string>& ls, size_t i) {
+      return i < ls.size() ? "`" + ls[i] + "`" : std::string("(the program ends)");
+    };
+    // Every process reports the pair (lowest differing process, this one) the same way.
+    const int other = ex.processes[k];
+    throw CommError("[jit] processes lowered different programs: process " +
+                    std::to_string(std::min(me, other)) + " and process " +
+                    std::to_string(std::max(me, other)) + " differ at line " +
+                    std::to_string(i + 1) + ". Got " + line(mine, i) + " on process " +
+                    std::to_string(me) + " and " + line(theirs, i) + " on process " +
+                    std::to_string(other) +
+                    "; expected the same program, shapes and shardings on every process. "
+                    "Every process must trace the same code on the same global shapes (a "
+                    "value read from process-local data must not change the program).");
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  agreed.insert(h);
+}
+
 std::shared_ptr<const Executable> lower(
     const Program& p, const std::vector<NamedSharding>& in_layouts,
     const std::vector<std::optional<NamedSharding>>& out_layouts) {
@@ -629,6 +701,7 @@ std::shared_ptr<const Executable> lower(
     }
   }
   ex->runs_inline = plain && touched <= inline_dispatch_bytes();
+  record_fingerprint(*ex, p, in_layouts, out_layouts);
   return ex;
 }
 
@@ -794,6 +867,9 @@ class Scratch {
 
 std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   auto& rt = Runtime::get();
+  // Before the first run across processes, all of them agree on the program (one
+  // small exchange per executable): a divergence is an error, not a hang.
+  if (!processes.empty()) std::call_once(agreed, [this] { check_same_program(*this); });
   const size_t n_out = outputs.size();
   SmallVec<std::vector<BufferPtr>, 2> out_bufs;
   out_bufs.resize(n_out);

@@ -3,6 +3,7 @@
 // blocks, reshards between layouts) that every device runs in order inside one
 // task per device. Eager ops and jit calls both end here.
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,6 +110,11 @@ class Executable : public std::enable_shared_from_this<Executable> {
   std::vector<ArrayType> out_types;  // per output: its type (derived once, at lowering)
   std::vector<std::shared_ptr<const ArrayMeta>> out_meta;  // per output: type + layout
   bool runs_inline = false;  // small, no collectives or loops: may run on the caller
+  // With several processes: the lowered program's text (layouts, then equations) and
+  // the processes that run it; compared across them before the first run.
+  std::string fingerprint;
+  std::vector<int> processes;
+  mutable std::once_flag agreed;
 
   /** Runs on the given inputs (concrete, laid out as lowered); returns outputs. */
   std::vector<Array> run(const std::vector<Array>& in) const;
@@ -128,6 +134,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
 
 /** Every communication of `ex` (and of its loop and branch bodies). */
 CommReport comm_report(const Executable& ex);
+
+/** Raises CommError on every process of `ex` whose lowered program differs from
+ *  another's, naming the first differing line. */
+void check_same_program(const Executable& ex);
 
 /** With several processes: the inputs this process alone holds, of a program whose
  *  mesh (an input's typed mesh, else the context mesh) spans processes, are put
