@@ -15,6 +15,7 @@ PACKAGES=(
   libisal-dev                 # checkpoint checksums (CRC-32, ISA-L)
   libcli11-dev                # tsr-train's command line
   wamerican                   # tsr-train's default text: /usr/share/dict/words
+  libopenmpi-dev openmpi-bin  # many processes (tsr::distributed, mpirun tests)
 )
 
 missing=()

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -41,14 +42,18 @@ std::string rules_text(const nn::Rules& r) {
   return join(parts, ", ");
 }
 
-// The mesh the flags ask for: axes ("data") or ("data", "model"), Auto as jax's Mesh.
+// The mesh the flags ask for: axes ("data") or ("data", "model"), Auto as jax's Mesh,
+// over the devices of every process (--devices each).
 Mesh mesh_from_flags(const Flags& f) {
   int n = std::accumulate(f.mesh_shape.begin(), f.mesh_shape.end(), 1, std::multiplies<int>());
-  if (n != f.devices)
-    throw FlagError("--mesh " + f.mesh + " has " + std::to_string(n) +
-                    " devices, but --devices is " + std::to_string(f.devices) + ". Use --devices " +
-                    std::to_string(n) + " or a mesh whose sizes multiply to " +
-                    std::to_string(f.devices) + ".");
+  const int total = device_count();
+  if (n != total)
+    throw FlagError("--mesh " + f.mesh + " has " + std::to_string(n) + " devices, but there are " +
+                    std::to_string(total) +
+                    (process_count() > 1 ? " (--devices " + std::to_string(f.devices) + " on each of " +
+                                               std::to_string(process_count()) + " processes)"
+                                         : " (--devices)") +
+                    ". Use a mesh whose sizes multiply to " + std::to_string(total) + ".");
   std::vector<std::string> names{"data", "model"};
   names.resize(f.mesh_shape.size());
   return make_mesh(f.mesh_shape, names, std::vector<AxisType>(names.size(), AxisType::Auto));
@@ -73,7 +78,9 @@ int64_t axes_size(const Mesh& mesh, const PartitionSpec& spec, int dim) {
   return n;
 }
 
-std::vector<char> host_bytes(const Array& a) {
+std::vector<char> host_bytes(const Array& a0) {
+  // Across processes a sharded leaf is gathered first (every process calls this).
+  Array a = a0.is_fully_addressable() ? a0 : multihost::process_allgather(a0, true);
   std::vector<char> out;
   if (a.dtype() == int32) {
     auto v = a.to_vector<int32_t>();
@@ -116,7 +123,19 @@ std::vector<LossPoint> read_history(const std::string& csv, int64_t step) {
 }  // namespace
 
 int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
-  init({.num_cpu_devices = f.devices});
+  // Under mpirun every process trains with --devices devices of one global mesh; process
+  // 0 prints and writes the logs, every process computes (docs/design/0018).
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    distributed::initialize({.local_device_count = f.devices});
+  } else {
+    init({.num_cpu_devices = f.devices});
+  }
+  const bool lead = process_index() == 0;
+  if (!lead && !std::freopen("/dev/null", "w", stdout)) return 1;
+  if (process_count() > 1 && !f.checkpoint.empty())
+    throw FlagError("--checkpoint with " + std::to_string(process_count()) +
+                    " processes: checkpoints of many processes are not written yet (issue 25). "
+                    "Train without --checkpoint, or in one process.");
   Mesh mesh = mesh_from_flags(f);
   nn::Rules rules = nn::rules_preset(f.rules);
   check_rules(rules, mesh, f);
@@ -177,7 +196,11 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   }
 
   // What the run is: the mesh, the model, the layout of every weight.
-  std::printf("mesh      %s on %d simulated CPU devices\n", mesh.str().c_str(), f.devices);
+  if (process_count() > 1)
+    std::printf("mesh      %s on %d simulated CPU devices (%d processes x %d)\n",
+                mesh.str().c_str(), device_count(), process_count(), f.devices);
+  else
+    std::printf("mesh      %s on %d simulated CPU devices\n", mesh.str().c_str(), f.devices);
   std::printf("rules     %s: %s\n", f.rules.c_str(), rules_text(rules).c_str());
   std::printf(
       "model     %s: %.2f M parameters (d_model %lld, %lld heads, %lld layers, d_ff %lld, "
@@ -250,7 +273,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++step;
     int64_t peak = 0;
-    for (const Device& d : mesh.devices()) peak = std::max(peak, memory_stats(d).peak_bytes_in_use);
+    for (const Device& d : local_devices())
+      peak = std::max(peak, memory_stats(d).peak_bytes_in_use);
     double tps = static_cast<double>(f.batch) * f.seq / dt;
     progress.update({step, l, tps, dt, peak});
     history.push_back({static_cast<long>(step), l, tps});
@@ -270,11 +294,13 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   }
   progress.finish();
   save(step);
-  fs::create_directories(f.out);
-  write_loss_csv(csv, history);
-  write_loss_svg((fs::path(f.out) / "loss.svg").string(), history,
-                 "tsr-train: " + f.model + " model, --rules " + f.rules + ", --mesh " + f.mesh,
-                 data.unigram_entropy(), "unigram entropy");
+  if (lead) {
+    fs::create_directories(f.out);
+    write_loss_csv(csv, history);
+    write_loss_svg((fs::path(f.out) / "loss.svg").string(), history,
+                   "tsr-train: " + f.model + " model, --rules " + f.rules + ", --mesh " + f.mesh,
+                   data.unigram_entropy(), "unigram entropy");
+  }
   if (step < f.steps && !stopped) {
     std::printf("stopped   after %lld steps at step %lld%s\n", static_cast<long long>(f.stop_after),
                 static_cast<long long>(step), f.checkpoint.empty() ? "" : "; resume with --resume");
@@ -309,7 +335,8 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
       std::snprintf(b, sizeof b, "%.17g", v);
       return std::string(b);
     };
-    write_safetensors(f.dump_reference, dump_tensors,
+    if (lead)
+      write_safetensors(f.dump_reference, dump_tensors,
                       {{"vocab", std::to_string(cfg.vocab)},
                        {"d_model", std::to_string(cfg.d_model)},
                        {"heads", std::to_string(cfg.heads)},

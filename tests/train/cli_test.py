@@ -46,7 +46,7 @@ def case(fn):
 @case
 def flag_errors(tmp):
     bad = [
-        (["--devices", "8", "--mesh", "3x2"], 2, "--mesh 3x2 has 6 devices, but --devices is 8"),
+        (["--devices", "8", "--mesh", "3x2"], 2, "--mesh 3x2 has 6 devices, but there are 8 (--devices)"),
         (["--devices", "8", "--mesh", "8", "--rules", "tp"], 2, "which --mesh 8 lacks"),
         (["--devices", "8", "--mesh", "4x2", "--batch", "6"], 2,
          "--batch 6 does not split over the 4 devices of the batch axes (data)"),

@@ -1,0 +1,45 @@
+"""tsr-train on many processes (issue 25): `mpirun -np 2 tsr-train --devices 4` trains
+on one 8-device mesh spanning both processes and gives the loss curve of one process
+with 8 devices (to float tolerance: reductions combine per-process partials), for dp,
+fsdp and dp+tp. Usage: mpi_train_test.py TSR_TRAIN MPIRUN"""
+import os
+import subprocess
+import sys
+import tempfile
+
+TRAIN, MPIRUN = sys.argv[1], sys.argv[2]
+BASE = ["--model", "tiny", "--batch", "8", "--seq", "32", "--text-bytes", "60000",
+        "--samples", "0", "--log-every", "1", "--steps", "6"]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           TSR_COMM_TIMEOUT="120")
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=ENV)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} exited {r.returncode}\nstdout:\n{r.stdout[-3000:]}\n"
+                 f"stderr:\n{r.stderr[-3000:]}")
+    return r.stdout
+
+
+def losses(out):
+    with open(os.path.join(out, "loss.csv")) as f:
+        return [float(l.split(",")[1]) for l in f.readlines()[1:]]
+
+
+failed = False
+with tempfile.TemporaryDirectory() as tmp:
+    for rules, mesh in [("dp", "8"), ("fsdp", "8"), ("dp+tp", "4x2")]:
+        one, two = os.path.join(tmp, rules + "-1"), os.path.join(tmp, rules + "-2")
+        args = BASE + ["--rules", rules, "--mesh", mesh]
+        run([TRAIN] + args + ["--devices", "8", "--out", one])
+        text = run([MPIRUN, "--oversubscribe", "--bind-to", "none", "--mca",
+                    "btl_vader_single_copy_mechanism", "none", "-np", "2", TRAIN] + args +
+                   ["--devices", "4", "--out", two])
+        a, b = losses(one), losses(two)
+        worst = max(abs(x - y) / max(abs(x), 1e-6) for x, y in zip(a, b))
+        ok = len(a) == len(b) == 6 and worst < 1e-4 and "(2 processes x 4)" in text
+        failed |= not ok
+        print(f"[{' OK ' if ok else 'FAIL'}] {rules} on {mesh}: 1x8 {a[0]:.5f}..{a[-1]:.5f}, "
+              f"2x4 {b[0]:.5f}..{b[-1]:.5f}, largest relative difference {worst:.2e}")
+sys.exit(1 if failed else 0)
