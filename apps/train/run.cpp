@@ -132,10 +132,6 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   }
   const bool lead = process_index() == 0;
   if (!lead && !std::freopen("/dev/null", "w", stdout)) return 1;
-  if (process_count() > 1 && !f.checkpoint.empty())
-    throw FlagError("--checkpoint with " + std::to_string(process_count()) +
-                    " processes: checkpoints of many processes are not written yet (issue 25). "
-                    "Train without --checkpoint, or in one process.");
   Mesh mesh = mesh_from_flags(f);
   nn::Rules rules = nn::rules_preset(f.rules);
   check_rules(rules, mesh, f);

@@ -150,6 +150,7 @@ class SidecarReader {
     b.start = ints(field(j, "start", where), where + ".start");
     b.stop = ints(field(j, "stop", where), where + ".stop");
     b.tensor = string(field(j, "tensor", where), where + ".tensor");
+    if (j.contains("file")) b.file = string(j.at("file"), where + ".file");
     b.nbytes = integer(field(j, "nbytes", where), where + ".nbytes");
     b.crc32 = static_cast<uint32_t>(integer(field(j, "crc32", where), where + ".crc32", 0,
                                             std::numeric_limits<uint32_t>::max()));
@@ -266,6 +267,7 @@ std::string sidecar_text(const Info& info) {
                          {"tensor", b.tensor},
                          {"nbytes", b.nbytes},
                          {"crc32", b.crc32}};
+      if (b.file != kTensorsFile) bj["file"] = b.file;  // a save by many processes
       out += (k ? ",\n   " : "\n   ") + bj.dump();
     }
     out += "]}";

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tsr/checkpoint/format.h"
+#include "tsr/distributed.h"
 #include "tsr/error.h"
 
 namespace tsr::ckpt {
@@ -86,6 +87,7 @@ void prune_steps(const fs::path& root, int keep, int64_t saved) {
     throw ValueError("[ckpt.save_step] keep is negative. Got " + std::to_string(keep) +
                      "; expected the number of step checkpoints to keep (0 keeps all).");
   if (keep == 0) return;
+  if (process_index() != 0) return;  // with many processes, process 0 deletes
   std::vector<int64_t> steps = all_steps(root);
   size_t drop = steps.size() > static_cast<size_t>(keep) ? steps.size() - keep : 0;
   for (size_t i = 0; i < drop; ++i) {

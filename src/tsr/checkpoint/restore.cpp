@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "tsr/checkpoint/format.h"
+#include "tsr/distributed.h"
 #include "tsr/error.h"
 
 namespace tsr::ckpt::detail {
@@ -180,10 +181,11 @@ std::string type_str(DType t, const Shape& s) {
 
 // Every sidecar block names a tensor of the file with its dtype, shape and length, and
 // every tensor of the file is some block: the two files belong together.
-void cross_check(const Info& info, const TensorFile& tf) {
+void cross_check(const Info& info, const std::string& name, const TensorFile& tf) {
   size_t used = 0;
   for (const auto& l : info.leaves) {
     for (const auto& b : l.blocks) {
+      if (b.file != name) continue;  // in another process's file
       auto it = tf.tensors().find(b.tensor);
       if (it == tf.tensors().end())
         tf.fail("lacks tensor '" + b.tensor + "' of leaf '" + l.path + "'", "");
@@ -345,8 +347,20 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
                                   const RestoreOptions& opts) {
   Info info = read_sidecar(dir, kApi);
   std::vector<size_t> src = match_leaves(info, like, paths, dir, opts);
-  TensorFile tf(dir / kTensorsFile);
-  cross_check(info, tf);
+  // One tensor file, or one per process of a save by many processes.
+  std::map<std::string, std::unique_ptr<TensorFile>> files;
+  for (const auto& l : info.leaves)
+    for (const auto& b : l.blocks)
+      if (!files.count(b.file)) {
+        if (b.file.find('/') != std::string::npos || b.file.rfind("tensors", 0) != 0)
+          throw ValueError("[" + std::string(kApi) + "] leaf '" + l.path + "' names tensor file '" +
+                           b.file + "' in " + (dir / kSidecarFile).string() +
+                           ". Got a path outside the checkpoint; expected a tensors*.safetensors "
+                           "name. The sidecar is damaged; restore another checkpoint.");
+        files[b.file] = std::make_unique<TensorFile>(dir / b.file);
+        cross_check(info, b.file, *files[b.file]);
+      }
+  auto file_of = [&](const BlockInfo& b) -> TensorFile& { return *files.at(b.file); };
 
   // The distinct target blocks of every leaf, each built once (on its first device).
   std::vector<Target> targets;
@@ -356,6 +370,8 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
     NamedSharding s = like[i].sharding().normalized(like[i].ndim());
     const Mesh& mesh = *s.concrete_mesh();
     for (int k = 0; k < mesh.size(); ++k) {
+      // Only this process's devices: each process reads the blocks it holds.
+      if (mesh.devices()[static_cast<size_t>(k)].process_index() != process_index()) continue;
       Target t{i, {}, {}, mesh.devices()[static_cast<size_t>(k)], {}};
       for (const auto& sl : s.index_of(k, shape)) {
         t.start.push_back(sl.start);
@@ -371,7 +387,7 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
   for (size_t i : src)
     for (const auto& b : info.leaves[i].blocks) {
       checked[&b];
-      tf.prefetch(tf.tensors().at(b.tensor));
+      file_of(b).prefetch(file_of(b).tensors().at(b.tensor));
     }
   auto verify = [&](const LeafInfo& l, const BlockInfo& b, const unsigned char* p) {
     std::call_once(checked.at(&b), [&] {
@@ -379,7 +395,7 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
       if (crc != b.crc32) {
         std::ostringstream m;
         m << "[" << kApi << "] leaf '" << l.path << "' is corrupt: its block '" << b.tensor
-          << "' in " << tf.path().string() << " has CRC-32 0x" << std::hex << crc << "; expected 0x"
+          << "' in " << file_of(b).path().string() << " has CRC-32 0x" << std::hex << crc << "; expected 0x"
           << b.crc32 << " (from " << (dir / kSidecarFile).string()
           << "). The file was damaged after saving; restore another checkpoint.";
         throw ValueError(m.str());
@@ -403,6 +419,7 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
     for (const auto& b : l.blocks) {
       int64_t at = contiguous_offset(b.start, b.stop, t.start, t.stop);
       if (at < 0) continue;
+      TensorFile& tf = file_of(b);
       const unsigned char* p = tf.bytes(tf.tensors().at(b.tensor));
       if (opts.verify_checksums) verify(l, b, p);
       const void* src = n ? static_cast<const void*>(p + at * static_cast<int64_t>(isz)) : &n;
@@ -412,11 +429,12 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
     std::vector<unsigned char> host(static_cast<size_t>(n) * isz);
     int64_t got = 0;
     for (const auto& b : l.blocks) {
-      const unsigned char* p = tf.bytes(tf.tensors().at(b.tensor));
       bool overlaps = true;
       for (size_t d = 0; d < t.start.size(); ++d)
         overlaps = overlaps && std::max(b.start[d], t.start[d]) < std::min(b.stop[d], t.stop[d]);
       if (!overlaps) continue;
+      TensorFile& tf = file_of(b);
+      const unsigned char* p = tf.bytes(tf.tensors().at(b.tensor));
       if (opts.verify_checksums) verify(l, b, p);
       got += copy_overlap(p, b.start, b.stop, host.data(), t.start, t.stop, isz);
     }

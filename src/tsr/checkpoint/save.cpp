@@ -3,13 +3,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "tsr/checkpoint/format.h"
+#include "tsr/distributed.h"
 #include "tsr/error.h"
+#include "tsr/multihost.h"
+#include "tsr/ops.h"
 
 namespace tsr::ckpt::detail {
 namespace {
@@ -26,6 +30,9 @@ struct Pending {
   Array data;
   int64_t offset = 0;
 };
+
+// The tensor file of process k in a save by many processes.
+std::string process_file(int k) { return "tensors-p" + std::to_string(k) + ".safetensors"; }
 
 MeshInfo mesh_info(const Mesh& m) {
   MeshInfo out{m.axis_names(), m.axis_sizes(), m.axis_types(), {}};
@@ -63,13 +70,18 @@ LeafInfo plan_leaf(const Array& x0, const std::string& path, size_t i, int64_t& 
   leaf.path = path;
   leaf.dtype = x.dtype();
   leaf.shape = x.shape();
-  leaf.spec = x.sharding().normalized(x.ndim()).spec();
-  leaf.mesh = mesh_info(*x.sharding().concrete_mesh());
+  NamedSharding s = x.sharding().normalized(x.ndim());
+  leaf.spec = s.spec();
+  const Mesh& mesh = *s.concrete_mesh();
+  leaf.mesh = mesh_info(mesh);
+  // Every distinct block, written by the process of the first device (in mesh order)
+  // that holds it: each process knows the whole list, and writes only its own blocks.
+  const bool many = process_count() > 1;
   std::set<std::vector<int64_t>> seen;
-  for (const auto& s : shards) {
+  for (int k = 0; k < mesh.size(); ++k) {
     BlockInfo b;
     int64_t n = 1;
-    for (const auto& sl : s.index) {
+    for (const auto& sl : s.index_of(k, x.shape())) {
       b.start.push_back(sl.start);
       b.stop.push_back(sl.stop);
       n *= sl.stop - sl.start;
@@ -78,8 +90,14 @@ LeafInfo plan_leaf(const Array& x0, const std::string& path, size_t i, int64_t& 
     key.insert(key.end(), b.stop.begin(), b.stop.end());
     if (!seen.insert(key).second) continue;  // a replica of a block already planned
     b.nbytes = n * itemsize(x.dtype());
-    out.push_back({i, leaf.blocks.size(), *s.data, offset});
-    offset += b.nbytes;
+    const Device& owner = mesh.devices()[static_cast<size_t>(k)];
+    if (many) b.file = process_file(owner.process_index());
+    if (owner.process_index() == process_index()) {
+      auto it = std::find_if(shards.begin(), shards.end(),
+                             [&](const Shard& sh) { return sh.device == owner; });
+      out.push_back({i, leaf.blocks.size(), *it->data, offset});
+      offset += b.nbytes;
+    }
     leaf.blocks.push_back(std::move(b));
   }
   return leaf;
@@ -222,6 +240,22 @@ void publish(const fs::path& tmp, const fs::path& dir) {
   if (ec) fs_error("removing the older checkpoint " + old.string(), ec);
 }
 
+// Every block's checksum on every process: each process knows those of the blocks it
+// wrote (the others are 0), so the largest over processes is the checksum.
+void share_checksums(Info& info) {
+  std::vector<int64_t> crcs;
+  for (const auto& l : info.leaves)
+    for (const auto& b : l.blocks) crcs.push_back(b.crc32);
+  if (crcs.empty()) return;
+  // On this process's device: a context mesh would make it a global array.
+  Array mine = array<int64_t>(crcs, {static_cast<int64_t>(crcs.size())}, local_devices()[0]);
+  Array all = multihost::process_allgather(mine);
+  std::vector<int64_t> got = max(all, 0).to_vector<int64_t>();
+  size_t k = 0;
+  for (auto& l : info.leaves)
+    for (auto& b : l.blocks) b.crc32 = static_cast<uint32_t>(got[k++]);
+}
+
 }  // namespace
 
 void save_leaves(const fs::path& dir0, const std::vector<Array>& leaves,
@@ -240,14 +274,24 @@ void save_leaves(const fs::path& dir0, const std::vector<Array>& leaves,
   name_tensors(info);
   std::string header = safetensors_header(info, blocks);
 
+  // Many processes write into one temporary directory (a shared file system): process
+  // 0 makes it, each writes its blocks' file, then process 0 writes the sidecar with
+  // every block's checksum and publishes it. Barriers between the phases.
+  const bool many = process_count() > 1;
+  const bool lead = process_index() == 0;
   std::error_code ec;
-  fs::create_directories(dir.parent_path(), ec);
-  if (ec) fs_error("creating " + dir.parent_path().string(), ec);
-  fs::path tmp = sibling(dir, "tmp");
-  fs::create_directory(tmp, ec);
-  if (ec) fs_error("creating " + tmp.string(), ec);
+  fs::path tmp = many ? dir.parent_path() / (dir.filename().string() + ".tmp-many")
+                      : sibling(dir, "tmp");
+  if (lead || !many) {
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) fs_error("creating " + dir.parent_path().string(), ec);
+    if (many) fs::remove_all(tmp, ec);  // a crashed earlier save's leftovers
+    fs::create_directory(tmp, ec);
+    if (ec) fs_error("creating " + tmp.string(), ec);
+  }
+  if (many) multihost::sync_global_devices("checkpoint save: " + dir.string());
   try {
-    fs::path file = tmp / kTensorsFile;
+    fs::path file = tmp / (many ? process_file(process_index()) : kTensorsFile);
     Fd fd = create_file(file);
     write_at(fd.get(), header.data(), header.size(), 0, file, kApi);
     const int64_t base = static_cast<int64_t>(header.size());
@@ -265,13 +309,17 @@ void save_leaves(const fs::path& dir0, const std::vector<Array>& leaves,
     });
     sync_fd(fd.get(), file, kApi);
     fd.close(file, kApi);
-    write_file(tmp / kSidecarFile, sidecar_text(info));  // last: marks complete
-    sync_dir(tmp, kApi);
-    publish(tmp, dir);
+    if (many) share_checksums(info);
+    if (lead || !many) {
+      write_file(tmp / kSidecarFile, sidecar_text(info));  // last: marks complete
+      sync_dir(tmp, kApi);
+      publish(tmp, dir);
+    }
   } catch (...) {
-    fs::remove_all(tmp, ec);
+    if (!many) fs::remove_all(tmp, ec);
     throw;
   }
+  if (many) multihost::sync_global_devices("checkpoint saved: " + dir.string());
 }
 
 }  // namespace tsr::ckpt::detail
