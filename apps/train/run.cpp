@@ -50,9 +50,10 @@ Mesh mesh_from_flags(const Flags& f) {
   if (n != total)
     throw FlagError("--mesh " + f.mesh + " has " + std::to_string(n) + " devices, but there are " +
                     std::to_string(total) +
-                    (process_count() > 1 ? " (--devices " + std::to_string(f.devices) + " on each of " +
-                                               std::to_string(process_count()) + " processes)"
-                                         : " (--devices)") +
+                    (process_count() > 1
+                         ? " (--devices " + std::to_string(f.devices) + " on each of " +
+                               std::to_string(process_count()) + " processes)"
+                         : " (--devices)") +
                     ". Use a mesh whose sizes multiply to " + std::to_string(total) + ".");
   std::vector<std::string> names{"data", "model"};
   names.resize(f.mesh_shape.size());
@@ -332,27 +333,28 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
       return std::string(b);
     };
     if (lead)
-      write_safetensors(f.dump_reference, dump_tensors,
-                      {{"vocab", std::to_string(cfg.vocab)},
-                       {"d_model", std::to_string(cfg.d_model)},
-                       {"heads", std::to_string(cfg.heads)},
-                       {"layers", std::to_string(cfg.layers)},
-                       {"d_ff", std::to_string(cfg.d_ff)},
-                       {"max_seq", std::to_string(cfg.max_seq)},
-                       {"lr", num(f.lr)},
-                       {"warmup", std::to_string(warmup)},
-                       {"steps", std::to_string(f.steps)},
-                       {"end_lr", num(f.lr / 10)},
-                       {"b1", "0.9"},
-                       {"b2", "0.99"},
-                       {"eps", "1e-8"},
-                       {"weight_decay", num(f.weight_decay)},
-                       {"clip", num(f.clip)},
-                       {"positions", cfg.positions == nn::Positions::Rotary ? "rotary" : "learned"},
-                       {"mask_value", num(nn::mask_value(float32))},
-                       {"ln_eps", "1e-05"},
-                       {"mesh", f.mesh},
-                       {"rules", f.rules}});
+      write_safetensors(
+          f.dump_reference, dump_tensors,
+          {{"vocab", std::to_string(cfg.vocab)},
+           {"d_model", std::to_string(cfg.d_model)},
+           {"heads", std::to_string(cfg.heads)},
+           {"layers", std::to_string(cfg.layers)},
+           {"d_ff", std::to_string(cfg.d_ff)},
+           {"max_seq", std::to_string(cfg.max_seq)},
+           {"lr", num(f.lr)},
+           {"warmup", std::to_string(warmup)},
+           {"steps", std::to_string(f.steps)},
+           {"end_lr", num(f.lr / 10)},
+           {"b1", "0.9"},
+           {"b2", "0.99"},
+           {"eps", "1e-8"},
+           {"weight_decay", num(f.weight_decay)},
+           {"clip", num(f.clip)},
+           {"positions", cfg.positions == nn::Positions::Rotary ? "rotary" : "learned"},
+           {"mask_value", num(nn::mask_value(float32))},
+           {"ln_eps", "1e-05"},
+           {"mesh", f.mesh},
+           {"rules", f.rules}});
     std::printf("reference %s: initial and final parameters, %lld batches and losses\n",
                 f.dump_reference.c_str(), static_cast<long long>(S));
     return 0;

@@ -50,8 +50,7 @@ Array global(const Array& x) {
                     local_devices()[0]);
 }
 
-void expect_close(const Array& want, const Array& got, const std::string& what,
-                  double tol = 1e-4) {
+void expect_close(const Array& want, const Array& got, const std::string& what, double tol = 1e-4) {
   test::expect_close(want, global(got), tol, what);
 }
 
@@ -79,8 +78,8 @@ TEST(Distributed, GlobalArraysHoldOnlyTheirBlocks) {
     EXPECT_EQ(static_cast<int>(x.addressable_shards().size()), local_device_count()) << l.name;
     for (const auto& s : x.addressable_shards()) {
       EXPECT_EQ(s.device.process_index(), process_index());
-      Array want = slice(host, {s.index[0].start, s.index[1].start},
-                         {s.index[0].stop, s.index[1].stop});
+      Array want =
+          slice(host, {s.index[0].start, s.index[1].start}, {s.index[0].stop, s.index[1].stop});
       test::expect_close(want, *s.data, 0, l.name + " shard");
     }
     if (!alone) {
@@ -99,8 +98,8 @@ TEST(Distributed, ReshardBetweenLayouts) {
   auto ls = layouts_2d();
   for (const auto& l : ls) {
     Array x = device_put(host, NamedSharding(l.mesh, P("a", "b")));
-    for (const auto& spec : {P("b", "a"), P(nullptr, "a"), P(Axes{"a", "b"}),
-                             P("b"), P(nullptr, Axes{"b", "a"})}) {
+    for (const auto& spec :
+         {P("b", "a"), P(nullptr, "a"), P(Axes{"a", "b"}), P("b"), P(nullptr, Axes{"b", "a"})}) {
       Array y = device_put(x, NamedSharding(l.mesh, spec));
       expect_close(host, y, l.name + " -> " + spec.repr());
     }
@@ -130,27 +129,41 @@ TEST(Distributed, CollectivesInShardMap) {
       };
       const std::string how = at + (jitted ? "jit " : "eager ");
       expect_close(sum(reshape(host, {A, 8 / A, 32}), 0),
-                   run([](const Array& b) { return psum(b, "a"); }, P(nullptr, "b")), how + "psum a");
+                   run([](const Array& b) { return psum(b, "a"); }, P(nullptr, "b")),
+                   how + "psum a");
       expect_close(sum(reshape(host, {A, 8 / A, B, 32 / B}), {0, 2}),
-                   run([](const Array& b) { return psum(b, {"a", "b"}); }, P()), how + "psum ab");
+                   run(
+                       [](const Array& b) {
+                         return psum(b, {"a", "b"});
+                       },
+                       P()),
+                   how + "psum ab");
       expect_close(max(reshape(host, {8, B, 32 / B}), 1),
                    run([](const Array& b) { return pmax(b, "b"); }, P("a")), how + "pmax b");
       expect_close(min(reshape(host, {A, 8 / A, 32}), 0),
-                   run([](const Array& b) { return pmin(b, "a"); }, P(nullptr, "b")), how + "pmin a");
+                   run([](const Array& b) { return pmin(b, "a"); }, P(nullptr, "b")),
+                   how + "pmin a");
       expect_close(host,
-                   run([](const Array& b) { return all_gather(b, "b", {.axis = 1, .tiled = true, .invariant = true}); },
+                   run(
+                       [](const Array& b) {
+                         return all_gather(b, "b", {.axis = 1, .tiled = true, .invariant = true});
+                       },
                        P("a")),
                    how + "all_gather b");
       expect_close(host,
-                   run([](const Array& b) { return all_gather(b, "a", {.axis = 0, .tiled = true, .invariant = true}); },
+                   run(
+                       [](const Array& b) {
+                         return all_gather(b, "a", {.axis = 0, .tiled = true, .invariant = true});
+                       },
                        P(nullptr, "b")),
                    how + "all_gather a");
-      expect_close(
-          sum(reshape(host, {8, B, 32 / B}), 1),
-          run([](const Array& b) {
-            return psum_scatter(b, "b", {.scatter_dimension = 1, .tiled = true});
-          }, P("a", "b")),
-          how + "psum_scatter b");
+      expect_close(sum(reshape(host, {8, B, 32 / B}), 1),
+                   run(
+                       [](const Array& b) {
+                         return psum_scatter(b, "b", {.scatter_dimension = 1, .tiled = true});
+                       },
+                       P("a", "b")),
+                   how + "psum_scatter b");
       std::vector<std::pair<int, int>> shift;
       for (int j = 0; j < B; ++j) shift.emplace_back(j, (j + 1) % B);
       expect_close(roll(host, 32 / B, 1),
@@ -226,8 +239,7 @@ TEST(Distributed, MakeArrayFromProcessLocalData) {
   std::vector<NamedSharding> cases = {
       NamedSharding(mesh_of({0, 1, 2, 3, 4, 5, 6, 7}, {8}, {"x"}), P("x")),
       NamedSharding(layouts_2d()[0].mesh, P("a", "b")),
-      NamedSharding(layouts_2d()[1].mesh, P("a", "b")),
-      NamedSharding(layouts_2d()[0].mesh, P("a")),
+      NamedSharding(layouts_2d()[1].mesh, P("a", "b")), NamedSharding(layouts_2d()[0].mesh, P("a")),
       NamedSharding(layouts_2d()[2].mesh, P(nullptr, "b"))};
   for (const auto& s : cases) {
     Array local = process_box(host, s);
@@ -244,11 +256,11 @@ TEST(Distributed, MakeArrayFromProcessLocalData) {
                }),
                "global_shape should be None or equal to local_data.shape");
   } else {
-    EXPECT_HAS(error_of<ValueError>([&] {
-                 make_array_from_process_local_data(cases[0], slice(host, {0, 0}, {3, 8}),
-                                                    Shape{16, 8});
-               }),
-               "In dimension 0, the process data has 3 elements");
+    EXPECT_HAS(
+        error_of<ValueError>([&] {
+          make_array_from_process_local_data(cases[0], slice(host, {0, 0}, {3, 8}), Shape{16, 8});
+        }),
+        "In dimension 0, the process data has 3 elements");
   }
 }
 
@@ -261,9 +273,9 @@ TEST(Distributed, MakeArrayFromSingleDeviceArrays) {
     for (const auto& sh : x.addressable_shards()) parts.insert(parts.begin(), *sh.data);
     expect_close(host, make_array_from_single_device_arrays(host.shape(), s, parts), l.name, 0);
     parts.pop_back();
-    EXPECT_HAS(error_of<ValueError>(
-                   [&] { make_array_from_single_device_arrays(host.shape(), s, parts); }),
-               "per-device arrays (this is how many devices are addressable by the sharding)");
+    EXPECT_HAS(
+        error_of<ValueError>([&] { make_array_from_single_device_arrays(host.shape(), s, parts); }),
+        "per-device arrays (this is how many devices are addressable by the sharding)");
   }
 }
 

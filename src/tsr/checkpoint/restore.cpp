@@ -395,8 +395,8 @@ std::vector<Array> restore_leaves(const fs::path& dir, const std::vector<Array>&
       if (crc != b.crc32) {
         std::ostringstream m;
         m << "[" << kApi << "] leaf '" << l.path << "' is corrupt: its block '" << b.tensor
-          << "' in " << file_of(b).path().string() << " has CRC-32 0x" << std::hex << crc << "; expected 0x"
-          << b.crc32 << " (from " << (dir / kSidecarFile).string()
+          << "' in " << file_of(b).path().string() << " has CRC-32 0x" << std::hex << crc
+          << "; expected 0x" << b.crc32 << " (from " << (dir / kSidecarFile).string()
           << "). The file was damaged after saving; restore another checkpoint.";
         throw ValueError(m.str());
       }

@@ -280,8 +280,8 @@ void save_leaves(const fs::path& dir0, const std::vector<Array>& leaves,
   const bool many = process_count() > 1;
   const bool lead = process_index() == 0;
   std::error_code ec;
-  fs::path tmp = many ? dir.parent_path() / (dir.filename().string() + ".tmp-many")
-                      : sibling(dir, "tmp");
+  fs::path tmp =
+      many ? dir.parent_path() / (dir.filename().string() + ".tmp-many") : sibling(dir, "tmp");
   if (lead || !many) {
     fs::create_directories(dir.parent_path(), ec);
     if (ec) fs_error("creating " + dir.parent_path().string(), ec);

@@ -220,8 +220,9 @@ void Array::copy_to_host(void* dst, DType as) const {
   if (!process_holds_every_block(impl, shape()))
     throw RuntimeError(
         "[to_vector] Fetching value for `Array` that spans non-addressable (non process local) "
-        "devices is not possible. Got an array of shape " + shape_str(shape()) + " on " +
-        impl.sharding().str() + " with blocks only on other processes; expected every "
+        "devices is not possible. Got an array of shape " +
+        shape_str(shape()) + " on " + impl.sharding().str() +
+        " with blocks only on other processes; expected every "
         "distinct block on this process. You can use tsr::multihost::process_allgather to "
         "read the global array or use .addressable_shards() to inspect the addressable "
         "(process local) shards.");
@@ -402,7 +403,8 @@ Array device_put(const Array& x, const Placement& where) {
       throw ValueError(
           "[device_put] When the target is this process's devices, the array must be fully "
           "addressable or have a copy of every block on this process. Got " +
-          x.sharding().str() + " with blocks only on other processes; expected every block "
+          x.sharding().str() +
+          " with blocks only on other processes; expected every block "
           "here. Reshard it to a replicated sharding on its mesh first (device_put(x, "
           "NamedSharding(mesh, P())), a collective every process calls), or use "
           "tsr::multihost::process_allgather.");

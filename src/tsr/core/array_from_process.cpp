@@ -36,7 +36,8 @@ std::vector<std::set<int64_t>> blocks_by_process(const NamedSharding& s, size_t 
   const Mesh& m = *s.concrete_mesh();
   // A probe shape whose dimension d has one element per block finds each block's index.
   Shape probe(static_cast<size_t>(rank), 1);
-  for (int k = 0; k < rank; ++k) probe[static_cast<size_t>(k)] = blocks_along(s, static_cast<size_t>(k));
+  for (int k = 0; k < rank; ++k)
+    probe[static_cast<size_t>(k)] = blocks_along(s, static_cast<size_t>(k));
   std::vector<std::set<int64_t>> out(static_cast<size_t>(process_count()));
   for (int i = 0; i < m.size(); ++i)
     out[static_cast<size_t>(m.devices()[static_cast<size_t>(i)].process_index())].insert(
@@ -57,8 +58,9 @@ Array make_array_from_process_local_data(const NamedSharding& sharding, const Ar
       throw ValueError(std::string("[") + api +
                        "] When calling `make_array_from_process_local_data` on a single process, "
                        "global_shape should be None or equal to local_data.shape. Got "
-                       "global_shape=" + shape_text(*global_shape) + " and local_data.shape=" +
-                       shape_text(local) + ".");
+                       "global_shape=" +
+                       shape_text(*global_shape) + " and local_data.shape=" + shape_text(local) +
+                       ".");
     return device_put(local_data, sharding);
   }
   if (global_shape && static_cast<int>(global_shape->size()) != rank)
@@ -105,10 +107,13 @@ Array make_array_from_process_local_data(const NamedSharding& sharding, const Ar
     if (local[d] != addressed)
       throw ValueError(std::string("[") + api +
                        "] Invalid host data, each dimension should match either global or "
-                       "process shape. In dimension " + std::to_string(d) + ", the process data "
-                       "has " + std::to_string(local[d]) + " elements. Process addresses " +
-                       std::to_string(addressed) + " elements and global_shape=" +
-                       shape_text(global) + ".");
+                       "process shape. In dimension " +
+                       std::to_string(d) +
+                       ", the process data "
+                       "has " +
+                       std::to_string(local[d]) + " elements. Process addresses " +
+                       std::to_string(addressed) +
+                       " elements and global_shape=" + shape_text(global) + ".");
     packed[d] = true;
   }
   return make_array_from_callback(global, local_data.dtype(), s, [&](const ShardIndex& idx) {
@@ -144,8 +149,8 @@ Array make_array_from_single_device_arrays(const Shape& shape, const NamedShardi
     if (am.size() != 1)
       throw ValueError(std::string("[") + api +
                        "] When making an array from single-device arrays the input arrays must "
-                       "have one shard each. An argument array had " + std::to_string(am.size()) +
-                       " shard(s).");
+                       "have one shard each. An argument array had " +
+                       std::to_string(am.size()) + " shard(s).");
     if (!by_device.emplace(am.devices()[0].id, &a).second) dup.push_back(am.devices()[0].id);
   }
   auto ids = [](const std::vector<int>& v) {
@@ -156,27 +161,32 @@ Array make_array_from_single_device_arrays(const Shape& shape, const NamedShardi
   if (arrays.size() != want.size())
     throw ValueError(std::string("[") + api + "] Expected " + std::to_string(want.size()) +
                      " per-device arrays (this is how many devices are addressable by the "
-                     "sharding), but got " + std::to_string(arrays.size()));
+                     "sharding), but got " +
+                     std::to_string(arrays.size()));
   if (!dup.empty())
     throw ValueError(std::string("[") + api +
                      "] When making an array from single-device arrays, the input arrays must be "
-                     "from distinct devices, but got device IDs " + ids(dup));
+                     "from distinct devices, but got device IDs " +
+                     ids(dup));
   std::vector<int> missing, extra;
   for (int id : want)
     if (!by_device.count(id)) missing.push_back(id);
   for (const auto& [id, a] : by_device)
     if (std::find(want.begin(), want.end(), id) == want.end()) extra.push_back(id);
   if (!missing.empty() || !extra.empty())
-    throw ValueError(
-        std::string("[") + api + "] Addressable devices and per-device arrays devices do not match." +
-        (missing.empty() ? "" : " Sharding contains devices " + ids(missing) +
-                                    " that are not present in per-device arrays.") +
-        (extra.empty() ? "" : " Per-device arrays contain devices " + ids(extra) +
-                                  " that are not present in the sharding."));
+    throw ValueError(std::string("[") + api +
+                     "] Addressable devices and per-device arrays devices do not match." +
+                     (missing.empty() ? ""
+                                      : " Sharding contains devices " + ids(missing) +
+                                            " that are not present in per-device arrays.") +
+                     (extra.empty() ? ""
+                                    : " Per-device arrays contain devices " + ids(extra) +
+                                          " that are not present in the sharding."));
   if (arrays.empty() && !dtype)
     throw ValueError(std::string("[") + api +
                      "] If the Array has no addressable shards, `dtype` must be provided via the "
-                     "`dtype` argument to `" + api + "`.");
+                     "`dtype` argument to `" +
+                     api + "`.");
   const DType dt = dtype ? *dtype : arrays[0].dtype();
   const Shape block = s.shard_shape(shape);
   std::vector<detail::BufferPtr> bufs(static_cast<size_t>(m.size()));
@@ -186,8 +196,10 @@ Array make_array_from_single_device_arrays(const Shape& shape, const NamedShardi
     if (it == by_device.end()) continue;
     const Array& a = *it->second;
     if (a.dtype() != dt)
-      throw ValueError(std::string("[") + api + "] Input buffers to `Array` must have matching "
-                       "dtypes. Got " + dtype_name(a.dtype()) + ", expected " + dtype_name(dt) +
+      throw ValueError(std::string("[") + api +
+                       "] Input buffers to `Array` must have matching "
+                       "dtypes. Got " +
+                       dtype_name(a.dtype()) + ", expected " + dtype_name(dt) +
                        " for buffer on device " + std::to_string(id));
     if (a.shape() != block)
       throw ValueError(std::string("[") + api + "] Expected shard shape " + shape_text(block) +

@@ -59,18 +59,23 @@ void initialize(const Options& o) {
         "calls to tsr::devices, tsr::device_put, tsr::init and others. Got a runtime that is "
         "already running; expected initialize first. Move the call to the top of main.");
   if (o.num_processes < 0)
-    throw ValueError("[distributed.initialize] num_processes must be a positive int. Got "
-                     "num_processes=" + count_str(o.num_processes) + "; expected >= 1 (or 0 "
-                     "for MPI's count).");
+    throw ValueError(
+        "[distributed.initialize] num_processes must be a positive int. Got "
+        "num_processes=" +
+        count_str(o.num_processes) +
+        "; expected >= 1 (or 0 "
+        "for MPI's count).");
   if (o.process_id < -1 || (o.num_processes > 0 && o.process_id >= o.num_processes))
     throw ValueError(
         "[distributed.initialize] process_id and num_processes must be nonnegative, with "
-        "process_id < num_processes. Got process_id=" + count_str(o.process_id) +
-        ", num_processes=" + count_str(o.num_processes) + ".");
+        "process_id < num_processes. Got process_id=" +
+        count_str(o.process_id) + ", num_processes=" + count_str(o.num_processes) + ".");
   if (o.local_device_count < 0 || o.local_device_count > detail::kMaxCpuDevices)
     throw ValueError("[distributed.initialize] local_device_count is out of range. Got " +
-                     count_str(o.local_device_count) + "; expected 0 (TSR_NUM_CPU_DEVICES, else "
-                     "8) or a count in [1, " + count_str(detail::kMaxCpuDevices) + "].");
+                     count_str(o.local_device_count) +
+                     "; expected 0 (TSR_NUM_CPU_DEVICES, else "
+                     "8) or a count in [1, " +
+                     count_str(detail::kMaxCpuDevices) + "].");
   const int64_t ms = timeout_ms(o.timeout_s);
   detail::ProcessWorld w = detail::process_backend_start(ms);
   auto refuse = [&](const std::string& what) {
@@ -78,26 +83,25 @@ void initialize(const Options& o) {
     throw ValueError("[distributed.initialize] " + what);
   };
   if (o.num_processes > 0 && o.num_processes != w.count)
-    refuse("num_processes does not match the launch. Got num_processes=" +
-           count_str(o.num_processes) + "; expected " + count_str(w.count) +
-           " (MPI_COMM_WORLD's size). Launch with `mpirun -np " + count_str(o.num_processes) +
-           "` or pass 0.");
+    refuse(
+        "num_processes does not match the launch. Got num_processes=" + count_str(o.num_processes) +
+        "; expected " + count_str(w.count) + " (MPI_COMM_WORLD's size). Launch with `mpirun -np " +
+        count_str(o.num_processes) + "` or pass 0.");
   if (o.process_id >= 0 && o.process_id != w.index)
     refuse("process_id does not match the launch. Got process_id=" + count_str(o.process_id) +
            "; expected " + count_str(w.index) + " (this process's MPI rank). Pass -1.");
   int local = o.local_device_count;
   if (local == 0) {
-    auto v = detail::env_int({"TSR_NUM_CPU_DEVICES", 1, detail::kMaxCpuDevices,
-                              "distributed.initialize", "the number of simulated CPU devices",
-                              "8"});
+    auto v =
+        detail::env_int({"TSR_NUM_CPU_DEVICES", 1, detail::kMaxCpuDevices, "distributed.initialize",
+                         "the number of simulated CPU devices", "8"});
     local = v ? static_cast<int>(*v) : 8;
   }
   // Every process must own as many devices: ids are process-major, p*L + local index.
   if (w.count > 1) {
     std::vector<int> all;
     for (int p = 0; p < w.count; ++p) all.push_back(p);
-    auto counts =
-        detail::process_allgather(all, std::to_string(local), "distributed.initialize");
+    auto counts = detail::process_allgather(all, std::to_string(local), "distributed.initialize");
     for (int p = 0; p < w.count; ++p)
       if (counts[static_cast<size_t>(p)] != std::to_string(local))
         refuse("processes have different device counts. Got " + counts[static_cast<size_t>(p)] +
@@ -147,8 +151,8 @@ std::vector<Device> local_devices(int process) {
   auto& rt = detail::Runtime::get();
   if (process == -1) process = rt.process_index();
   if (process < 0 || process >= rt.process_count())
-    throw ValueError("[local_devices] Unknown process_index " + std::to_string(process) +
-                     ". Got " + std::to_string(process) + "; expected an index in [0, " +
+    throw ValueError("[local_devices] Unknown process_index " + std::to_string(process) + ". Got " +
+                     std::to_string(process) + "; expected an index in [0, " +
                      std::to_string(rt.process_count()) + ").");
   std::vector<Device> out;
   for (int i = 0; i < rt.local_count(); ++i)

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "tsr/core/array_impl.h"
 #include "tsr/comm/process.h"
+#include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
 #include "tsr/distributed.h"
 #include "tsr/error.h"

@@ -44,10 +44,10 @@ std::vector<Array> gather_values(const Array& x, const char* op) {
   std::vector<Array> out;
   for (size_t p = 0; p < msgs.size(); ++p) {
     if (header_of(msgs[p]) != header_of(msgs[0]))
-      throw ValueError(std::string("[") + op + "] processes passed arrays of different types. Got " +
-                       header_of(msgs[0]) + " on process 0 and " + header_of(msgs[p]) +
-                       " on process " + std::to_string(p) +
-                       "; expected the same shape and dtype on every process.");
+      throw ValueError(std::string("[") + op +
+                       "] processes passed arrays of different types. Got " + header_of(msgs[0]) +
+                       " on process 0 and " + header_of(msgs[p]) + " on process " +
+                       std::to_string(p) + "; expected the same shape and dtype on every process.");
     out.push_back(deserialize(msgs[p], x.dtype(), x.shape()));
   }
   return out;
@@ -61,8 +61,8 @@ Array process_allgather(const Array& x, bool tiled) {
     if (!tiled)
       throw ValueError(
           "[process_allgather] Gathering global non-fully-addressable arrays only supports "
-          "tiled=True. Got tiled=false for an array on " + x.sharding().str() +
-          "; expected tiled=true (its value is the whole global array).");
+          "tiled=True. Got tiled=false for an array on " +
+          x.sharding().str() + "; expected tiled=true (its value is the whole global array).");
     // The global value: replicated on its mesh (a collective), then read here.
     Array r = device_put(x, NamedSharding(*x.sharding().concrete_mesh(), P()));
     return device_put(r, local_devices()[0]);
@@ -97,8 +97,8 @@ void sync_global_devices(const std::string& name) {
   for (size_t p = 0; p < names.size(); ++p)
     if (names[p] != name)
       throw AssertionError("[sync_global_devices] sync_global_devices name mismatch ('" + name +
-                           "'). Got '" + names[p] + "' on process " + std::to_string(p) +
-                           " and '" + name + "' on process " + std::to_string(process_index()) +
+                           "'). Got '" + names[p] + "' on process " + std::to_string(p) + " and '" +
+                           name + "' on process " + std::to_string(process_index()) +
                            "; expected the same name on every process. The processes reached "
                            "different barriers: they run different code from here on.");
 }

@@ -219,8 +219,10 @@ std::shared_ptr<GroupImpl> Runtime::group(const std::vector<int>& device_ids) {
   std::lock_guard<std::mutex> lock(group_mu_);
   auto& g = groups_[device_ids];
   if (g) return g;
-  const bool mine = std::any_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
-  const bool all = std::all_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
+  const bool mine =
+      std::any_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
+  const bool all =
+      std::all_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
   // A group with no device here is never called on this process; the threads group
   // stands in so that plans can hold one for every device.
   if (all || !mine) {

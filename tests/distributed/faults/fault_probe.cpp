@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
     type = "Error";
     msg = e.what();
   }
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::printf("RESULT %s process %d %lld ms %s: %s\n", scenario.c_str(), me,
               static_cast<long long>(ms), type.c_str(), msg.c_str());
   std::fflush(stdout);

@@ -96,8 +96,7 @@ void Link::check(const char* op) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!poisoned_.empty())
     throw CommError(std::string("[") + op +
-                    "] cross-process communication is broken by an earlier failure: " +
-                    poisoned_);
+                    "] cross-process communication is broken by an earlier failure: " + poisoned_);
 }
 
 bool Link::poll_notices(const char* op, int waiting_for) {
@@ -199,9 +198,8 @@ std::string Link::recv(int from, int tag, const char* op, Clock::time_point dead
     if (gone) continue;
     if (Clock::now() > deadline)
       fail("[" + std::string(op) + "] process " + std::to_string(from) +
-           " did not answer process " + std::to_string(rank_) + " within " +
-           seconds(timeout_ms_) + " (TSR_COMM_TIMEOUT). Got no message from process " +
-           std::to_string(from) +
+           " did not answer process " + std::to_string(rank_) + " within " + seconds(timeout_ms_) +
+           " (TSR_COMM_TIMEOUT). Got no message from process " + std::to_string(from) +
            "; expected every process to make the same cross-process calls in the same order. "
            "It may have died, hung or run another program; check its output. Later "
            "cross-process operations of this process raise this error too.");

@@ -35,7 +35,9 @@ class Link {
   /** Number of processes. */
   int size() const { return size_; }
   /** The deadline of a wait that starts now. */
-  Clock::time_point deadline() const { return Clock::now() + std::chrono::milliseconds(timeout_ms_); }
+  Clock::time_point deadline() const {
+    return Clock::now() + std::chrono::milliseconds(timeout_ms_);
+  }
   /** Largest tag MPI accepts. */
   int tag_ub() const { return tag_ub_; }
 
@@ -66,8 +68,8 @@ class Link {
   int tag_ub_ = 32767;
   int64_t timeout_ms_ = 60000;
   std::mutex mu_;
-  std::string poisoned_;   // the failure every later call raises
-  std::set<int> departed_; // peers that said goodbye (shutdown)
+  std::string poisoned_;    // the failure every later call raises
+  std::set<int> departed_;  // peers that said goodbye (shutdown)
 };
 
 }  // namespace tsr::detail::mpi

@@ -51,9 +51,8 @@ std::string show(const Wire& w) {
 }
 
 bool same_call(const Wire& a, const Wire& b) {
-  return std::strncmp(a.op, b.op, sizeof a.op) == 0 && a.count == b.count &&
-         a.dtype == b.dtype && a.reduce == b.reduce && a.root == b.root &&
-         a.pairs_hash == b.pairs_hash;
+  return std::strncmp(a.op, b.op, sizeof a.op) == 0 && a.count == b.count && a.dtype == b.dtype &&
+         a.reduce == b.reduce && a.root == b.root && a.pairs_hash == b.pairs_hash;
 }
 
 const char* at(const void* p, int64_t off) { return static_cast<const char*>(p) + off; }
@@ -62,7 +61,10 @@ char* at(void* p, int64_t off) { return static_cast<char*>(p) + off; }
 class ProcessGroup final : public GroupImpl {
  public:
   ProcessGroup(std::vector<int> ids, int per_process, int me)
-      : ids_(std::move(ids)), me_(me), hash_(hash_ids(ids_)), rv_(local_count(ids_, per_process, me), 0, "mpi", local_ranks(ids_, per_process, me)) {
+      : ids_(std::move(ids)),
+        me_(me),
+        hash_(hash_ids(ids_)),
+        rv_(local_count(ids_, per_process, me), 0, "mpi", local_ranks(ids_, per_process, me)) {
     const int n = static_cast<int>(ids_.size());
     for (int r = 0; r < n; ++r) {
       const int p = ids_[r] / per_process;
@@ -89,7 +91,8 @@ class ProcessGroup final : public GroupImpl {
                   ReduceOp op) override {
     const int64_t bytes = count * itemsize(dt);
     std::string partial;
-    run(rank, describe_reduce("all_reduce", in, out, count, dt, op),
+    run(
+        rank, describe_reduce("all_reduce", in, out, count, dt, op),
         [&](const Calls& c, int) -> std::string_view {
           if (partial.empty() && bytes) partial = reduce_local(c, 0, count, dt, op);
           return partial;
@@ -103,7 +106,8 @@ class ProcessGroup final : public GroupImpl {
   void all_gather(int rank, const void* in, void* out, int64_t count, DType dt) override {
     const int64_t bytes = count * itemsize(dt);
     std::string packed;
-    run(rank, describe_call("all_gather", in, out, count, dt),
+    run(
+        rank, describe_call("all_gather", in, out, count, dt),
         [&](const Calls& c, int) -> std::string_view {
           if (packed.empty())
             for (const auto& call : c) packed.append(at(call.in, 0), static_cast<size_t>(bytes));
@@ -122,7 +126,8 @@ class ProcessGroup final : public GroupImpl {
     const int64_t bytes = count * itemsize(dt);
     std::string partial;  // this process's partial of every rank's block
     std::string block;
-    run(rank, describe_reduce("reduce_scatter", in, out, count, dt, op),
+    run(
+        rank, describe_reduce("reduce_scatter", in, out, count, dt, op),
         [&](const Calls& c, int q) -> std::string_view {
           if (partial.empty() && bytes) partial = reduce_local(c, 0, count * size(), dt, op);
           block.clear();
@@ -142,7 +147,8 @@ class ProcessGroup final : public GroupImpl {
   void all_to_all(int rank, const void* in, void* out, int64_t count, DType dt) override {
     const int64_t bytes = count * itemsize(dt);
     std::string packed;
-    run(rank, describe_call("all_to_all", in, out, count, dt),
+    run(
+        rank, describe_call("all_to_all", in, out, count, dt),
         [&](const Calls& c, int q) -> std::string_view {
           packed.clear();
           for (const auto& call : c)
@@ -158,7 +164,8 @@ class ProcessGroup final : public GroupImpl {
               const void* src =
                   ps == mine_ ? at(c[pos_[s]].in, d * bytes)
                               : got[ps].data() + (pos_[s] * static_cast<int64_t>(mine.size()) +
-                                                  static_cast<int64_t>(li)) * bytes;
+                                                  static_cast<int64_t>(li)) *
+                                                     bytes;
               copy(at(c[li].out, s * bytes), src, bytes);
             }
           }
@@ -170,7 +177,8 @@ class ProcessGroup final : public GroupImpl {
                    const std::vector<int64_t>& recv_counts,
                    const std::vector<int64_t>& recv_displs) override {
     std::string packed;
-    run(rank,
+    run(
+        rank,
         describe_all_to_allv(size(), send, send_counts, send_displs, recv, recv_counts,
                              recv_displs),
         [&](const Calls& c, int q) -> std::string_view {
@@ -207,9 +215,8 @@ class ProcessGroup final : public GroupImpl {
               const int64_t n = (*call.recv_counts)[s];
               if (n == 0) continue;
               const int ps = pindex(proc_of_[s]);
-              const void* src = ps == mine_
-                                    ? at(c[pos_[s]].in, (*c[pos_[s]].send_displs)[mine[li]])
-                                    : got[ps].data() + start[s][li];
+              const void* src = ps == mine_ ? at(c[pos_[s]].in, (*c[pos_[s]].send_displs)[mine[li]])
+                                            : got[ps].data() + start[s][li];
               copy(at(call.out, (*call.recv_displs)[s]), src, n);
             }
           }
@@ -220,7 +227,8 @@ class ProcessGroup final : public GroupImpl {
                const std::vector<std::pair<int, int>>& pairs) override {
     const int64_t bytes = count * itemsize(dt);
     std::string packed;
-    run(rank, describe_permute(rank, size(), in, out, count, dt, pairs),
+    run(
+        rank, describe_permute(rank, size(), in, out, count, dt, pairs),
         [&](const Calls& c, int q) -> std::string_view {
           packed.clear();
           for (auto [s, d] : pairs)
@@ -243,7 +251,8 @@ class ProcessGroup final : public GroupImpl {
 
   void broadcast(int rank, const void* in, void* out, int64_t count, DType dt, int root) override {
     const int64_t bytes = count * itemsize(dt);
-    run(rank, describe_broadcast(rank, size(), in, out, count, dt, root),
+    run(
+        rank, describe_broadcast(rank, size(), in, out, count, dt, root),
         [&](const Calls& c, int) -> std::string_view {
           if (pindex(proc_of_[root]) != mine_) return {};
           return {at(c[pos_[root]].in, 0), static_cast<size_t>(bytes)};
@@ -257,12 +266,14 @@ class ProcessGroup final : public GroupImpl {
   }
 
   void barrier(int rank) override {
-    run(rank, describe_barrier(), [](const Calls&, int) { return std::string_view(); },
+    run(
+        rank, describe_barrier(), [](const Calls&, int) { return std::string_view(); },
         [](const Calls&, const Payloads&) {});
   }
 
   void fail(int rank, const std::string& op, const std::string& reason) override {
-    run(rank, describe_failure(op, reason), [](const Calls&, int) { return std::string_view(); },
+    run(
+        rank, describe_failure(op, reason), [](const Calls&, int) { return std::string_view(); },
         [](const Calls&, const Payloads&) {});
   }
 
@@ -300,8 +311,8 @@ class ProcessGroup final : public GroupImpl {
   }
   // The reduction over processes, in process order, of each one's partial: this
   // process's `mine`, the others' at byte `offset` of their payloads.
-  std::string combine(const Payloads& got, const std::string& mine, int64_t offset,
-                      int64_t count, DType dt, ReduceOp op) const {
+  std::string combine(const Payloads& got, const std::string& mine, int64_t offset, int64_t count,
+                      DType dt, ReduceOp op) const {
     std::string acc;
     for (size_t p = 0; p < procs_.size(); ++p) {
       const char* part = static_cast<int>(p) == mine_ ? mine.data() : got[p].data() + offset;
@@ -376,8 +387,8 @@ class ProcessGroup final : public GroupImpl {
       pending->payloads[p] = std::string(pack(calls, static_cast<int>(p)));
       link.post_send(pending->header.data(), pending->header.size(), procs_[p], tag_,
                      pending->reqs);
-      link.post_send(pending->payloads[p].data(), pending->payloads[p].size(), procs_[p],
-                     tag_ + 1, pending->reqs);
+      link.post_send(pending->payloads[p].data(), pending->payloads[p].size(), procs_[p], tag_ + 1,
+                     pending->reqs);
       pending->to.push_back(procs_[p]);
       pending->to.push_back(procs_[p]);
     }
@@ -408,8 +419,11 @@ class ProcessGroup final : public GroupImpl {
         seen.emplace_back(procs_[p], w);
       }
       if (!failures.empty())
-        throw CommError(std::string("[") + op + "] a process of the group failed before the "
-                        "collective: " + failures + ". Every process of the group raises this "
+        throw CommError(std::string("[") + op +
+                        "] a process of the group failed before the "
+                        "collective: " +
+                        failures +
+                        ". Every process of the group raises this "
                         "error; fix the failing process's error first.");
       std::sort(seen.begin(), seen.end(), [](auto& a, auto& b) { return a.first < b.first; });
       bool agree = std::all_of(seen.begin(), seen.end(),
@@ -470,8 +484,8 @@ class ProcessGroup final : public GroupImpl {
   int mine_ = 0;                            // this process's index in procs_
   int tag_ = 0;
   Rendezvous rv_;
-  uint64_t seq_ = 0;           // the leader's call count
-  std::string error_;          // the leader's verdict, read by every local rank
+  uint64_t seq_ = 0;   // the leader's call count
+  std::string error_;  // the leader's verdict, read by every local rank
   std::vector<std::shared_ptr<Pending>> orphans_;
 };
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Collectives over 8 devices as 1 x 8, 2 x 4 and 4 x 2 processes x devices against Open
+MPI's own over 8 ranks, in one invocation (issue 25). Prints a table of median
+microseconds and the ratio MPI / Tessera (> 1: Tessera faster).
+Usage: processes_compare.py BUILD_DIR [--max-mib 64]"""
+import os
+import subprocess
+import sys
+
+build = sys.argv[1]
+extra = sys.argv[2:]
+exe = os.path.join(build, "bench", "processes_bench")
+env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none",
+          "--mca", "btl_vader_single_copy_mechanism", "none"]
+
+
+def run(cmd):
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return {(op, int(b)): float(t) for op, b, t in (l.split() for l in out.splitlines() if l.strip())}
+
+
+runs = {
+    "mpi 8 ranks": run(mpirun + ["-np", "8", exe, "--mode", "mpi"] + extra),
+    "tsr 1x8": run([exe, "--mode", "tsr"] + extra),
+    "tsr 2x4": run(mpirun + ["-np", "2", exe, "--mode", "tsr"] + extra),
+    "tsr 4x2": run(mpirun + ["-np", "4", exe, "--mode", "tsr"] + extra),
+}
+keys = sorted(runs["mpi 8 ranks"], key=lambda k: (k[0], k[1]))
+print("| op | bytes/device | MPI 8 ranks, us | Tessera 1x8 | Tessera 2x4 | Tessera 4x2 | "
+      "MPI / 2x4 | MPI / 4x2 |")
+print("|---|---|---|---|---|---|---|---|")
+for k in keys:
+    m = runs["mpi 8 ranks"][k]
+    t = [runs[r][k] for r in ("tsr 1x8", "tsr 2x4", "tsr 4x2")]
+    size = f"{k[1] >> 20} MiB" if k[1] >= 1 << 20 else f"{k[1] >> 10} KiB"
+    print(f"| {k[0]} | {size} | {m:.0f} | {t[0]:.0f} | {t[1]:.0f} | {t[2]:.0f} | "
+          f"{m / t[1]:.2f} | {m / t[2]:.2f} |")
