@@ -24,7 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int iterations(int64_t bytes) {
-  return static_cast<int>(std::clamp<int64_t>((int64_t{256} << 20) / std::max<int64_t>(bytes, 1), 5, 200));
+  return static_cast<int>(
+      std::clamp<int64_t>((int64_t{256} << 20) / std::max<int64_t>(bytes, 1), 5, 200));
 }
 
 double median(std::vector<double> v) {
@@ -76,7 +77,8 @@ void run_mpi(const std::vector<int64_t>& sizes) {
 void run_tsr(const std::vector<int64_t>& sizes) {
   using namespace tsr;
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
-    distributed::initialize({.local_device_count = 8 / std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE"))});
+    distributed::initialize(
+        {.local_device_count = 8 / std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE"))});
   } else {
     init({.num_cpu_devices = 8});
   }
@@ -86,8 +88,8 @@ void run_tsr(const std::vector<int64_t>& sizes) {
     Array x = make_array_from_callback({8 * count}, float32, NamedSharding(mesh, P("x")),
                                        [&](const ShardIndex&) { return ones({count}); });
     auto smap = [&](auto body) {
-      return jit(shard_map(body, {.mesh = mesh, .in_specs = P("x"), .out_specs = P("x"),
-                                  .check_vma = false}));
+      return jit(shard_map(
+          body, {.mesh = mesh, .in_specs = P("x"), .out_specs = P("x"), .check_vma = false}));
     };
     auto ar = smap([](const Array& b) { return psum(b, "x"); });
     auto ag = smap([](const Array& b) { return all_gather(b, "x", {.axis = 0, .tiled = true}); });

@@ -13,7 +13,8 @@ int main() {
   tsr::Mesh mesh = tsr::make_mesh({tsr::device_count()}, {"x"});
   // Each process passes its own rows, filled with its index; the global shape is inferred.
   tsr::Array local = tsr::full({16 / P, 4}, me, tsr::float32, tsr::local_devices()[0]);
-  tsr::Array x = tsr::make_array_from_process_local_data(tsr::NamedSharding(mesh, tsr::P("x")), local);
+  tsr::Array x =
+      tsr::make_array_from_process_local_data(tsr::NamedSharding(mesh, tsr::P("x")), local);
   // A jit over the global array: the sum is replicated, so every process can read it.
   tsr::Array total = tsr::jit([](const tsr::Array& a) { return tsr::sum(a); })(x);
   std::printf("process %d of %d: global shape (%lld, %lld), %zu local shards, sum %g\n", me, P,
@@ -22,7 +23,8 @@ int main() {
   // Every process's value, gathered.
   std::vector<float> who =
       tsr::multihost::process_allgather(tsr::scalar(static_cast<float>(me))).to_vector<float>();
-  if (me == 0) std::printf("process_allgather of the indices: %zu values, last %g\n", who.size(), who.back());
+  if (me == 0)
+    std::printf("process_allgather of the indices: %zu values, last %g\n", who.size(), who.back());
   tsr::distributed::shutdown();
   return 0;
 }

@@ -178,6 +178,13 @@ void Link::wait_sends(std::vector<void*>& reqs, const std::vector<int>& to, cons
 }
 
 std::string Link::recv(int from, int tag, const char* op, Clock::time_point deadline) {
+  std::vector<char> body;
+  recv_into(from, tag, op, deadline, body);
+  return std::string(body.begin(), body.end());
+}
+
+void Link::recv_into(int from, int tag, const char* op, Clock::time_point deadline,
+                     std::vector<char>& body) {
   bool gone = false;  // set once `from` said goodbye: one last look for its message
   for (int spins = 0;; ++spins) {
     int flag = 0;
@@ -188,10 +195,25 @@ std::string Link::recv(int from, int tag, const char* op, Clock::time_point dead
     if (flag) {
       int n = 0;
       MPI_Get_count(&st, MPI_BYTE, &n);
-      std::string body(static_cast<size_t>(n), '\0');
-      rc = MPI_Mrecv(body.data(), n, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Mrecv", rc);
-      return body;
+      body.resize(static_cast<size_t>(n));  // a reused buffer of the same size is not touched
+      MPI_Request req;
+      rc = MPI_Imrecv(body.data(), n, MPI_BYTE, &msg, &req);
+      if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Imrecv", rc);
+      // A large message streams in: wait for it with the same deadline and notices.
+      for (int s2 = 0;; ++s2) {
+        int done = 0;
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
+        if (done) return;
+        if (poll_notices(op, from) || Clock::now() > deadline) {
+          fail("[" + std::string(op) + "] process " + std::to_string(from) +
+               " stopped sending to process " + std::to_string(rank_) + " in the middle of a " +
+               std::to_string(n) + "-byte message. Got part of it within " + seconds(timeout_ms_) +
+               " (TSR_COMM_TIMEOUT); expected all of it. It may have died; "
+               "check its output.");
+        }
+        backoff(s2 < 64 ? s2 : 64);  // stay responsive: a large message completes in ms
+      }
     }
     if (gone) departed(op, from);
     gone = poll_notices(op, from);

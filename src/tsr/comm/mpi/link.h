@@ -48,6 +48,9 @@ class Link {
                   Clock::time_point deadline);
   /** Receives the next message from `from` with `tag`, whatever its size. */
   std::string recv(int from, int tag, const char* op, Clock::time_point deadline);
+  /** The same into `body` (resized to the message; a buffer of that size is reused). */
+  void recv_into(int from, int tag, const char* op, Clock::time_point deadline,
+                 std::vector<char>& body);
   /** Raises the recorded failure, if any (a lost peer poisons every later call). */
   void check(const char* op);
   /** Best-effort abort notice to every peer; never throws. */

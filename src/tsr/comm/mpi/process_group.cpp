@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include "tsr/comm/calls.h"
 #include "tsr/comm/mpi/link.h"
@@ -87,60 +88,69 @@ class ProcessGroup final : public GroupImpl {
   int size() const override { return static_cast<int>(ids_.size()); }
   const char* backend() const override { return "mpi"; }
 
+  // Each collective: pack(c, q) is what this process sends process index q (the
+  // leader runs it), prepare(c) runs on the leader once the messages are in, and
+  // write(c, li) fills local rank li's output (every local rank runs its own, in
+  // parallel). Inputs stay readable until the closing sync.
   void all_reduce(int rank, const void* in, void* out, int64_t count, DType dt,
                   ReduceOp op) override {
     const int64_t bytes = count * itemsize(dt);
-    std::string partial;
     run(
         rank, describe_reduce("all_reduce", in, out, count, dt, op),
         [&](const Calls& c, int) -> std::string_view {
-          if (partial.empty() && bytes) partial = reduce_local(c, 0, count, dt, op);
-          return partial;
+          if (partial_.empty() && bytes) partial_ = reduce_local(c, 0, count, dt, op);
+          return partial_;
         },
-        [&](const Calls& c, const Payloads& got) {
-          std::string total = combine(got, partial, 0, count, dt, op);
-          for (const auto& call : c) copy(call.out, total.data(), bytes);
-        });
+        [&](const Calls&) {
+          if (bytes) total_ = combine(partial_, 0, count, dt, op);
+        },
+        [&](const Calls& c, size_t li) { copy(c[li].out, total_.data(), bytes); });
   }
 
   void all_gather(int rank, const void* in, void* out, int64_t count, DType dt) override {
     const int64_t bytes = count * itemsize(dt);
-    std::string packed;
     run(
         rank, describe_call("all_gather", in, out, count, dt),
         [&](const Calls& c, int) -> std::string_view {
-          if (packed.empty())
-            for (const auto& call : c) packed.append(at(call.in, 0), static_cast<size_t>(bytes));
-          return packed;
+          if (partial_.empty())
+            for (const auto& call : c) partial_.append(at(call.in, 0), static_cast<size_t>(bytes));
+          return partial_;
         },
-        [&](const Calls& c, const Payloads& got) {
-          for (int r = 0; r < size(); ++r) {
-            const void* src = input_of(c, got, r, bytes);
-            for (const auto& call : c) copy(at(call.out, r * bytes), src, bytes);
-          }
+        [](const Calls&) {},
+        [&](const Calls& c, size_t li) {
+          for (int r = 0; r < size(); ++r)
+            copy(at(c[li].out, r * bytes), input_of(c, r, bytes), bytes);
         });
   }
 
   void reduce_scatter(int rank, const void* in, void* out, int64_t count, DType dt,
                       ReduceOp op) override {
     const int64_t bytes = count * itemsize(dt);
-    std::string partial;  // this process's partial of every rank's block
     std::string block;
     run(
         rank, describe_reduce("reduce_scatter", in, out, count, dt, op),
         [&](const Calls& c, int q) -> std::string_view {
-          if (partial.empty() && bytes) partial = reduce_local(c, 0, count * size(), dt, op);
+          if (partial_.empty() && bytes) partial_ = reduce_local(c, 0, count * size(), dt, op);
           block.clear();
-          for (int r : ranks_of_[q]) block.append(partial.data() + r * bytes, bytes);
+          for (int r : ranks_of_[q]) block.append(partial_.data() + r * bytes, bytes);
           return block;
         },
-        [&](const Calls& c, const Payloads& got) {
-          for (size_t li = 0; li < c.size(); ++li) {
-            const int r = ranks_of_[mine_][li];
-            std::string mine(partial.data() + r * bytes, static_cast<size_t>(bytes));
-            std::string total = combine(got, mine, li * bytes, count, dt, op);
-            copy(c[li].out, total.data(), bytes);
+        [](const Calls&) {},
+        [&](const Calls& c, size_t li) {
+          if (!bytes) return;
+          const int r = ranks_of_[mine_][li];
+          // This process's partial of rank r's block, then the others' in process order.
+          std::string acc;
+          for (size_t p = 0; p < procs_.size(); ++p) {
+            const char* part = static_cast<int>(p) == mine_
+                                   ? partial_.data() + r * bytes
+                                   : got_[p].data() + static_cast<int64_t>(li) * bytes;
+            if (p == 0)
+              acc.assign(part, static_cast<size_t>(bytes));
+            else
+              reduce_accumulate(dt, op, acc.data(), part, count);
           }
+          copy(c[li].out, acc.data(), bytes);
         });
   }
 
@@ -155,19 +165,18 @@ class ProcessGroup final : public GroupImpl {
             for (int d : ranks_of_[q]) packed.append(at(call.in, d * bytes), bytes);
           return packed;
         },
-        [&](const Calls& c, const Payloads& got) {
+        [](const Calls&) {},
+        [&](const Calls& c, size_t li) {
           const auto& mine = ranks_of_[mine_];
-          for (size_t li = 0; li < c.size(); ++li) {
-            const int d = mine[li];
-            for (int s = 0; s < size(); ++s) {
-              const int ps = pindex(proc_of_[s]);
-              const void* src =
-                  ps == mine_ ? at(c[pos_[s]].in, d * bytes)
-                              : got[ps].data() + (pos_[s] * static_cast<int64_t>(mine.size()) +
-                                                  static_cast<int64_t>(li)) *
-                                                     bytes;
-              copy(at(c[li].out, s * bytes), src, bytes);
-            }
+          const int d = mine[li];
+          for (int s = 0; s < size(); ++s) {
+            const int ps = pindex(proc_of_[s]);
+            const void* src = ps == mine_
+                                  ? at(c[pos_[s]].in, d * bytes)
+                                  : got_[ps].data() + (pos_[s] * static_cast<int64_t>(mine.size()) +
+                                                       static_cast<int64_t>(li)) *
+                                                          bytes;
+            copy(at(c[li].out, s * bytes), src, bytes);
           }
         });
   }
@@ -189,36 +198,36 @@ class ProcessGroup final : public GroupImpl {
                             static_cast<size_t>((*call.send_counts)[d]));
           return packed;
         },
-        [&](const Calls& c, const Payloads& got) {
-          const auto& mine = ranks_of_[mine_];
+        [&](const Calls& c) {
           // Where each remote source's bytes for each local destination start.
-          std::vector<int64_t> off(procs_.size(), 0);
-          std::vector<std::vector<int64_t>> start(static_cast<size_t>(size()),
-                                                  std::vector<int64_t>(mine.size()));
+          const auto& mine = ranks_of_[mine_];
+          starts_.assign(static_cast<size_t>(size()), std::vector<int64_t>(mine.size()));
           for (size_t p = 0; p < procs_.size(); ++p) {
             if (static_cast<int>(p) == mine_) continue;
+            int64_t off = 0;
             for (int s : ranks_of_[p])
               for (size_t li = 0; li < mine.size(); ++li) {
-                start[s][li] = off[p];
-                off[p] += (*c[li].recv_counts)[s];
+                starts_[s][li] = off;
+                off += (*c[li].recv_counts)[s];
               }
-            if (off[p] != static_cast<int64_t>(got[p].size()))
+            if (off != static_cast<int64_t>(got_[p].size()))
               throw CommError("[all_to_allv] process " + std::to_string(procs_[p]) + " sent " +
-                              std::to_string(got[p].size()) + " bytes to process " +
-                              std::to_string(me_) + ". Got " + std::to_string(got[p].size()) +
-                              "; expected " + std::to_string(off[p]) +
+                              std::to_string(got_[p].size()) + " bytes to process " +
+                              std::to_string(me_) + ". Got " + std::to_string(got_[p].size()) +
+                              "; expected " + std::to_string(off) +
                               " (the receive counts here). Every pair's counts must agree.");
           }
-          for (size_t li = 0; li < mine.size(); ++li) {
-            const auto& call = c[li];
-            for (int s = 0; s < size(); ++s) {
-              const int64_t n = (*call.recv_counts)[s];
-              if (n == 0) continue;
-              const int ps = pindex(proc_of_[s]);
-              const void* src = ps == mine_ ? at(c[pos_[s]].in, (*c[pos_[s]].send_displs)[mine[li]])
-                                            : got[ps].data() + start[s][li];
-              copy(at(call.out, (*call.recv_displs)[s]), src, n);
-            }
+        },
+        [&](const Calls& c, size_t li) {
+          const auto& mine = ranks_of_[mine_];
+          const auto& call = c[li];
+          for (int s = 0; s < size(); ++s) {
+            const int64_t n = (*call.recv_counts)[s];
+            if (n == 0) continue;
+            const int ps = pindex(proc_of_[s]);
+            const void* src = ps == mine_ ? at(c[pos_[s]].in, (*c[pos_[s]].send_displs)[mine[li]])
+                                          : got_[ps].data() + starts_[s][li];
+            copy(at(call.out, (*call.recv_displs)[s]), src, n);
           }
         });
   }
@@ -236,16 +245,22 @@ class ProcessGroup final : public GroupImpl {
               packed.append(at(c[pos_[s]].in, 0), bytes);
           return packed;
         },
-        [&](const Calls& c, const Payloads& got) {
-          for (const auto& call : c)
-            if (bytes) std::memset(call.out, 0, static_cast<size_t>(bytes));
+        [](const Calls&) {},
+        [&](const Calls& c, size_t li) {
+          const int me = ranks_of_[mine_][li];
+          // The k-th pair from process p to this process is block k of p's message.
           std::vector<int64_t> next(procs_.size(), 0);
           for (auto [s, d] : pairs) {
             const int ps = pindex(proc_of_[s]);
             if (pindex(proc_of_[d]) != mine_) continue;
-            const void* src = ps == mine_ ? c[pos_[s]].in : got[ps].data() + bytes * next[ps]++;
-            copy(c[pos_[d]].out, src, bytes);
+            if (d == me) {
+              copy(c[li].out, ps == mine_ ? c[pos_[s]].in : got_[ps].data() + bytes * next[ps],
+                   bytes);
+              return;
+            }
+            if (ps != mine_) ++next[ps];
           }
+          if (bytes) std::memset(c[li].out, 0, static_cast<size_t>(bytes));  // no source
         });
   }
 
@@ -257,29 +272,28 @@ class ProcessGroup final : public GroupImpl {
           if (pindex(proc_of_[root]) != mine_) return {};
           return {at(c[pos_[root]].in, 0), static_cast<size_t>(bytes)};
         },
-        [&](const Calls& c, const Payloads& got) {
+        [](const Calls&) {},
+        [&](const Calls& c, size_t li) {
           const int pr = pindex(proc_of_[root]);
-          const void* src = pr == mine_ ? c[pos_[root]].in : got[pr].data();
-          for (const auto& call : c)
-            if (call.out != src) copy(call.out, src, bytes);
+          const void* src = pr == mine_ ? c[pos_[root]].in : got_[pr].data();
+          if (c[li].out != src) copy(c[li].out, src, bytes);
         });
   }
 
   void barrier(int rank) override {
     run(
         rank, describe_barrier(), [](const Calls&, int) { return std::string_view(); },
-        [](const Calls&, const Payloads&) {});
+        [](const Calls&) {}, [](const Calls&, size_t) {});
   }
 
   void fail(int rank, const std::string& op, const std::string& reason) override {
     run(
         rank, describe_failure(op, reason), [](const Calls&, int) { return std::string_view(); },
-        [](const Calls&, const Payloads&) {});
+        [](const Calls&) {}, [](const Calls&, size_t) {});
   }
 
  private:
   using Calls = std::vector<CallDesc>;
-  using Payloads = std::vector<std::string>;  // by index in procs_; this process's empty
 
   static int local_count(const std::vector<int>& ids, int per_process, int me) {
     return static_cast<int>(
@@ -310,12 +324,12 @@ class ProcessGroup final : public GroupImpl {
     return acc;
   }
   // The reduction over processes, in process order, of each one's partial: this
-  // process's `mine`, the others' at byte `offset` of their payloads.
-  std::string combine(const Payloads& got, const std::string& mine, int64_t offset, int64_t count,
-                      DType dt, ReduceOp op) const {
+  // process's `mine`, the others' at byte `offset` of their messages.
+  std::string combine(const std::string& mine, int64_t offset, int64_t count, DType dt,
+                      ReduceOp op) const {
     std::string acc;
     for (size_t p = 0; p < procs_.size(); ++p) {
-      const char* part = static_cast<int>(p) == mine_ ? mine.data() : got[p].data() + offset;
+      const char* part = static_cast<int>(p) == mine_ ? mine.data() : got_[p].data() + offset;
       if (p == 0) {
         acc.assign(part, static_cast<size_t>(count * itemsize(dt)));
       } else {
@@ -324,15 +338,15 @@ class ProcessGroup final : public GroupImpl {
     }
     return acc;
   }
-  // Rank r's input: a local rank's buffer or its block of its process's payload.
-  const void* input_of(const Calls& c, const Payloads& got, int r, int64_t bytes) const {
+  // Rank r's input: a local rank's buffer or its block of its process's message.
+  const void* input_of(const Calls& c, int r, int64_t bytes) const {
     const int p = pindex(proc_of_[r]);
-    return p == mine_ ? c[pos_[r]].in : got[p].data() + pos_[r] * bytes;
+    return p == mine_ ? c[pos_[r]].in : got_[p].data() + pos_[r] * bytes;
   }
 
   // One collective: local arrival, the leader's exchange and writes, a closing sync.
-  template <typename Pack, typename Finish>
-  void run(int rank, CallDesc desc, Pack pack, Finish finish) {
+  template <typename Pack, typename Prepare, typename Write>
+  void run(int rank, CallDesc desc, Pack pack, Prepare prepare, Write write) {
     const int li = pos_[rank];
     const std::string op = desc.op;
     const Calls* calls = nullptr;
@@ -345,14 +359,19 @@ class ProcessGroup final : public GroupImpl {
     }
     if (li == 0) {
       error_.clear();
+      partial_.clear();
       try {
-        exchange(*calls, pack, finish);
+        exchange(*calls, pack);
+        prepare(*calls);
       } catch (const std::exception& e) {
         error_ = e.what();
       }
     }
-    if (calls->size() > 1) rv_.sync(li, op);
+    const bool alone = calls->size() == 1;
+    if (!alone) rv_.sync(li, op);
     if (!error_.empty()) throw CommError(error_);
+    write(*calls, static_cast<size_t>(li));
+    if (!alone) rv_.sync(li, op);
   }
 
   Wire wire_of(const CallDesc& c) const {
@@ -369,8 +388,8 @@ class ProcessGroup final : public GroupImpl {
     return w;
   }
 
-  template <typename Pack, typename Finish>
-  void exchange(const Calls& calls, Pack& pack, Finish& finish) {
+  template <typename Pack>
+  void exchange(const Calls& calls, Pack& pack) {
     Link& link = Link::get();
     const char* op = calls[0].op.c_str();
     link.check(op);
@@ -384,16 +403,20 @@ class ProcessGroup final : public GroupImpl {
     pending->payloads.resize(procs_.size());
     for (size_t p = 0; p < procs_.size(); ++p) {
       if (static_cast<int>(p) == mine_) continue;
-      pending->payloads[p] = std::string(pack(calls, static_cast<int>(p)));
+      std::string_view v = pack(calls, static_cast<int>(p));
+      // partial_ lives until the next call: sent in place; anything else is copied.
+      const bool shared = !partial_.empty() && v.data() == partial_.data();
+      if (!shared) pending->payloads[p] = std::string(v);
+      pending->uses_partial = pending->uses_partial || shared;
+      const std::string& body = shared ? partial_ : pending->payloads[p];
       link.post_send(pending->header.data(), pending->header.size(), procs_[p], tag_,
                      pending->reqs);
-      link.post_send(pending->payloads[p].data(), pending->payloads[p].size(), procs_[p], tag_ + 1,
-                     pending->reqs);
+      link.post_send(body.data(), body.size(), procs_[p], tag_ + 1, pending->reqs);
       pending->to.push_back(procs_[p]);
       pending->to.push_back(procs_[p]);
     }
     try {
-      Payloads got(procs_.size());
+      got_.resize(procs_.size());
       std::vector<std::pair<int, Wire>> seen{{me_, me}};
       std::string failures;
       for (size_t p = 0; p < procs_.size(); ++p) {
@@ -404,7 +427,7 @@ class ProcessGroup final : public GroupImpl {
           std::string h = link.recv(procs_[p], tag_, op, dl);
           std::memcpy(&w, h.data(), std::min(h.size(), sizeof w));
           note = h.size() > sizeof w ? h.substr(sizeof w) : "";
-          got[p] = link.recv(procs_[p], tag_ + 1, op, dl);
+          link.recv_into(procs_[p], tag_ + 1, op, dl, got_[p]);
           if (w.group == hash_ && w.seq < seq_) continue;  // a failed call's leftover
           break;
         }
@@ -438,9 +461,11 @@ class ProcessGroup final : public GroupImpl {
         throw CommError(os.str());
       }
       link.wait_sends(pending->reqs, pending->to, op, dl);
-      finish(calls, got);
     } catch (...) {
-      if (!pending->reqs.empty()) orphans_.push_back(pending);
+      if (!pending->reqs.empty()) {  // sends may still read their buffers: keep them
+        if (pending->uses_partial) pending->keep = std::move(partial_);
+        orphans_.push_back(pending);
+      }
       throw;
     }
   }
@@ -470,6 +495,8 @@ class ProcessGroup final : public GroupImpl {
   struct Pending {
     std::string header;
     std::vector<std::string> payloads;
+    bool uses_partial = false;  // a send reads partial_
+    std::string keep;           // partial_, moved here when such a send is orphaned
     std::vector<void*> reqs;
     std::vector<int> to;
   };
@@ -486,6 +513,11 @@ class ProcessGroup final : public GroupImpl {
   Rendezvous rv_;
   uint64_t seq_ = 0;   // the leader's call count
   std::string error_;  // the leader's verdict, read by every local rank
+  // Shared between the local ranks of one call (the leader fills them before the sync):
+  std::vector<std::vector<char>> got_;        // by index in procs_: their messages (reused)
+  std::string partial_;                       // this process's partial or packed inputs
+  std::string total_;                         // all_reduce's result
+  std::vector<std::vector<int64_t>> starts_;  // all_to_allv: offsets in the messages
   std::vector<std::shared_ptr<Pending>> orphans_;
 };
 
