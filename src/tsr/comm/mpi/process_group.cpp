@@ -81,6 +81,7 @@ class ProcessGroup final : public GroupImpl {
       rs.push_back(r);
     }
     mine_ = pindex(me_);
+    packs_.resize(procs_.size());
     const int64_t slots = (Link::get().tag_ub() - mpi::kFirstGroupTag) / 2;
     tag_ = mpi::kFirstGroupTag + 2 * static_cast<int>(hash_ % static_cast<uint64_t>(slots));
   }
@@ -126,12 +127,11 @@ class ProcessGroup final : public GroupImpl {
   void reduce_scatter(int rank, const void* in, void* out, int64_t count, DType dt,
                       ReduceOp op) override {
     const int64_t bytes = count * itemsize(dt);
-    std::string block;
     run(
         rank, describe_reduce("reduce_scatter", in, out, count, dt, op),
         [&](const Calls& c, int q) -> std::string_view {
           if (partial_.empty() && bytes) partial_ = reduce_local(c, 0, count * size(), dt, op);
-          block.clear();
+          std::string& block = pack_for(q);
           for (int r : ranks_of_[q]) block.append(partial_.data() + r * bytes, bytes);
           return block;
         },
@@ -156,11 +156,10 @@ class ProcessGroup final : public GroupImpl {
 
   void all_to_all(int rank, const void* in, void* out, int64_t count, DType dt) override {
     const int64_t bytes = count * itemsize(dt);
-    std::string packed;
     run(
         rank, describe_call("all_to_all", in, out, count, dt),
         [&](const Calls& c, int q) -> std::string_view {
-          packed.clear();
+          std::string& packed = pack_for(q);
           for (const auto& call : c)
             for (int d : ranks_of_[q]) packed.append(at(call.in, d * bytes), bytes);
           return packed;
@@ -185,13 +184,12 @@ class ProcessGroup final : public GroupImpl {
                    const std::vector<int64_t>& send_displs, void* recv,
                    const std::vector<int64_t>& recv_counts,
                    const std::vector<int64_t>& recv_displs) override {
-    std::string packed;
     run(
         rank,
         describe_all_to_allv(size(), send, send_counts, send_displs, recv, recv_counts,
                              recv_displs),
         [&](const Calls& c, int q) -> std::string_view {
-          packed.clear();
+          std::string& packed = pack_for(q);
           for (const auto& call : c)
             for (int d : ranks_of_[q])
               packed.append(at(call.in, (*call.send_displs)[d]),
@@ -235,11 +233,10 @@ class ProcessGroup final : public GroupImpl {
   void permute(int rank, const void* in, void* out, int64_t count, DType dt,
                const std::vector<std::pair<int, int>>& pairs) override {
     const int64_t bytes = count * itemsize(dt);
-    std::string packed;
     run(
         rank, describe_permute(rank, size(), in, out, count, dt, pairs),
         [&](const Calls& c, int q) -> std::string_view {
-          packed.clear();
+          std::string& packed = pack_for(q);
           for (auto [s, d] : pairs)
             if (pindex(proc_of_[s]) == mine_ && pindex(proc_of_[d]) == q)
               packed.append(at(c[pos_[s]].in, 0), bytes);
@@ -304,6 +301,12 @@ class ProcessGroup final : public GroupImpl {
     for (int r = 0; r < static_cast<int>(ids.size()); ++r)
       if (ids[r] / per_process == me) out.push_back(r);
     return out;
+  }
+  // The message for process index q, emptied (its capacity stays: no new pages).
+  std::string& pack_for(int q) {
+    std::string& b = packs_[static_cast<size_t>(q)];
+    b.clear();
+    return b;
   }
   int pindex(int process) const {
     return static_cast<int>(std::lower_bound(procs_.begin(), procs_.end(), process) -
@@ -404,14 +407,16 @@ class ProcessGroup final : public GroupImpl {
     for (size_t p = 0; p < procs_.size(); ++p) {
       if (static_cast<int>(p) == mine_) continue;
       std::string_view v = pack(calls, static_cast<int>(p));
-      // partial_ lives until the next call: sent in place; anything else is copied.
-      const bool shared = !partial_.empty() && v.data() == partial_.data();
+      // partial_ and packs_ live until the next call: sent in place; anything else is
+      // copied.
+      const bool shared = v.empty() || (!partial_.empty() && v.data() == partial_.data()) ||
+                          (!packs_[p].empty() && v.data() == packs_[p].data());
       if (!shared) pending->payloads[p] = std::string(v);
       pending->uses_partial = pending->uses_partial || shared;
-      const std::string& body = shared ? partial_ : pending->payloads[p];
+      const char* body = shared ? v.data() : pending->payloads[p].data();
       link.post_send(pending->header.data(), pending->header.size(), procs_[p], tag_,
                      pending->reqs);
-      link.post_send(body.data(), body.size(), procs_[p], tag_ + 1, pending->reqs);
+      link.post_send(body, v.size(), procs_[p], tag_ + 1, pending->reqs);
       pending->to.push_back(procs_[p]);
       pending->to.push_back(procs_[p]);
     }
@@ -463,7 +468,11 @@ class ProcessGroup final : public GroupImpl {
       link.wait_sends(pending->reqs, pending->to, op, dl);
     } catch (...) {
       if (!pending->reqs.empty()) {  // sends may still read their buffers: keep them
-        if (pending->uses_partial) pending->keep = std::move(partial_);
+        if (pending->uses_partial) {
+          pending->keep = std::move(partial_);
+          pending->keep_packs = std::move(packs_);
+          packs_.assign(procs_.size(), {});
+        }
         orphans_.push_back(pending);
       }
       throw;
@@ -495,8 +504,9 @@ class ProcessGroup final : public GroupImpl {
   struct Pending {
     std::string header;
     std::vector<std::string> payloads;
-    bool uses_partial = false;  // a send reads partial_
-    std::string keep;           // partial_, moved here when such a send is orphaned
+    bool uses_partial = false;            // a send reads partial_ or packs_
+    std::string keep;                     // partial_, moved here when such a send is orphaned
+    std::vector<std::string> keep_packs;  // packs_, likewise
     std::vector<void*> reqs;
     std::vector<int> to;
   };
@@ -516,6 +526,7 @@ class ProcessGroup final : public GroupImpl {
   // Shared between the local ranks of one call (the leader fills them before the sync):
   std::vector<std::vector<char>> got_;        // by index in procs_: their messages (reused)
   std::string partial_;                       // this process's partial or packed inputs
+  std::vector<std::string> packs_;            // by index in procs_: what goes there
   std::string total_;                         // all_reduce's result
   std::vector<std::vector<int64_t>> starts_;  // all_to_allv: offsets in the messages
   std::vector<std::shared_ptr<Pending>> orphans_;
