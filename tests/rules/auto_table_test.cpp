@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "rules/processes.h"
 #include "rules/record.h"
 
 using namespace tsr;
@@ -68,19 +69,19 @@ TEST_P(AutoTable, MatchesOracleWithNoMoreCommThanExplicit) {
   if (rec.refuses) GTEST_SKIP() << "a refusal record (Auto mode runs no rule)";
   std::vector<std::vector<double>> want;
   {
-    MeshScope scope(make_mesh({1, 1}, {"x", "y"}));
+    MeshScope scope(local_mesh({1, 1}, {"x", "y"}));
     std::vector<Array> base;
     for (size_t i = 0; i < rec.inputs.size(); ++i)
-      base.push_back(make(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
+      base.push_back(make(rec.inputs[i], static_cast<int>(i), local_devices()[0]));
     for (const auto& o : rec.oracle ? rec.oracle(base) : rec.fn(base))
-      want.push_back(o.to_vector<double>());
+      want.push_back(host_value(o));
   }
   int ran = 0, compared = 0;
   for (const auto& m : meshes()) {
     if (m.sizes.size() == 1 && m.sizes[0] == 1) continue;
     std::vector<AxisType> autos(m.sizes.size(), AxisType::Auto);
-    Mesh am = make_mesh(m.sizes, m.names, autos);
-    Mesh em = make_mesh(m.sizes, m.names);
+    Mesh am = case_mesh(m.sizes, m.names, autos);
+    Mesh em = case_mesh(m.sizes, m.names);
     for (const auto& combo : rec.specs) {
       bool ok = true;
       for (const auto& p : combo) ok = ok && mesh_has(m, p) && p.unreduced().empty();
@@ -125,7 +126,7 @@ TEST_P(AutoTable, MatchesOracleWithNoMoreCommThanExplicit) {
       ++ran;
       ASSERT_EQ(got.size(), want.size()) << what;
       for (size_t k = 0; k < want.size(); ++k) {
-        expect_close(want[k], got[k].to_vector<double>(), rec.rtol, what);
+        expect_close(want[k], host_value(got[k]), rec.rtol, what);
         if (::testing::Test::HasFailure()) return;
       }
       // The Explicit version: same specs as types (skipped where its rule refuses).
@@ -152,7 +153,7 @@ TEST_P(AutoTable, MatchesOracleWithNoMoreCommThanExplicit) {
   // Mixed mesh (x Explicit, y Auto, spec §14): values, and the concrete layouts'
   // Explicit part is exactly the type's (y may only add to it).
   {
-    Mesh mm = make_mesh({2, 4}, {"x", "y"}, {AxisType::Explicit, AxisType::Auto});
+    Mesh mm = case_mesh({2, 4}, {"x", "y"}, {AxisType::Explicit, AxisType::Auto});
     for (const auto& combo : rec.specs) {
       bool ok = true;
       for (const auto& p : combo) ok = ok && p.unreduced().empty();
@@ -172,7 +173,7 @@ TEST_P(AutoTable, MatchesOracleWithNoMoreCommThanExplicit) {
       ++ran;
       ASSERT_EQ(got.size(), want.size()) << what;
       for (size_t k = 0; k < want.size(); ++k) {
-        expect_close(want[k], got[k].to_vector<double>(), rec.rtol, what);
+        expect_close(want[k], host_value(got[k]), rec.rtol, what);
         const int r = got[k].ndim();
         auto typed = typeof(got[k]).sharding.spec().normalized(r).entries();
         auto laid = got[k].sharding().spec().normalized(r).entries();

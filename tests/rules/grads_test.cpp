@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "rules/processes.h"
 #include "rules/record.h"
 #include "support/check_grads.h"
 #include "tsr/core/primitive.h"
@@ -25,7 +26,7 @@ bool half(DType d) { return d == float16 || d == bfloat16; }
 class Grads : public ::testing::TestWithParam<Record> {};
 
 void expect_same(const Array& want, const Array& got, double tol, const std::string& what) {
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  auto a = host_value(want), b = host_value(got);
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
@@ -44,10 +45,10 @@ TEST_P(Grads, MatchOneDeviceAndFiniteDifferences) {
   double tol = halfs ? 2e-2 : 1e-9 + rec.rtol;
   // One device: check_grads, and the derivatives the sharded runs must match.
   std::vector<Array> base;
-  Mesh one_device = make_mesh({1, 1}, {"x", "y"});
+  Mesh one_device = local_mesh({1, 1}, {"x", "y"});
   std::optional<MeshScope> scope(std::in_place, one_device);
   for (size_t i = 0; i < rec.inputs.size(); ++i)
-    base.push_back(make_grad(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
+    base.push_back(make_grad(rec.inputs[i], static_cast<int>(i), local_devices()[0]));
   gradcheck::GradCheck gc;
   gc.fd = rec.grad == Record::Grad::Check && !halfs;
   gc.fwd = rec.grad != Record::Grad::RevOnly;
@@ -95,13 +96,13 @@ TEST(AdCoverage, EveryPrimitiveHasItsRules) {
   std::set<std::string> seen;
   {
     detail::RuleLog log;
-    Mesh one_device = make_mesh({1, 1}, {"x", "y"});
+    Mesh one_device = local_mesh({1, 1}, {"x", "y"});
     MeshScope scope(one_device);
     for (const auto& rec : all_records()) {
       if (rec.refuses || rec.grad == Record::Grad::Skip) continue;
       std::vector<Array> in;
       for (size_t i = 0; i < rec.inputs.size(); ++i)
-        in.push_back(make_grad(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
+        in.push_back(make_grad(rec.inputs[i], static_cast<int>(i), local_devices()[0]));
       try {
         (void)gradcheck::derivatives(rec.oracle ? rec.oracle : rec.fn, in,
                                      rec.grad != Record::Grad::FwdOnly,

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "rules/processes.h"
 #include "rules/record.h"
 #include "tsr/backends/kernel.h"
 #include "tsr/core/primitive.h"
@@ -99,7 +100,7 @@ int for_each_layout(
     const std::function<bool(const std::vector<Array>&, const std::string&)>& body) {
   int ran = 0;
   for (const auto& m : meshes()) {
-    Mesh mesh = make_mesh(m.sizes, m.names);
+    Mesh mesh = case_mesh(m.sizes, m.names);
     MeshScope scope(mesh);
     for (const auto& combo : rec.specs) {
       bool ok = true;
@@ -228,10 +229,11 @@ TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
   if (rec.refuses) return run_refusals(rec);
   // Oracle: unsharded, on one device (a 1x1 mesh so out_sharding specs resolve).
   std::vector<Array> base;
-  Mesh one_device = make_mesh({1, 1}, {"x", "y"});
+  // This process's first device: under mpirun every process computes the oracle itself.
+  Mesh one_device = local_mesh({1, 1}, {"x", "y"});
   std::optional<MeshScope> oracle_scope(std::in_place, one_device);
   for (size_t i = 0; i < rec.inputs.size(); ++i)
-    base.push_back(make(rec.inputs[i], static_cast<int>(i), Device{Platform::CPU, 0}));
+    base.push_back(make(rec.inputs[i], static_cast<int>(i), local_devices()[0]));
   std::vector<Array> oracle = rec.oracle ? rec.oracle(base) : rec.fn(base);
   std::vector<std::vector<double>> want;
   for (const auto& o : oracle) want.push_back(o.to_vector<double>());
@@ -255,10 +257,10 @@ TEST_P(Rules, ShardedMatchesOracleAndJitMatchesEager) {
     EXPECT_EQ(traced.size(), want.size()) << what;
     if (eager.size() != want.size() || traced.size() != want.size()) return false;
     for (size_t k = 0; k < want.size(); ++k) {
-      expect_close(want[k], eager[k].to_vector<double>(), rec.rtol, what + " (eager)");
+      expect_close(want[k], host_value(eager[k]), rec.rtol, what + " (eager)");
       expect_layout(eager[k], want[k], rec.rtol, what + " (eager)");
       EXPECT_EQ(typeof(traced[k]).str(), typeof(eager[k]).str()) << what << " jit vs eager";
-      expect_close(want[k], traced[k].to_vector<double>(), rec.rtol, what + " (jit)");
+      expect_close(want[k], host_value(traced[k]), rec.rtol, what + " (jit)");
       EXPECT_EQ(typeof(oracle[k]).shape, typeof(eager[k]).shape) << what;
       EXPECT_EQ(typeof(oracle[k]).dtype, typeof(eager[k]).dtype) << what;
       if (::testing::Test::HasFailure()) return false;

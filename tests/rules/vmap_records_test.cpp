@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "rules/processes.h"
 #include "rules/record.h"
 #include "support/check_grads.h"
 #include "tsr/core/primitive.h"
@@ -28,7 +29,7 @@ class Vmapped : public ::testing::TestWithParam<Record> {};
 std::vector<Array> example(const Record& rec, int b) {
   std::vector<Array> in;
   for (size_t i = 0; i < rec.inputs.size(); ++i)
-    in.push_back(make(rec.inputs[i], static_cast<int>(i) + 17 * b, Device{Platform::CPU, 0}));
+    in.push_back(make(rec.inputs[i], static_cast<int>(i) + 17 * b, local_devices()[0]));
   return in;
 }
 
@@ -37,7 +38,7 @@ bool close(const Array& want, const Array& got, double tol, std::string& why) {
     why = "type " + got.type().str() + ", expected " + want.type().str();
     return false;
   }
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  auto a = host_value(want), b = host_value(got);
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;
     if (!(std::fabs(a[i] - b[i]) <= tol * (1 + std::fabs(a[i])))) {
@@ -71,7 +72,7 @@ TEST_P(Vmapped, EqualsALoopOverExamples) {
     // The oracle: the record on each example, one device, stacked.
     std::vector<Array> want;
     try {
-      Mesh one = make_mesh({1, 1}, {"x", "y"});
+      Mesh one = local_mesh({1, 1}, {"x", "y"});
       MeshScope scope(one);
       std::vector<std::vector<Array>> outs;
       for (int b = 0; b < kBatch; ++b) {
@@ -88,7 +89,7 @@ TEST_P(Vmapped, EqualsALoopOverExamples) {
       continue;  // the record's own inputs are refused one example at a time
     }
     for (int n : {1, 8}) {
-      Mesh mesh = make_mesh({n, 1, 1}, {"v", "x", "y"});
+      Mesh mesh = case_mesh({n, 1, 1}, {"v", "x", "y"});
       MeshScope scope(mesh);
       try {  // the record's rule refuses its inputs replicated: the Rules test covers it
         std::vector<Array> one;
@@ -164,7 +165,7 @@ TEST_P(VmappedGrads, GradOfVmapAndVmapOfGrad) {
   for (const auto& in : rec.inputs)
     if (in.dtype == float16 || in.dtype == bfloat16) return;  // Grads covers their tolerances
   constexpr int kB = 3;
-  Mesh one = make_mesh({1, 1}, {"x", "y"});
+  Mesh one = local_mesh({1, 1}, {"x", "y"});
   MeshScope scope(one);
   detail::FlatFn fn = rec.oracle ? rec.oracle : rec.fn;
   std::vector<std::vector<Array>> ex(kB);
@@ -172,8 +173,7 @@ TEST_P(VmappedGrads, GradOfVmapAndVmapOfGrad) {
   for (size_t i = 0; i < rec.inputs.size(); ++i) {
     std::vector<Array> col;
     for (int b = 0; b < kB; ++b) {
-      ex[b].push_back(
-          make_grad(rec.inputs[i], static_cast<int>(i) + 17 * b, Device{Platform::CPU, 0}));
+      ex[b].push_back(make_grad(rec.inputs[i], static_cast<int>(i) + 17 * b, local_devices()[0]));
       col.push_back(ex[b].back());
     }
     batched.push_back(stack(col, 0));
@@ -238,7 +238,7 @@ TEST(BatchCoverage, EveryPrimitiveHasABatchingRule) {
   std::set<std::string> seen;
   {
     detail::RuleLog log;
-    Mesh one = make_mesh({1, 1}, {"x", "y"});
+    Mesh one = local_mesh({1, 1}, {"x", "y"});
     MeshScope scope(one);
     for (const auto& rec : all_records()) {
       if (rec.refuses || rec.inputs.empty()) continue;
