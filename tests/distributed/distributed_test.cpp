@@ -319,3 +319,24 @@ TEST(Distributed, DivergentProgramsAreAnErrorNotAHang) {
 }
 
 }  // namespace
+
+namespace {
+
+// Collectives of a few hundred KiB per device: all_reduce over 3+ processes then
+// runs in two rounds of chunks (process_group.cpp); the result must not change.
+TEST(Distributed, LargeCollectives) {
+  const int64_t n = 70001;  // not a multiple of the process count: uneven chunks
+  Array host = test::ramp({8, n}, 1e-3, -20.0);
+  for (const auto& l : {layouts_2d()[0], layouts_2d()[1]}) {
+    MeshScope scope(l.mesh);
+    Array x = device_put(host, P(Axes{"a", "b"}));
+    auto f = jit(shard_map([](const Array& b) { return psum(b, {"a", "b"}); },
+                           {.in_specs = P(Axes{"a", "b"}), .out_specs = P()}));
+    expect_close(sum(host, 0, {.keepdims = true}), f(x), l.name + " psum", 1e-2);
+    auto g = jit(shard_map([](const Array& b) { return pmax(b, {"a", "b"}); },
+                           {.in_specs = P(Axes{"a", "b"}), .out_specs = P()}));
+    expect_close(max(host, 0, {.keepdims = true}), g(x), l.name + " pmax", 0);
+  }
+}
+
+}  // namespace

@@ -56,6 +56,9 @@ bool same_call(const Wire& a, const Wire& b) {
          a.reduce == b.reduce && a.root == b.root && a.pairs_hash == b.pairs_hash;
 }
 
+// all_reduce over 3+ processes is two rounds of chunks from this size on.
+constexpr int64_t kChunkedAllReduceBytes = 256 << 10;
+
 const char* at(const void* p, int64_t off) { return static_cast<const char*>(p) + off; }
 char* at(void* p, int64_t off) { return static_cast<char*>(p) + off; }
 
@@ -95,15 +98,47 @@ class ProcessGroup final : public GroupImpl {
   // parallel). Inputs stay readable until the closing sync.
   void all_reduce(int rank, const void* in, void* out, int64_t count, DType dt,
                   ReduceOp op) override {
-    const int64_t bytes = count * itemsize(dt);
+    const int64_t isz = itemsize(dt);
+    const int64_t bytes = count * isz;
+    const int np = static_cast<int>(procs_.size());
+    // Large ones over 3+ processes: each process reduces one chunk (round 1: the
+    // others' partials of it), then sends it to all (round 2). Each leader moves
+    // 2(P-1)/P of the data instead of P-1 times it; chunks reduce in process order
+    // either way, so the result is the same.
+    const bool chunked = np > 2 && bytes >= kChunkedAllReduceBytes;
+    auto lo = [&](int q) { return count * q / np; };
+    auto chunk = [&](const std::string& b, int q) {
+      return std::string_view(b.data() + lo(q) * isz,
+                              static_cast<size_t>((lo(q + 1) - lo(q)) * isz));
+    };
     run(
         rank, describe_reduce("all_reduce", in, out, count, dt, op),
-        [&](const Calls& c, int) -> std::string_view {
+        [&](const Calls& c, int q) -> std::string_view {
           if (partial_.empty() && bytes) partial_ = reduce_local(c, 0, count, dt, op);
-          return partial_;
+          return chunked ? chunk(partial_, q) : std::string_view(partial_);
         },
-        [&](const Calls&) {
-          if (bytes) total_ = combine(partial_, 0, count, dt, op);
+        [&](const Calls& c) {
+          if (!bytes) return;
+          if (!chunked) {
+            total_ = combine(partial_, 0, count, dt, op);
+            return;
+          }
+          // This process's chunk, reduced over processes in order.
+          total_.resize(static_cast<size_t>(bytes));
+          const int64_t n = lo(mine_ + 1) - lo(mine_);
+          char* acc = total_.data() + lo(mine_) * isz;
+          for (int p = 0; p < np; ++p) {
+            const char* part = p == mine_ ? partial_.data() + lo(mine_) * isz : got_[p].data();
+            if (p == 0)
+              std::memcpy(acc, part, static_cast<size_t>(n * isz));
+            else
+              reduce_accumulate(dt, op, acc, part, n);
+          }
+          auto send_mine = [&](const Calls&, int) { return chunk(total_, mine_); };
+          exchange(c, send_mine);
+          for (int p = 0; p < np; ++p)
+            if (p != mine_)
+              copy(total_.data() + lo(p) * isz, got_[p].data(), (lo(p + 1) - lo(p)) * isz);
         },
         [&](const Calls& c, size_t li) { copy(c[li].out, total_.data(), bytes); });
   }
@@ -409,8 +444,10 @@ class ProcessGroup final : public GroupImpl {
       std::string_view v = pack(calls, static_cast<int>(p));
       // partial_ and packs_ live until the next call: sent in place; anything else is
       // copied.
-      const bool shared = v.empty() || (!partial_.empty() && v.data() == partial_.data()) ||
-                          (!packs_[p].empty() && v.data() == packs_[p].data());
+      auto inside = [&](const std::string& b) {
+        return !b.empty() && v.data() >= b.data() && v.data() + v.size() <= b.data() + b.size();
+      };
+      const bool shared = v.empty() || inside(partial_) || inside(packs_[p]);
       if (!shared) pending->payloads[p] = std::string(v);
       pending->uses_partial = pending->uses_partial || shared;
       const char* body = shared ? v.data() : pending->payloads[p].data();
