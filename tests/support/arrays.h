@@ -2,6 +2,7 @@
 // Small test inputs and comparisons shared by the shard_map / collective / vmap tests.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,27 @@ inline tsr::Array ramp(const tsr::Shape& s, double step, double start) {
       .astype(tsr::float32);
 }
 
-/** EXPECTs equal shapes and every element of got within tol of want. */
+/** x's whole value as doubles. Under mpirun an array spanning processes is gathered
+ *  first (a collective every process makes at the same point); nullopt when no device
+ *  of its mesh is this process's (nothing to read here, as JAX's shard-less arrays). */
+inline std::optional<std::vector<double>> host_values(const tsr::Array& x) {
+  if (x.is_fully_addressable()) return x.to_vector<double>();
+  bool here = false;
+  for (const auto& d : x.sharding().concrete_mesh()->devices())
+    here = here || d.process_index() == tsr::process_index();
+  if (!here) return std::nullopt;
+  return tsr::multihost::process_allgather(x, true).to_vector<double>();
+}
+
+/** EXPECTs equal shapes and every element of got within tol of want (under mpirun,
+ *  on the processes that hold both). */
 inline void expect_close(const tsr::Array& want, const tsr::Array& got, double tol,
                          const std::string& what) {
   ASSERT_EQ(want.shape(), got.shape()) << what;
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  auto wa = host_values(want), wb = host_values(got);
+  if (!wa || !wb) return;
+  const auto& a = *wa;
+  const auto& b = *wb;
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
 }
 

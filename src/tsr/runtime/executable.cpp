@@ -578,7 +578,8 @@ void record_fingerprint(Executable& ex, const Program& p,
   if (rt.process_count() == 1) return;
   std::set<int> procs;
   for (const auto& dr : ex.devs) procs.insert(dr.dev / rt.local_count());
-  if (procs.size() < 2) return;
+  // Only the processes that run it compare it; one without a device here runs nothing.
+  if (procs.size() < 2 || !procs.count(rt.process_index())) return;
   ex.processes.assign(procs.begin(), procs.end());
   std::ostringstream os;
   for (size_t i = 0; i < in_layouts.size(); ++i) {
