@@ -582,6 +582,13 @@ void record_fingerprint(Executable& ex, const Program& p,
   if (procs.size() < 2 || !procs.count(rt.process_index())) return;
   ex.processes.assign(procs.begin(), procs.end());
   std::ostringstream os;
+  // The devices first: a program without inputs (a creation on a context mesh) prints
+  // the same on any mesh of that shape, and agreement is remembered by this text.
+  std::set<int> devs;
+  for (const auto& dr : ex.devs) devs.insert(dr.dev);
+  os << "devices:";
+  for (int d : devs) os << ' ' << d;
+  os << '\n';
   for (size_t i = 0; i < in_layouts.size(); ++i) {
     os << "input " << i << ": " << in_layouts[i].str() << " on";
     for (const auto& d : in_layouts[i].concrete_mesh()->devices()) os << ' ' << d.id;
