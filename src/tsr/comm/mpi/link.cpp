@@ -156,7 +156,21 @@ void Link::wait_sends(std::vector<void*>& reqs, const std::vector<int>& to, cons
       int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
       if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
       if (done) break;
-      if (poll_notices(op, to[i])) {
+      bool gone = false;
+      try {
+        gone = poll_notices(op, to[i]);
+      } catch (const CommError&) {
+        // A peer failed, maybe right after it received this message: a send that
+        // completes within a moment succeeded (the failure still poisons later calls).
+        auto until = Clock::now() + std::chrono::milliseconds(200);
+        while (!done && Clock::now() < until) {
+          if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+          if (!done) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        if (!done) throw;
+        break;
+      }
+      if (gone) {
         rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
         if (done) break;
