@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>

@@ -67,8 +67,8 @@ struct BlockInfo {
   /** Its tensor file: tensors.safetensors, or tensors-p<k>.safetensors for the blocks
    *  process k wrote in a save by many processes. */
   std::string file = "tensors.safetensors";
-  int64_t nbytes = 0;         /**< byte length */
-  uint32_t crc32 = 0;         /**< CRC-32 (zlib) of its bytes */
+  int64_t nbytes = 0; /**< byte length */
+  uint32_t crc32 = 0; /**< CRC-32 (zlib) of its bytes */
 };
 
 /** One saved leaf. */

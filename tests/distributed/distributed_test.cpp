@@ -330,11 +330,17 @@ TEST(Distributed, LargeCollectives) {
   for (const auto& l : {layouts_2d()[0], layouts_2d()[1]}) {
     MeshScope scope(l.mesh);
     Array x = device_put(host, P(Axes{"a", "b"}));
-    auto f = jit(shard_map([](const Array& b) { return psum(b, {"a", "b"}); },
-                           {.in_specs = P(Axes{"a", "b"}), .out_specs = P()}));
+    auto f = jit(shard_map(
+        [](const Array& b) {
+          return psum(b, {"a", "b"});
+        },
+        {.in_specs = P(Axes{"a", "b"}), .out_specs = P()}));
     expect_close(sum(host, 0, {.keepdims = true}), f(x), l.name + " psum", 1e-2);
-    auto g = jit(shard_map([](const Array& b) { return pmax(b, {"a", "b"}); },
-                           {.in_specs = P(Axes{"a", "b"}), .out_specs = P()}));
+    auto g = jit(shard_map(
+        [](const Array& b) {
+          return pmax(b, {"a", "b"});
+        },
+        {.in_specs = P(Axes{"a", "b"}), .out_specs = P()}));
     expect_close(max(host, 0, {.keepdims = true}), g(x), l.name + " pmax", 0);
   }
 }

@@ -424,7 +424,8 @@ TEST(Reshard, SameBlockReshardInsideJitIsDropped) {
   for (int n : {1, 8}) {
     Mesh m = make_mesh({n}, {"x"});
     Array x = device_put(iota({8, 4}), NamedSharding(m, P()));
-    auto f = jit([&](const Array& a) { return reshard(a * 2.0f, NamedSharding(m, P("x"))) + 1.0f; });
+    auto f =
+        jit([&](const Array& a) { return reshard(a * 2.0f, NamedSharding(m, P("x"))) + 1.0f; });
     std::string local = f.lower(x).local;
     EXPECT_EQ(local.find(" = reshard ") == std::string::npos, n == 1) << local;
     std::vector<float> got = f(x).to_vector<float>();

@@ -83,7 +83,9 @@ class Runtime {
   /** Number of processes. */
   int process_count() const { return processes_; }
   /** True when device `dev` is this process's. */
-  bool is_local(int dev) const { return dev >= first_local() && dev < first_local() + local_count(); }
+  bool is_local(int dev) const {
+    return dev >= first_local() && dev < first_local() + local_count();
+  }
   /** The stream of a local device. */
   Stream& stream(int dev) { return *streams_[dev - first_local()]; }
   /** The allocator of a local device. */
