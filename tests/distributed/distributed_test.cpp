@@ -346,3 +346,19 @@ TEST(Distributed, LargeCollectives) {
 }
 
 }  // namespace
+
+// pmap over several processes (JAX's global pmap axis) is refused; on one process's
+// devices it runs as in one process (and the others, without a device, run nothing).
+TEST(Distributed, PmapRunsOnLocalDevicesOnly) {
+  auto f = [](const Array& r) { return psum(r, "i"); };
+  Array x = iota({2, 3});
+  Array want = sum(x, 0);
+  Array y = pmap(f, {.axis_name = "i", .devices = local_devices()})(x);
+  test::expect_close(stack({want, want}, 0), y, 1e-6, "pmap on local devices");
+  if (process_count() == 1) return;
+  EXPECT_HAS(error_of<ValueError>([&] { pmap(f, {.axis_name = "i"})(x); }),
+             "[pmap] pmap over several processes is not supported");
+  std::vector<Device> other = {devices()[0], devices()[7]};
+  EXPECT_HAS(error_of<ValueError>([&] { pmap(f, {.axis_name = "i", .devices = other})(x); }),
+             "[pmap] pmap runs on the devices of one process");
+}

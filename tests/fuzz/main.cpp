@@ -33,8 +33,8 @@ struct Options {
   int timeout_ms = 20000;
   int batch = 250;
   bool quiet_child = true;
-  int show = 40;      // failing cases listed
-  bool list = false;  // print every case's row
+  int show = 40;                  // failing cases listed
+  bool list = false;              // print every case's row
   std::optional<double> ad_rate;  // derivative checks of agreeing cases (default: all)
 };
 
@@ -131,8 +131,8 @@ int64_t run_child(const Options& o, int64_t a, int64_t b, std::vector<Row>& rows
         current = std::stoll(f[1]);
         current_ops = f[2];
       } else if (f.size() >= 4 && f[0] == "R") {
-        rows.push_back(Row{std::stoll(f[1]), f[2], f[3], f.size() > 5 ? f[5] : "",
-                           f.size() > 4 ? f[4] : ""});
+        rows.push_back(
+            Row{std::stoll(f[1]), f[2], f[3], f.size() > 5 ? f[5] : "", f.size() > 4 ? f[4] : ""});
         current = std::stoll(f[1]) + 1;
         current_ops = "?";
       }
@@ -185,11 +185,107 @@ bool failing(const std::string& v) {
 }
 
 int usage() {
-  std::cerr
-      << "usage: tsr_fuzz [--seed S] [--count N] [--first I] [--case I] [--summary]\n"
-         "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n"
-         "                [--ad-rate P]\n";
+  std::cerr << "usage: tsr_fuzz [--seed S] [--count N] [--first I] [--case I] [--summary]\n"
+               "                [--timeout-ms T] [--batch B] [--show K] [--list] [--child-stderr]\n"
+               "                [--ad-rate P]\n";
   return 2;
+}
+
+/** Prints the failing cases and the summary of `rows`; returns the exit status. Under
+ *  mpirun only process 0 prints the summary (every process its failures). */
+int report(const Options& o, const std::vector<Row>& rows, double secs) {
+  const bool lead = tsr::process_count() == 1 || tsr::process_index() == 0;
+  const std::string who =
+      tsr::process_count() > 1 ? "process " + std::to_string(tsr::process_index()) + ": " : "";
+  std::map<std::string, int> per_class, per_ad;
+  std::map<std::string, std::map<std::string, int>> per_op, per_op_ad;
+  std::map<std::string, int> ad_refusals;  // derivative refusals by message
+  int bad = 0;
+  for (const auto& r : rows) {
+    per_class[r.verdict]++;
+    if (!r.ad.empty()) {
+      per_ad[r.ad]++;
+      if (r.ad == "typed-error" || r.ad == "both-refuse")
+        ad_refusals[r.ad + ": " + r.detail.substr(0, 160)]++;
+    }
+    std::stringstream ss(r.ops);
+    std::string op;
+    std::set<std::string> seen;
+    while (std::getline(ss, op, ','))
+      if (seen.insert(op).second) {
+        per_op[op][r.verdict]++;
+        if (!r.ad.empty()) per_op_ad[op][r.ad]++;
+      }
+    if (o.list)
+      std::cout << r.index << "\t" << r.verdict << "\t" << r.ops << "\t" << r.ad << "\t" << r.detail
+                << "\n";
+    if (failing(r.verdict)) {
+      if (bad < o.show)
+        std::cout << who << r.verdict << " seed=" << o.seed << " case=" << r.index
+                  << " ops=" << r.ops << ": " << r.detail << "\n";
+      ++bad;
+    }
+  }
+  if (!lead) return bad ? 1 : 0;
+  std::cout << "tsr_fuzz seed=" << o.seed << " cases=" << rows.size() << " in " << secs << " s:";
+  for (const auto& [k, n] : per_class) std::cout << " " << k << "=" << n;
+  std::cout << "\n";
+  int checked = 0;
+  for (const auto& [k, n] : per_ad) checked += n;
+  std::cout << "derivatives checked=" << checked << ":";
+  for (const auto& [k, n] : per_ad) std::cout << " " << k << "=" << n;
+  std::cout << "\n";
+  if (o.summary) {
+    std::cout << "per op (a case counts once for each op in it; ad: its derivative checks):\n";
+    for (const auto& [op, m] : per_op) {
+      std::cout << "  " << op << ":";
+      for (const auto& [k, n] : m) std::cout << " " << k << "=" << n;
+      if (per_op_ad.count(op)) {
+        std::cout << " | ad:";
+        for (const auto& [k, n] : per_op_ad[op]) std::cout << " " << k << "=" << n;
+      }
+      std::cout << "\n";
+    }
+    if (!ad_refusals.empty()) {
+      std::cout << "derivative refusals (the primal agreed; eager and jit refuse alike):\n";
+      for (const auto& [k, n] : ad_refusals) std::cout << "  " << n << " x " << k << "\n";
+    }
+  }
+  if (bad)
+    std::cout << bad << " failing case(s); reproduce one with: tsr_fuzz --seed " << o.seed
+              << " --case I\n";
+  return bad ? 1 : 0;
+}
+
+/** Under mpirun: every process runs every case in order, in this process (a process
+ *  joins MPI once, so no forked children), on 8 / N devices, so every 8-device mesh
+ *  spans processes. A crash ends the run (mpirun reports it); a process out of step
+ *  raises CommError within TSR_COMM_TIMEOUT, which counts as UNTYPED. */
+int mpi_main(const Options& o, int np) {
+  tsr::distributed::initialize({.local_device_count = 8 / np});
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Row> rows;
+  const int64_t a = o.one_case ? *o.one_case : o.first;
+  const int64_t b = o.one_case ? *o.one_case + 1 : o.first + o.count;
+  for (int64_t i = a; i < b; ++i) {
+    Row row{i, "UNTYPED", "?", "generator threw", ""};
+    try {
+      fuzz::Case c = fuzz::generate(o.seed, i);
+      row.ops = ops_of(c);
+      std::string log;  // --case: the whole story, from every process
+      fuzz::Result r =
+          fuzz::run_case(c, o.one_case ? &log : nullptr, o.ad_rate.value_or(kDefaultAdRate));
+      if (o.one_case) std::cout << "process " << tsr::process_index() << ":\n" << log;
+      row = Row{i, fuzz::verdict_name(r.verdict), row.ops, r.detail, r.ad};
+    } catch (const std::exception& e) {
+      row.detail = std::string("escaped run_case: ") + e.what();
+    }
+    rows.push_back(row);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int rc = report(o, rows, secs);
+  tsr::distributed::shutdown();
+  return rc;
 }
 
 }  // namespace
@@ -231,6 +327,9 @@ int main(int argc, char** argv) {
       return usage();
   }
 
+  if (const char* np = std::getenv("OMPI_COMM_WORLD_SIZE"); np && std::stoi(np) > 1)
+    return mpi_main(o, std::stoi(np));
+
   if (o.one_case) {
     // In-process, with the whole story printed.
     tsr::init({.num_cpu_devices = 8});
@@ -247,61 +346,5 @@ int main(int argc, char** argv) {
   run_range(o, o.first, o.first + o.count, rows, true);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  std::map<std::string, int> per_class, per_ad;
-  std::map<std::string, std::map<std::string, int>> per_op, per_op_ad;
-  std::map<std::string, int> ad_refusals;  // derivative refusals by message
-  int bad = 0;
-  for (const auto& r : rows) {
-    per_class[r.verdict]++;
-    if (!r.ad.empty()) {
-      per_ad[r.ad]++;
-      if (r.ad == "typed-error" || r.ad == "both-refuse")
-        ad_refusals[r.ad + ": " + r.detail.substr(0, 160)]++;
-    }
-    std::stringstream ss(r.ops);
-    std::string op;
-    std::set<std::string> seen;
-    while (std::getline(ss, op, ','))
-      if (seen.insert(op).second) {
-        per_op[op][r.verdict]++;
-        if (!r.ad.empty()) per_op_ad[op][r.ad]++;
-      }
-    if (o.list)
-      std::cout << r.index << "\t" << r.verdict << "\t" << r.ops << "\t" << r.ad << "\t"
-                << r.detail << "\n";
-    if (failing(r.verdict)) {
-      if (bad < o.show)
-        std::cout << r.verdict << " seed=" << o.seed << " case=" << r.index << " ops=" << r.ops
-                  << ": " << r.detail << "\n";
-      ++bad;
-    }
-  }
-  std::cout << "tsr_fuzz seed=" << o.seed << " cases=" << rows.size() << " in " << secs << " s:";
-  for (const auto& [k, n] : per_class) std::cout << " " << k << "=" << n;
-  std::cout << "\n";
-  int checked = 0;
-  for (const auto& [k, n] : per_ad) checked += n;
-  std::cout << "derivatives checked=" << checked << ":";
-  for (const auto& [k, n] : per_ad) std::cout << " " << k << "=" << n;
-  std::cout << "\n";
-  if (o.summary) {
-    std::cout << "per op (a case counts once for each op in it; ad: its derivative checks):\n";
-    for (const auto& [op, m] : per_op) {
-      std::cout << "  " << op << ":";
-      for (const auto& [k, n] : m) std::cout << " " << k << "=" << n;
-      if (per_op_ad.count(op)) {
-        std::cout << " | ad:";
-        for (const auto& [k, n] : per_op_ad[op]) std::cout << " " << k << "=" << n;
-      }
-      std::cout << "\n";
-    }
-    if (!ad_refusals.empty()) {
-      std::cout << "derivative refusals (the primal agreed; eager and jit refuse alike):\n";
-      for (const auto& [k, n] : ad_refusals) std::cout << "  " << n << " x " << k << "\n";
-    }
-  }
-  if (bad)
-    std::cout << bad << " failing case(s); reproduce one with: tsr_fuzz --seed " << o.seed
-              << " --case I\n";
-  return bad ? 1 : 0;
+  return report(o, rows, secs);
 }

@@ -1,5 +1,6 @@
 // Runs a case sharded, eagerly and under jit, and compares with the oracle: values,
 // types, refusals, and every shard against its slice of the logical value.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -55,7 +56,8 @@ std::string error_class(const std::exception_ptr& e) {
   } catch (const BackendError&) {
     return "BackendError";
   } catch (const CommError&) {
-    return "CommError";
+    // Under mpirun a CommError means the processes fell out of step: a failure.
+    return process_count() > 1 ? "untyped CommError" : "CommError";
   } catch (const AssertionError&) {
     return "AssertionError";
   } catch (const IndexError&) {
@@ -81,6 +83,32 @@ struct Values {
   size_t size() const { return is_float ? f.size() : i.size(); }
 };
 
+/** a's whole value on this process. Under mpirun every process reads every output at
+ *  the same point, so this may be a collective: an array spanning processes is
+ *  gathered, one only other processes hold is broadcast from the first of them, and
+ *  every process reaches the same verdict (its later steps depend on it). */
+Array everywhere(const Array& a) {
+  if (process_count() == 1) return a;
+  MeshScope no_mesh{Mesh()};  // the results stay on this process
+  std::optional<Array> whole;
+  if (a.is_fully_addressable()) {
+    whole = a;
+  } else {
+    bool here = false;
+    for (const auto& d : a.sharding().concrete_mesh()->devices())
+      here = here || d.process_index() == process_index();
+    if (here) whole = multihost::process_allgather(a, true).reshape(a.shape());
+  }
+  const Device me = local_devices()[0];
+  auto has = multihost::process_allgather(scalar(whole ? 1 : 0, me)).to_vector<int>();
+  if (std::count(has.begin(), has.end(), 1) == static_cast<long>(has.size())) return *whole;
+  const int src = static_cast<int>(std::find(has.begin(), has.end(), 1) - has.begin());
+  Array mine = whole ? device_put(*whole, me) : zeros(a.shape(), a.dtype(), me);
+  return multihost::broadcast_one_to_all(mine, process_index() == src);
+}
+
+/** A value read back from this process's devices (a shard, or a fully addressable
+ *  array). */
 Values read(const Array& a) {
   Values v;
   v.is_float = is_floating(a.dtype());
@@ -90,6 +118,9 @@ Values read(const Array& a) {
     v.i = a.to_vector<int64_t>();
   return v;
 }
+
+/** A program output's whole value (see everywhere). */
+Values read_global(const Array& a) { return read(everywhere(a)); }
 
 /** Tolerance for floats where reduction order may differ: relative to the largest
  *  magnitude of the reference, by dtype. */
@@ -205,7 +236,7 @@ std::string check_shards(const Array& a, const Values& logical) {
 }
 
 void finish(Outcome& o) {
-  o.vals = read(o.out);
+  o.vals = read_global(o.out);
   o.shard_problem = check_shards(o.out, o.vals);
 }
 
@@ -404,7 +435,7 @@ Phase run_phase(const Case& c, Mode m, Kind kind, const ArrayType& out_t) {
     reading = true;
     for (auto& a : o.outs) {
       a.block_until_ready();
-      o.vals.push_back(read(a));
+      o.vals.push_back(read_global(a));
       if (o.shard_problem.empty()) o.shard_problem = check_shards(a, o.vals.back());
     }
     o.ok = true;
@@ -563,7 +594,7 @@ Result run_case(Case& c, std::string* log, double ad_rate) {
   }
   if (c.oracle_ok) {
     try {
-      ref = read(c.oracle_out);
+      ref = read_global(c.oracle_out);
     } catch (...) {
       c.oracle_ok = false;
       c.oracle_err_class = error_class(std::current_exception());

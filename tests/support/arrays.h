@@ -2,6 +2,7 @@
 // Small test inputs and comparisons shared by the shard_map / collective / vmap tests.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,27 +19,44 @@ inline tsr::Array ramp(const tsr::Shape& s, double step, double start) {
       .astype(tsr::float32);
 }
 
-/** x's whole value as doubles. Under mpirun an array spanning processes is gathered
- *  first (a collective every process makes at the same point); nullopt when no device
- *  of its mesh is this process's (nothing to read here, as JAX's shard-less arrays). */
-inline std::optional<std::vector<double>> host_values(const tsr::Array& x) {
-  if (x.is_fully_addressable()) return x.to_vector<double>();
-  bool here = false;
-  for (const auto& d : x.sharding().concrete_mesh()->devices())
-    here = here || d.process_index() == tsr::process_index();
-  if (!here) return std::nullopt;
-  return tsr::multihost::process_allgather(x, true).to_vector<double>();
+/** x's whole value as T on every process, as x.to_vector<T>() reads it in one process.
+ *  Under mpirun this is a collective every process makes at the same point: an array
+ *  spanning processes is gathered, and one that only other processes hold is broadcast
+ *  from the first of them (so a test asserts alike on every process). */
+template <class T>
+std::vector<T> values(const tsr::Array& x) {
+  if (tsr::process_count() == 1) return x.to_vector<T>();
+  tsr::MeshScope no_mesh{tsr::Mesh()};  // the reshapes below stay on this process
+  std::optional<tsr::Array> whole;
+  if (x.is_fully_addressable()) {
+    whole = x;
+  } else {
+    bool here = false;
+    for (const auto& d : x.sharding().concrete_mesh()->devices())
+      here = here || d.process_index() == tsr::process_index();
+    if (here) whole = tsr::multihost::process_allgather(x, true).reshape(x.shape());
+  }
+  const auto me = tsr::local_devices()[0];
+  auto has = tsr::multihost::process_allgather(tsr::scalar(whole ? 1 : 0, me)).to_vector<int>();
+  if (std::count(has.begin(), has.end(), 1) == static_cast<long>(has.size()))
+    return whole->to_vector<T>();
+  const int src = static_cast<int>(std::find(has.begin(), has.end(), 1) - has.begin());
+  tsr::Array mine = whole ? tsr::device_put(*whole, me) : tsr::zeros(x.shape(), x.dtype(), me);
+  return tsr::multihost::broadcast_one_to_all(mine, tsr::process_index() == src).to_vector<T>();
+}
+
+/** x's one element as T on every process (see values). */
+template <class T>
+T item(const tsr::Array& x) {
+  return values<T>(x).at(0);
 }
 
 /** EXPECTs equal shapes and every element of got within tol of want (under mpirun,
- *  on the processes that hold both). */
+ *  on every process: see values). */
 inline void expect_close(const tsr::Array& want, const tsr::Array& got, double tol,
                          const std::string& what) {
   ASSERT_EQ(want.shape(), got.shape()) << what;
-  auto wa = host_values(want), wb = host_values(got);
-  if (!wa || !wb) return;
-  const auto& a = *wa;
-  const auto& b = *wb;
+  const auto a = values<double>(want), b = values<double>(got);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
 }
 

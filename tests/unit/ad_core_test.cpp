@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "support/arrays.h"
 #include "tsr/ad_core.h"
 #include "tsr/tsr.h"
 
@@ -12,12 +13,13 @@ using detail::FlatFn;
 
 namespace {
 
-std::vector<float> vec(const Array& a) { return a.to_vector<float>(); }
+std::vector<float> vec(const Array& a) { return test::values<float>(a); }
 
 TEST(AdCore, JvpOfSin) {
   Array x = array<float>({0.f, 1.f, 2.f});
   Array t = array<float>({1.f, 1.f, 2.f});
-  auto [o, to] = detail::jvp_flat([](const std::vector<Array>& a) { return std::vector<Array>{sin(a[0])}; }, {x}, {t});
+  auto [o, to] = detail::jvp_flat(
+      [](const std::vector<Array>& a) { return std::vector<Array>{sin(a[0])}; }, {x}, {t});
   auto w = vec(to[0]);
   EXPECT_NEAR(w[0], 1.0, 1e-6);
   EXPECT_NEAR(w[1], std::cos(1.0), 1e-6);
@@ -26,8 +28,9 @@ TEST(AdCore, JvpOfSin) {
 
 TEST(AdCore, VjpOfSumOfSquares) {
   Array x = array<float>({1.f, 2.f, 3.f});
-  auto [o, f] = detail::vjp_flat([](const std::vector<Array>& a) { return std::vector<Array>{sum(a[0] * a[0])}; }, {x});
-  EXPECT_FLOAT_EQ(o[0].item<float>(), 14.f);
+  auto [o, f] = detail::vjp_flat(
+      [](const std::vector<Array>& a) { return std::vector<Array>{sum(a[0] * a[0])}; }, {x});
+  EXPECT_FLOAT_EQ(test::item<float>(o[0]), 14.f);
   auto g = (*f)({ones({}, float32)});
   EXPECT_EQ(vec(g[0]), (std::vector<float>{2, 4, 6}));
 }
@@ -45,8 +48,8 @@ TEST(AdCore, ShardedGradOfMatmulLoss) {
   EXPECT_EQ(typeof(g[1]).str(), "f32[4,2]");
   EXPECT_EQ(typeof(g[0]).str(), "f32[8@x,4]");
   // Oracle on one device.
-  Array x1 = array<float>(x.to_vector<float>(), {8, 4});
-  Array w1 = array<float>(w.to_vector<float>(), {4, 2});
+  Array x1 = array<float>(test::values<float>(x), {8, 4});
+  Array w1 = array<float>(test::values<float>(w), {4, 2});
   auto [o1, f1] = detail::vjp_flat(loss, {x1, w1});
   auto g1 = (*f1)({ones({}, float32)});
   auto a = vec(g[1]), b = vec(g1[1]);
@@ -59,11 +62,12 @@ TEST(AdCore, LinearizePrintsAndTransposes) {
   Array x = array<float>({1.f, 2.f});
   FlatFn f = [](const std::vector<Array>& a) { return std::vector<Array>{mean(a[0] * a[0])}; };
   auto [o, lin] = detail::linearize_flat(f, {x});
-  EXPECT_FLOAT_EQ(o[0].item<float>(), 2.5f);
+  EXPECT_FLOAT_EQ(test::item<float>(o[0]), 2.5f);
   auto t = (*lin)({array<float>({1.f, 0.f})});
-  EXPECT_FLOAT_EQ(t[0].item<float>(), 1.f);
+  EXPECT_FLOAT_EQ(test::item<float>(t[0]), 1.f);
   std::cout << lin->str() << "\n";
-  auto tr = detail::linear_transpose_flat([&](const std::vector<Array>& a) { return (*lin)(a); }, {typeof(x)});
+  auto tr = detail::linear_transpose_flat([&](const std::vector<Array>& a) { return (*lin)(a); },
+                                          {typeof(x)});
   auto ct = (*tr)({scalar(1.f)});
   EXPECT_EQ(vec(ct[0]), (std::vector<float>{1.f, 2.f}));
 }

@@ -310,7 +310,7 @@ TEST_P(CollectiveGroups, MatchALoopOverDevices) {
   Array expect = p.ctx == Ctx::Pmap ? stack(want, 0) : concatenate(want, 0);
   ASSERT_EQ(expect.shape(), y.shape()) << p.name;
   EXPECT_EQ(expect.dtype(), y.dtype()) << p.name;
-  auto a = expect.to_vector<double>(), b = y.to_vector<double>();
+  auto a = test::values<double>(expect), b = test::values<double>(y);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << p.name << " at " << i;
 }
 
@@ -502,7 +502,7 @@ TEST(CollectiveGroupsPrinting, ParametersAndLoweredGroups) {
     return shard_map([&](const Array& b) { return psum(b, "y", {.axis_index_groups = g}); },
                      {.in_specs = P("x", "y"), .out_specs = P("x", "y"), .check_vma = false})(x);
   };
-  EXPECT_NE(h(kPairs).to_vector<double>(), h(strided).to_vector<double>());
+  EXPECT_NE(test::values<double>(h(kPairs)), test::values<double>(h(strided)));
 }
 
 // ---- composition: vmap without a name keeps the groups ---------------------------------
@@ -522,10 +522,10 @@ TEST(CollectiveGroupsVmap, VmapOfPmapAndShardMapKeepsTheGroups) {
   for (int64_t i = 0; i < 3; ++i) want.push_back(pm(x[i]));
   Array w = stack(want, 0);
   ASSERT_EQ(w.shape(), got.shape());
-  EXPECT_EQ(w.to_vector<double>(), got.to_vector<double>());
+  EXPECT_EQ(test::values<double>(w), test::values<double>(got));
   // The loop's own value: rows 0 and 3 hold the sum of rows 0 and 3.
-  auto s = pm(x[0]).to_vector<double>();
-  auto r = x[0].to_vector<double>();
+  auto s = test::values<double>(pm(x[0]));
+  auto r = test::values<double>(x[0]);
   EXPECT_DOUBLE_EQ(s[0], r[0] + r[6]);
   EXPECT_DOUBLE_EQ(s[2], r[2] + r[4]);
 
@@ -542,7 +542,7 @@ TEST(CollectiveGroupsVmap, VmapOfPmapAndShardMapKeepsTheGroups) {
   for (int64_t i = 0; i < 3; ++i) want2.push_back(sm(device_put(z[i], P("a"))));
   Array w2 = stack(want2, 0);
   ASSERT_EQ(w2.shape(), got2.shape());
-  EXPECT_EQ(w2.to_vector<double>(), got2.to_vector<double>());
+  EXPECT_EQ(test::values<double>(w2), test::values<double>(got2));
 }
 
 // ---- gradients -------------------------------------------------------------------------
@@ -574,7 +574,7 @@ void expect_group_sum_gradient(const std::function<Array(const Array&)>& body, b
   for (bool use_jit : {false, true}) {
     Array g = use_jit ? jit(grad(loss))(x) : grad(loss)(x);
     ASSERT_EQ(want.shape(), g.shape());
-    auto a = want.to_vector<double>(), b = g.to_vector<double>();
+    auto a = test::values<double>(want), b = test::values<double>(g);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "at " << i;
   }
 }
@@ -619,7 +619,7 @@ TEST(CollectiveGroupsAd, GradOfPmapWithGroupedPmean) {
   Array g = grad(loss)(x);
   std::vector<Array> want;
   for (int64_t k = 0; k < 4; ++k) want.push_back((w[k] + w[k ^ 1]) / 2.0);
-  auto a = stack(want, 0).to_vector<double>(), b = g.to_vector<double>();
+  auto a = test::values<double>(stack(want, 0)), b = test::values<double>(g);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "at " << i;
 }

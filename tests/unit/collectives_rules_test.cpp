@@ -199,7 +199,7 @@ void expect_transpose_matches_jvp(const std::function<Array(const Array&)>& g,
         return stack({lhs, rhs});
       },
       P());
-  auto v = r.to_vector<double>();
+  auto v = test::values<double>(r);
   EXPECT_NEAR(v[0], v[1], 1e-3 * (1 + std::abs(v[0])));
   EXPECT_GT(std::abs(v[0]), 1e-3);
 }
@@ -247,7 +247,7 @@ TEST(CollectiveAd, GradOfAShiftIsTheReceiversWeight) {
         return grad(loss)(b);
       },
       {.in_specs = P("x"), .out_specs = P("x")})(x);
-  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{2, 2, 3, 3, 4, 4, 1, 1}));
+  EXPECT_EQ(test::values<double>(g), (std::vector<double>{2, 2, 3, 3, 4, 4, 1, 1}));
 }
 
 }  // namespace

@@ -265,7 +265,7 @@ TEST_P(Collectives, MatchALoopOverDevices) {
   Array expect = concatenate(want, 0);
   ASSERT_EQ(expect.shape(), y.shape()) << p.name;
   EXPECT_EQ(expect.dtype(), y.dtype()) << p.name;
-  EXPECT_EQ(expect.to_vector<double>(), y.to_vector<double>()) << p.name;
+  EXPECT_EQ(test::values<double>(expect), test::values<double>(y)) << p.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Collectives, ::testing::ValuesIn(params()),

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "support/arrays.h"
 #include "tsr/tsr.h"
 
 using namespace tsr;
@@ -89,7 +90,7 @@ Host host_data() {
 }
 
 void expect_close(const Array& want, const Array& got, double tol, const std::string& what) {
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  auto a = test::values<double>(want), b = test::values<double>(got);
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << " at " << i;
 }
@@ -103,14 +104,14 @@ void expect_grads(const Mlp& want, const Mlp& got, double tol, const std::string
 
 TEST(MlpGrad, OneDeviceEqualsHandDerivedGradients) {
   Host m = host_data();
-  Mlp p{array<double>(m.w1, {kIn, kH}), array<double>(m.b1, {kH}),
-        array<double>(m.w2, {kH, kOut}), array<double>(m.b2, {kOut})};
+  Mlp p{array<double>(m.w1, {kIn, kH}), array<double>(m.b1, {kH}), array<double>(m.w2, {kH, kOut}),
+        array<double>(m.b2, {kOut})};
   Array x = array<double>(m.x, {kB, kIn}), y = array<double>(m.y, {kB, kOut});
   auto [l, g] = value_and_grad(loss)(p, x, y);
   expect_grads(hand_grads(m), g, 1e-12, "eager");
   auto [lj, gj] = jit(value_and_grad(loss))(p, x, y);
   expect_grads(hand_grads(m), gj, 1e-12, "jit");
-  EXPECT_NEAR(l.item<double>(), lj.item<double>(), 1e-14);
+  EXPECT_NEAR(test::item<double>(l), test::item<double>(lj), 1e-14);
 }
 
 // The sharded runs in float32 against the one-device float32 run.
@@ -133,7 +134,7 @@ TEST(MlpGrad, BatchShardedOverEightDevices) {
   for (bool jitted : {false, true}) {
     auto [l, g] = jitted ? jit(value_and_grad(loss))(p, x, y) : value_and_grad(loss)(p, x, y);
     std::string what = jitted ? "jit" : "eager";
-    EXPECT_NEAR(l1.item<float>(), l.item<float>(), 1e-6) << what;
+    EXPECT_NEAR(test::item<float>(l1), test::item<float>(l), 1e-6) << what;
     expect_grads(g1, g, 1e-6, what);
     EXPECT_EQ(typeof(g.w1).str(), "f32[8,12]") << what;
     EXPECT_EQ(typeof(g.b2).str(), "f32[5]") << what;
@@ -159,10 +160,10 @@ TEST(MlpGrad, BatchAndHiddenShardedOnATwoDimensionalMesh) {
   };
   Array x = device_put(x1, P("data")), y = device_put(y1, P("data"));
   for (bool jitted : {false, true}) {
-    auto [l, g] = jitted ? jit(value_and_grad(sharded_loss))(p, x, y)
-                         : value_and_grad(sharded_loss)(p, x, y);
+    auto [l, g] =
+        jitted ? jit(value_and_grad(sharded_loss))(p, x, y) : value_and_grad(sharded_loss)(p, x, y);
     std::string what = jitted ? "jit" : "eager";
-    EXPECT_NEAR(l1.item<float>(), l.item<float>(), 1e-6) << what;
+    EXPECT_NEAR(test::item<float>(l1), test::item<float>(l), 1e-6) << what;
     expect_grads(g1, g, 1e-6, what);
     EXPECT_EQ(typeof(g.w1).str(), "f32[8,12@model]") << what;
     EXPECT_EQ(typeof(g.b1).str(), "f32[12@model]") << what;

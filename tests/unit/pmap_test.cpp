@@ -65,7 +65,8 @@ TEST(Pmap, InAxesOneAndOutAxes) {
   for (int out : {0, 1, 2}) {
     Array y = pmap(body, {.in_axes = 1, .out_axes = out})(x);
     expect_eq(loop(body, x, 1, out), y, "out_axes " + std::to_string(out));
-    EXPECT_EQ(y.sharding().spec().normalized(3).entries()[out], PartitionEntry(kPmapDefaultAxisName));
+    EXPECT_EQ(y.sharding().spec().normalized(3).entries()[out],
+              PartitionEntry(kPmapDefaultAxisName));
   }
   Array neg = pmap(body, {.in_axes = -2, .out_axes = -1})(x);
   expect_eq(loop(body, x, 1, 2), neg, "negative axes count from the end");
@@ -84,7 +85,7 @@ TEST(Pmap, TreesAndNone) {
   Array want = a * w + reshape(sum(b, 0), {4, 1});
   expect_eq(want, y);
   EXPECT_EQ(total.shape(), Shape{});
-  EXPECT_NEAR(total.item<float>(), sum(want).item<float>(), 1e-4);
+  EXPECT_NEAR(test::item<float>(total), test::item<float>(sum(want)), 1e-4);
   // A map of leaves with a keyed prefix.
   std::map<std::string, Array> m = {{"x", iota_f({4, 2})}, {"k", array<float>({10.f})}};
   Array r = pmap([](const std::map<std::string, Array>& t) { return t.at("x") + t.at("k"); },
@@ -123,7 +124,7 @@ TEST(Pmap, CollectivesAgainstALoop) {
   expect_eq(rows(max(x, 0)), each([](const Array& r) { return pmax(r, "d"); }), "pmax");
   expect_eq(rows(min(x, 0)), each([](const Array& r) { return pmin(r, "d"); }), "pmin");
   Array ids = pmap([](const Array&) { return axis_index("d"); }, {.axis_name = "d"})(x);
-  EXPECT_EQ(ids.to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(test::values<int32_t>(ids), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   int64_t size = 0;
   (void)pmap(
       [&](const Array& r) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "support/arrays.h"
 #include "support/check_grads.h"
 #include "support/error_of.h"
 #include "tsr/shard_map.h"
@@ -24,7 +25,7 @@ Array iota_d(const Shape& s) {
 
 void expect_near(const Array& want, const Array& got, const std::string& what) {
   ASSERT_EQ(want.shape(), got.shape()) << what;
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  auto a = test::values<double>(want), b = test::values<double>(got);
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_NEAR(a[i], b[i], 1e-9 * (1 + std::fabs(a[i]))) << what << " at " << i;
 }
@@ -104,10 +105,10 @@ TEST(ShardMapAd, LinearizeAndGradFromOutside) {
                      {.in_specs = P("x"), .out_specs = P()});
   auto one = [](const Array& v) { return sum(sin(v) * v); };
   auto [y, f_jvp] = linearize(f, x);
-  EXPECT_NEAR(y.item<double>(), one(host).item<double>(), 1e-12);
+  EXPECT_NEAR(test::item<double>(y), test::item<double>(one(host)), 1e-12);
   Array t = device_put(cos(host), P("x"));
   auto [y1, t1] = jvp(one, host, cos(host));
-  EXPECT_NEAR(f_jvp(t).item<double>(), t1.item<double>(), 1e-12);
+  EXPECT_NEAR(test::item<double>(f_jvp(t)), test::item<double>(t1), 1e-12);
   // The linear map reads the body's residuals, stacked per device on a leading dim
   // over the axes they vary over (§5.3): it does not redo the primal sin / cos.
   std::string text = f_jvp.str();
@@ -157,13 +158,13 @@ TEST(ShardMapAd, ZeroTangentsOfVaryingOutputs) {
   auto f = shard_map([](const Array& b) { return std::make_pair(b * 2.0, zeros_like(b) + 1.0); },
                      {.in_specs = P("x", "y"), .out_specs = {P("x", "y"), P("x", "y")}});
   auto [y, t] = jvp(f, x, device_put(ones({4, 2}, float64), P("x", "y")));
-  EXPECT_EQ(t.first.to_vector<double>(), std::vector<double>(8, 2.0));
-  EXPECT_EQ(t.second.to_vector<double>(), std::vector<double>(8, 0.0));
+  EXPECT_EQ(test::values<double>(t.first), std::vector<double>(8, 2.0));
+  EXPECT_EQ(test::values<double>(t.second), std::vector<double>(8, 0.0));
   EXPECT_EQ(typeof(t.second).str(), typeof(y.second).str());
   auto [y2, f_jvp] = linearize(f, x);
-  EXPECT_EQ(f_jvp(x).second.to_vector<double>(), std::vector<double>(8, 0.0));
+  EXPECT_EQ(test::values<double>(f_jvp(x).second), std::vector<double>(8, 0.0));
   auto g = grad([&](const Array& v) { return sum(f(v).first * f(v).second); })(x);
-  EXPECT_EQ(g.to_vector<double>(), std::vector<double>(8, 2.0));
+  EXPECT_EQ(test::values<double>(g), std::vector<double>(8, 2.0));
 }
 
 // §5.4: a fan-out (invariant in, tiled out) transposes to psum; a psum (fan-in)
@@ -189,14 +190,14 @@ TEST(ShardMapAd, PsumAndPvaryTransposeIntoEachOther) {
   EXPECT_NE(text.find("pvary"), std::string::npos) << text;
   EXPECT_EQ(text.find("psum"), std::string::npos) << text;
   Array g = std::get<0>(t_in(v));
-  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(test::values<double>(g), (std::vector<double>{1, 2, 1, 2, 1, 2, 1, 2}));
 
   // Without check_vma psum transposes to psum, rescaled so the values agree (§5.4).
   auto fan_in_legacy = shard_map([](const Array& b) { return psum(b, "x"); },
                                  {.in_specs = P("x"), .out_specs = P(), .check_vma = false});
   auto t_legacy = linear_transpose(fan_in_legacy, device_put(iota_d({8}), P("x")));
   EXPECT_NE(t_legacy.str().find("psum"), std::string::npos) << t_legacy.str();
-  EXPECT_EQ(std::get<0>(t_legacy(v)).to_vector<double>(), g.to_vector<double>());
+  EXPECT_EQ(test::values<double>(std::get<0>(t_legacy(v))), test::values<double>(g));
   auto fan_out_legacy = shard_map([](const Array& b) { return b; },
                                   {.in_specs = P(), .out_specs = P("x"), .check_vma = false});
   expect_near(sum(reshape(iota_d({8}), {4, 2}), 0),
@@ -222,15 +223,15 @@ TEST(ShardMapAd, GradInsideTheBody) {
       },
       {.in_specs = {P(), P("batch")}, .out_specs = P()})(w, d);
   EXPECT_EQ(wt, "f64[1]");
-  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{2.0}));  // 2 w sum(d)
+  EXPECT_EQ(test::values<double>(g), (std::vector<double>{2.0}));  // 2 w sum(d)
   Array legacy =
       shard_map([&](const Array& w, const Array& d) { return grad(loss)(w, d); },
                 {.in_specs = {P(), P("batch")}, .out_specs = P("batch"), .check_vma = false})(w, d);
-  EXPECT_EQ(legacy.to_vector<double>(), (std::vector<double>{0.0, 4.0}));
+  EXPECT_EQ(test::values<double>(legacy), (std::vector<double>{0.0, 4.0}));
   // The same under jit.
   auto jg = jit(shard_map([&](const Array& w, const Array& d) { return grad(loss)(w, d); },
                           {.in_specs = {P(), P("batch")}, .out_specs = P()}));
-  EXPECT_EQ(jg(w, d).to_vector<double>(), (std::vector<double>{2.0}));
+  EXPECT_EQ(test::values<double>(jg(w, d)), (std::vector<double>{2.0}));
 }
 
 // A per-device loss (varying, no psum): grad's seed is pvary'd to the loss's type and
@@ -271,7 +272,7 @@ TEST(ShardMapAd, IdentityTransposesToAnEmptyBody) {
   size_t let = text.find("let", body), in = text.find(" in ", body);
   ASSERT_NE(let, std::string::npos) << text;
   EXPECT_EQ(text.substr(let, in - let).find(" = "), std::string::npos) << text;
-  EXPECT_EQ(std::get<0>(t(v)).to_vector<double>(), (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(test::values<double>(std::get<0>(t(v))), (std::vector<double>{1.0, 2.0}));
 }
 
 TEST(ShardMapAd, BoundaryErrorsCompareVaryingAxes) {
@@ -348,7 +349,7 @@ TEST(ShardMapAdReadme, GradInsideTheBody) {
   auto loss = [](const Array& w, const Array& d) { return psum(sum((w * w + 1.f) * d), "x"); };
   Array g = shard_map([&](const Array& w, const Array& d) { return grad(loss)(w, d); },
                       {.in_specs = {P(), P("x")}, .out_specs = P()})(w, d);
-  EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2.f}));
+  EXPECT_EQ(test::values<float>(g), (std::vector<float>{2.f}));
 }
 
 }  // namespace

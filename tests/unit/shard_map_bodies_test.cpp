@@ -18,7 +18,7 @@ using namespace tsr;
 
 namespace {
 
-std::vector<float> vec(const Array& x) { return x.to_vector<float>(); }
+std::vector<float> vec(const Array& x) { return test::values<float>(x); }
 
 Mesh auto_mesh2() { return make_mesh({2}, {"x"}, {AxisType::Auto}); }
 

@@ -44,9 +44,10 @@ TEST(VmapCollectives, ReductionsOverTheBatch) {
             vm([](const Array& r) { return pmin(r, "i"); }, x), "pmin");
   // Normalising by the psum: each row divided by the column sums.
   expect_eq(x / sum(x, 0), vm([](const Array& r) { return r / psum(r, "i"); }, x), "r/psum");
-  EXPECT_EQ(vm([](const Array& r) { return r * 0.0 + static_cast<double>(axis_size("i")); }, x)
-                .to_vector<double>()[0],
-            4.0);
+  EXPECT_EQ(
+      test::values<double>(
+          vm([](const Array& r) { return r * 0.0 + static_cast<double>(axis_size("i")); }, x))[0],
+      4.0);
 }
 
 TEST(VmapCollectives, UnbatchedOperandIsTheSameOnEveryExample) {

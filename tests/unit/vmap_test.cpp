@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "support/arrays.h"
 #include "support/error_of.h"
 #include "tsr/tsr.h"
 #include "tsr/vmap.h"
@@ -17,7 +18,7 @@ namespace {
 void expect_near(const Array& want, const Array& got, double tol = 1e-6,
                  const std::string& what = "") {
   ASSERT_EQ(want.shape(), got.shape()) << what;
-  auto a = want.to_vector<double>(), b = got.to_vector<double>();
+  auto a = test::values<double>(want), b = test::values<double>(got);
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_NEAR(a[i], b[i], tol * (1 + std::fabs(a[i]))) << what << " at " << i;
 }
@@ -234,7 +235,7 @@ TEST(VmapJacobians, OneVmapOverTheBasis) {
   auto f = [v](const Array& w) { return tanh(matmul(w, v)); };
   auto check = [&](const Array& w, const Array& j, const std::string& what) {
     Array y = tanh(matmul(w, v));
-    auto yv = y.to_vector<float>(), vv = v.to_vector<float>(), jv = j.to_vector<float>();
+    auto yv = test::values<float>(y), vv = test::values<float>(v), jv = test::values<float>(j);
     int64_t m = w.shape()[0];
     ASSERT_EQ(j.shape(), (Shape{m, m, 3})) << what;
     for (int64_t i = 0; i < m; ++i)
@@ -258,7 +259,7 @@ TEST(VmapJacobians, OneVmapOverTheBasis) {
   check(w4, jacrev(f)(ws), "jacrev sharded");
   Array h = hessian([](const Array& w) { return sum(w * w * w); })(ws);
   EXPECT_EQ(h.shape(), (Shape{4, 3, 4, 3}));
-  auto hv = h.to_vector<float>(), wv = w4.to_vector<float>();
+  auto hv = test::values<float>(h), wv = test::values<float>(w4);
   for (int64_t a = 0; a < 12; ++a)
     for (int64_t b = 0; b < 12; ++b)
       EXPECT_NEAR(hv[a * 12 + b], a == b ? 6 * wv[a] : 0.f, 1e-5) << "hessian at " << a << "," << b;

@@ -160,7 +160,7 @@ std::vector<Array> bind(PrimPtr prim, const std::vector<Array>& in0) {
                        "array. Return the value from the function instead of storing it outside.");
   if (Runtime::get().process_count() > 1) {
     std::vector<Array> placed = in;
-    if (place_process_local(placed)) return eager(prim, placed);
+    if (place_process_local(placed, mesh_named_by(*prim))) return eager(prim, placed);
   }
   return eager(prim, in);
 }

@@ -114,14 +114,18 @@ Array full_like(const Array& x, double value, std::optional<DType> dtype, const 
   if (!ts.mesh().empty()) {
     p.sharding = NamedSharding(ts.mesh(), PartitionSpec(ts.spec().entries()));
     if (!x.impl()->var && x.sharding().concrete_mesh()) p.mesh = *x.sharding().concrete_mesh();
-  } else if (!x.impl()->var && x.sharding().concrete_mesh()) {
+  } else if (!x.impl()->var && x.sharding().concrete_mesh() &&
+             x.sharding().concrete_mesh()->size() == 1) {
+    // A mesh-less value on one device: the result goes there too. (One laid out on a
+    // mesh, a process-local value placed for a program of many processes, stays
+    // mesh-less, as the value is.)
     p.mesh = *x.sharding().concrete_mesh();
     p.sharding = NamedSharding(p.mesh->abstract_mesh(), P());
   }
   Array r = vary_like(bind1(std::make_shared<prim::Full>(x.shape(), dt, value, false, p), {}), x);
   // Auto axes are not in types, so the type above is replicated over them; a concrete
   // x's layout (jnp.zeros_like keeps x.sharding) is laid on with a local slice.
-  if (!x.impl()->var && !r.impl()->var && x.sharding().concrete_mesh() &&
+  if (!x.impl()->var && !r.impl()->var && !ts.mesh().empty() && x.sharding().concrete_mesh() &&
       !x.sharding().concrete_mesh()->abstract_mesh().auto_axes().empty())
     r = device_put(r, x.sharding());
   return r;

@@ -921,7 +921,17 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
   result.reserve(n_out);
   for (size_t o = 0; o < n_out; ++o) {
     if (out_input[o] >= 0) {
-      result.push_back(in[out_input[o]]);
+      const Array& x = in[out_input[o]];
+      // The input itself, unless its type is not the output's (a process-local value
+      // placed on a mesh keeps its mesh-less type; the program's output has its own).
+      if (x.type() == out_types[o] && x.type().sharding.mesh() == out_types[o].sharding.mesh()) {
+        result.push_back(x);
+        continue;
+      }
+      auto impl = std::make_shared<ArrayImpl>();
+      impl->meta = std::make_shared<const ArrayMeta>(ArrayMeta{out_types[o], x.impl()->sharding()});
+      impl->buffers = x.impl()->buffers;
+      result.emplace_back(std::move(impl));
       continue;
     }
     auto impl = std::make_shared<ArrayImpl>();

@@ -139,12 +139,19 @@ CommReport comm_report(const Executable& ex);
  *  another's, naming the first differing line. */
 void check_same_program(const Executable& ex);
 
-/** With several processes: the inputs this process alone holds, of a program whose
- *  mesh (an input's typed mesh, else the context mesh) spans processes, are put
- *  replicated on that mesh. A process-local value is the global value, as JAX's
- *  uncommitted arrays, so every process lowers and runs the same program. False (and
- *  `in` untouched) when nothing moves, always in one process. */
-bool place_process_local(std::vector<Array>& in);
+/** With several processes: the inputs this process alone holds (on its default
+ *  device, where a value made without a placement lives: JAX's uncommitted arrays),
+ *  of a program whose mesh (an input's typed mesh, else `named`, else the context
+ *  mesh) has devices of other processes, are put replicated on that mesh. A
+ *  process-local value is the global value, so every process lowers and runs the
+ *  same program. False (and `in` untouched) when nothing moves, always in one process. */
+bool place_process_local(std::vector<Array>& in, const Mesh* named = nullptr);
+
+/** The first concrete mesh an equation names (a placement, a shard_map), looking into
+ *  its bodies; null when none. */
+const Mesh* mesh_named_by(const Primitive& prim);
+/** The first concrete mesh a program's equations name; null when none. */
+const Mesh* mesh_named_by(const Program& p);
 
 /** Lowers a program for inputs laid out as `in_layouts` (concrete). Optional
  *  `out_layouts` force output placements (jit out_shardings). */

@@ -17,6 +17,7 @@ namespace {
 // x's value on this process as bytes, after a header that names its type.
 std::string serialize(const Array& x) {
   Array here = x.is_fully_addressable() ? x : device_put(x, local_devices()[0]);
+  MeshScope no_mesh{Mesh()};  // a context mesh would place the reshape's result on it
   std::vector<uint8_t> v = here.reshape({-1}).view(uint8).to_vector<uint8_t>();
   std::ostringstream os;
   os << dtype_name(x.dtype()) << ':' << shape_str(x.shape()) << '\n';
@@ -67,6 +68,7 @@ Array process_allgather(const Array& x, bool tiled) {
     Array r = device_put(x, NamedSharding(*x.sharding().concrete_mesh(), P()));
     return device_put(r, local_devices()[0]);
   }
+  MeshScope no_mesh{Mesh()};  // the result is this process's, not a context mesh's
   std::vector<Array> parts = gather_values(x, "process_allgather");
   if (!tiled) return stack(parts, 0);
   if (x.ndim() == 0)

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "tsr/distributed.h"
 #include "tsr/error.h"
+#include "tsr/multihost.h"
 #include "tsr/ops.h"
 #include "tsr/transforms/ad.h"
 
@@ -38,9 +40,18 @@ double default_tol(DType t) {
   throw AssertionError("[check_grads] " + what + ": " + msg);
 }
 
-// The logical values (an unreduced array reduced), as doubles.
+// The logical values (an unreduced array reduced), as doubles. Under many processes an
+// array spanning them is gathered (a collective of its mesh's processes, which all get
+// here alike); one held only by other processes reads as empty, so a process without
+// a device of the mesh checks nothing, as it holds nothing.
 using Host = std::vector<double>;
-Host host(const Array& a) { return a.to_vector<double>(); }
+Host host(const Array& a) {
+  if (a.is_fully_addressable()) return a.to_vector<double>();
+  for (const Device& d : a.sharding().concrete_mesh()->devices())
+    if (d.process_index() == process_index())
+      return multihost::process_allgather(a, true).to_vector<double>();
+  return {};
+}
 
 // assert_allclose: |got - want| <= atol + rtol * |want| elementwise.
 void check_close(const Host& a, const Array& got, DType dt, const CheckGradsOptions& o,

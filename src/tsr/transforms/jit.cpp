@@ -523,11 +523,28 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
         e->out};
   }
   for (const auto& a : args) check_concrete(a, "jit");
-  if (detail::Runtime::get().process_count() > 1) {
-    std::vector<Array> moved = args;
-    if (detail::place_process_local(moved)) return call(moved, in, fn);
-  }
   auto e = impl_->entry_for(args, in, fn);
+  if (detail::Runtime::get().process_count() > 1) {
+    const Mesh* named = detail::mesh_named_by(*e->prog);
+    std::vector<Array> moved = args;
+    if (detail::place_process_local(moved, named)) {
+      Out r = call(moved, in, fn);
+      // A result that is a placed argument is given back as the caller passed it.
+      for (auto& leaf : r.leaves)
+        for (size_t i = 0; i < args.size(); ++i)
+          if (leaf.impl() == moved[i].impl() && moved[i].impl() != args[i].impl()) leaf = args[i];
+      return r;
+    }
+    // Captured process-local constants go on the program's mesh the same way, once.
+    std::vector<Array> cs = e->prog->consts;
+    cs.insert(cs.end(), args.begin(), args.end());
+    if (!e->prog->consts.empty() && detail::place_process_local(cs, named)) {
+      auto placed = std::make_shared<Program>(*e->prog);
+      placed->consts.assign(cs.begin(), cs.begin() + static_cast<long>(placed->consts.size()));
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      e->prog = placed;
+    }
+  }
   auto ex = impl_->exe_for(*e, args);
   std::vector<Array> with_consts;
   if (!e->prog->consts.empty()) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tsr/core/trace.h"
+#include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
 #include "tsr/pmap.h"
@@ -128,6 +129,25 @@ std::vector<Array> pmap_flat(const FlatFn& f, const std::vector<Array>& args0,
     throw ValueError("[pmap] Specified axis_size " + std::to_string(*o.axis_size) +
                      " doesn't match received axis_size " + std::to_string(*n) +
                      ". Got that axis_size; expected the mapped size. Drop axis_size or fix it.");
+  if (process_count() > 1) {
+    // JAX's multi-process pmap (a global axis over every process's local devices) is
+    // not built: refuse rather than run on another process's devices.
+    if (!o.devices)
+      throw ValueError("[pmap] pmap over several processes is not supported. Got " +
+                       std::to_string(process_count()) +
+                       " processes and no .devices; expected one process, or .devices naming "
+                       "this process's devices (tsr::local_devices()). For collectives across "
+                       "processes use shard_map over a mesh of every device.");
+    for (const Device& d : *o.devices)
+      if (d.process_index() != o.devices->front().process_index())  // non-empty: checked
+        throw ValueError("[pmap] pmap runs on the devices of one process. Got device " +
+                         std::to_string(o.devices->front().id) + " of process " +
+                         std::to_string(o.devices->front().process_index()) + " and device " +
+                         std::to_string(d.id) + " of process " + std::to_string(d.process_index()) +
+                         " in .devices; expected devices of one process (tsr::local_devices()). "
+                         "Use shard_map over a mesh of every device for collectives across "
+                         "processes.");
+  }
   std::vector<Device> devs = o.devices ? *o.devices : devices();
   if (*n < 1 || *n > static_cast<int64_t>(devs.size()))
     throw ValueError("[pmap] compiling computation that requires " + std::to_string(*n) +
