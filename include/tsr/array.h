@@ -104,6 +104,13 @@ class Array {
   std::vector<Shard> addressable_shards() const;
   /** True when every device of the sharding is this process's (always in one process). */
   bool is_fully_addressable() const;
+  /** One shard per device of the sharding, in mesh order; another process's shards
+   *  have no data (null). */
+  std::vector<Shard> global_shards() const;
+  /** The data of addressable shard i (addressable_shards()[i].data). */
+  Array addressable_data(int i) const;
+  /** True when every device holds the whole value (the sharding's, as JAX). */
+  bool is_fully_replicated() const;
 
   /** The logical value, row-major, converted to T. Reduces unreduced axes. Across
    *  processes, RuntimeError unless this process holds a copy of every block. */

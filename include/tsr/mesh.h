@@ -128,6 +128,14 @@ class Mesh {
   std::string str() const;
   /** "Mesh(axis_sizes=(2, 2), axis_names=('x', 'y'), axis_types=(Explicit, Explicit))". */
   std::string repr() const;
+  /** This process's devices of the mesh, in mesh order. */
+  std::vector<Device> local_devices() const;
+  /** True when the mesh has devices of more than one process. */
+  bool is_multi_process() const;
+  /** The smallest block of the mesh (a range per axis) holding this process's
+   *  devices, as a mesh of the same names and types; ValueError (JAX's text) when that
+   *  block holds another process's device. The whole mesh in one process. */
+  Mesh local_mesh() const;
   /** Same devices, shape, names and types. */
   bool operator==(const Mesh& o) const;
   /** Hash consistent with ==. */
@@ -154,6 +162,16 @@ Mesh make_mesh(const std::vector<int>& axis_sizes, const std::vector<std::string
  *  the device count. CPU order is the given order; GPUs are sorted by id. */
 std::vector<Device> create_device_mesh(const std::vector<int>& mesh_shape,
                                        const std::vector<Device>& devices = {});
+
+/** jax mesh_utils.create_hybrid_device_mesh: granules (processes: CPU devices have
+ *  no slice index, so process_is_granule must be true) of create_device_mesh(
+ *  mesh_shape) each, tiled on a dcn_mesh_shape grid, granule index major. Dim i of
+ *  the result is dcn_mesh_shape[i] * mesh_shape[i]; ValueError (JAX's texts) when the
+ *  granule count is not prod(dcn_mesh_shape) or process_is_granule is false. */
+std::vector<Device> create_hybrid_device_mesh(const std::vector<int>& mesh_shape,
+                                              const std::vector<int>& dcn_mesh_shape,
+                                              const std::vector<Device>& devices = {},
+                                              bool process_is_granule = false);
 
 /** Sets the thread's context mesh (std::nullopt clears it). */
 void set_mesh(const std::optional<Mesh>& mesh);

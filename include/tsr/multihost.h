@@ -27,4 +27,17 @@ void sync_global_devices(const std::string& name);
  *  value, read whole) is equal on every process. */
 void assert_equal(const Array& x, const std::string& fail_message = "");
 
+/** This process's piece `local` (split over global_mesh.local_mesh() by pspec) as the
+ *  global array on global_mesh: each dim grows by the global over the local sizes of
+ *  its spec's axes. An input that is not fully addressable comes back unchanged.
+ *  ValueError: pspec nullopt (JAX's text; use P() to replicate), local devices not a
+ *  block of the mesh. Replicated dims must hold the same data on every process. */
+Array host_local_array_to_global_array(const Array& local, const Mesh& global_mesh,
+                                       const std::optional<PartitionSpec>& pspec);
+/** The inverse: this process's blocks of `global` (put on NamedSharding(global_mesh,
+ *  pspec) first when laid out otherwise, a collective) as an array on
+ *  global_mesh.local_mesh(), without a copy. Fully addressable input: unchanged. */
+Array global_array_to_host_local_array(const Array& global, const Mesh& global_mesh,
+                                       const std::optional<PartitionSpec>& pspec);
+
 }  // namespace tsr::multihost

@@ -205,6 +205,15 @@ class NamedSharding {
   std::vector<std::string> replicated_axes() const;
   /** True if every device holds the whole logical value. */
   bool is_fully_replicated() const;
+  /** True when every device is this process's (always in one process). */
+  bool is_fully_addressable() const;
+  /** This process's devices, in mesh order. */
+  std::vector<Device> addressable_devices() const;
+  /** True when some device is this process's. */
+  bool has_addressable_devices() const;
+  /** devices_indices_map restricted to this process's devices. */
+  std::vector<std::pair<Device, ShardIndex>> addressable_devices_indices_map(
+      const Shape& global_shape) const;
   /** Same mesh, spec normalized to `rank`. */
   NamedSharding normalized(int rank) const;
   /** Same mesh, other spec. */

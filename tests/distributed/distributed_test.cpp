@@ -362,3 +362,89 @@ TEST(Distributed, PmapRunsOnLocalDevicesOnly) {
   EXPECT_HAS(error_of<ValueError>([&] { pmap(f, {.axis_name = "i", .devices = other})(x); }),
              "[pmap] pmap runs on the devices of one process");
 }
+
+// Mesh::local_mesh / local_devices / is_multi_process, the addressable views of
+// shardings and arrays, and create_hybrid_device_mesh.
+TEST(Distributed, LocalMeshesAndAddressableViews) {
+  for (const auto& l : layouts_2d()) {
+    const Mesh& m = l.mesh;
+    EXPECT_EQ(m.is_multi_process(), process_count() > 1) << l.name;
+    EXPECT_EQ(static_cast<int>(m.local_devices().size()), local_device_count()) << l.name;
+    Mesh lm = m.local_mesh();
+    EXPECT_EQ(lm.size(), local_device_count()) << l.name;
+    EXPECT_EQ(lm.axis_names(), m.axis_names()) << l.name;
+    for (const auto& d : lm.devices()) EXPECT_EQ(d.process_index(), process_index()) << l.name;
+    NamedSharding s(m, P("a", "b"));
+    EXPECT_EQ(s.is_fully_addressable(), process_count() == 1) << l.name;
+    EXPECT_TRUE(s.has_addressable_devices()) << l.name;
+    EXPECT_EQ(s.addressable_devices(), m.local_devices()) << l.name;
+    EXPECT_EQ(s.addressable_devices_indices_map({8, 8}).size(), m.local_devices().size());
+    Array x = device_put(iota({8, 8}), s);
+    auto all = x.global_shards();
+    ASSERT_EQ(all.size(), 8u) << l.name;
+    int here = 0;
+    for (const auto& sh : all) here += sh.data != nullptr;
+    EXPECT_EQ(here, local_device_count()) << l.name;
+    EXPECT_EQ(x.addressable_data(0).shape(), (Shape{4, 2})) << l.name;
+    EXPECT_FALSE(x.is_fully_replicated());
+    EXPECT_TRUE(device_put(iota({8, 8}), NamedSharding(m, P())).is_fully_replicated());
+  }
+  EXPECT_HAS(error_of<IndexError>([] { device_put(iota({8}), P()).addressable_data(99); }),
+             "[addressable_data] index 99 is out of range");
+  // Processes as granules, one per row: the default device order.
+  auto hybrid =
+      create_hybrid_device_mesh({1, local_device_count()}, {process_count(), 1}, {}, true);
+  EXPECT_EQ(hybrid, devices());
+  EXPECT_HAS(error_of<ValueError>([] {
+               create_hybrid_device_mesh({1, 8}, {1, 1});
+             }),
+             "does not have attribute slice_index. See `process_is_granule` option");
+  EXPECT_HAS(
+      error_of<ValueError>([] {
+        create_hybrid_device_mesh({1, local_device_count()}, {process_count() + 1, 1}, {}, true);
+      }),
+      "must equal the product of dcn_mesh_shape");
+  if (process_count() == 1) return;
+  // A 1-D mesh that interleaves processes has no local block (JAX's M16).
+  std::vector<int> order;
+  for (int i = 0; i < local_device_count(); ++i)
+    for (int p = 0; p < process_count(); ++p) order.push_back(p * local_device_count() + i);
+  EXPECT_HAS(error_of<ValueError>([&] { mesh_of(order, {8}, {"a"}).local_mesh(); }),
+             "must form a contiguous subcube of the global device mesh");
+}
+
+// host_local_array_to_global_array and back: this process's piece of the global value
+// (the block of its local mesh) becomes the global array, and the round trip keeps it.
+TEST(Distributed, HostLocalArraysRoundTrip) {
+  Array full = iota({8, 8});
+  for (const auto& l : layouts_2d())
+    for (const P& spec : {P("a", "b"), P("a"), P(nullptr, "b"), P()}) {
+      const std::string what = l.name + " " + spec.repr();
+      Mesh lm = l.mesh.local_mesh();
+      // This process's piece: the block its local mesh covers.
+      NamedSharding gs(l.mesh, spec);
+      auto idx = gs.devices_indices_map({8, 8});
+      Shape lo{8, 8}, hi{0, 0};
+      for (const auto& [d, ix] : idx) {
+        if (d.process_index() != process_index()) continue;
+        for (size_t k = 0; k < 2; ++k) {
+          lo[k] = std::min(lo[k], ix[k].full ? 0 : ix[k].start);
+          hi[k] = std::max(hi[k], ix[k].full ? 8 : ix[k].stop);
+        }
+      }
+      Array piece = slice(full, lo, hi);
+      Array g = multihost::host_local_array_to_global_array(piece, l.mesh, spec);
+      EXPECT_EQ(g.shape(), (Shape{8, 8})) << what;
+      test::expect_close(full, g, 0, what + " global");
+      Array back = multihost::global_array_to_host_local_array(g, l.mesh, spec);
+      EXPECT_EQ(back.shape(), piece.shape()) << what;
+      EXPECT_TRUE(back.is_fully_addressable()) << what;
+      EXPECT_EQ(*back.sharding().concrete_mesh(), lm) << what;
+      EXPECT_EQ(back.to_vector<float>(), piece.to_vector<float>()) << what;
+    }
+  EXPECT_HAS(error_of<ValueError>([&] {
+               multihost::host_local_array_to_global_array(full, layouts_2d()[0].mesh,
+                                                           std::nullopt);
+             }),
+             "`None` is not a valid input to the pspecs argument");
+}
