@@ -44,7 +44,9 @@ struct PmapOptions {
   /** Where each result leaf gets the device dimension, a prefix of the result; none:
    *  the result is the same on every device (unchecked; device 0's copy is returned). */
   tree::Prefix<PmapAxis> out_axes = 0;
-  /** The devices, in order (instance k runs on devices[k]); default tsr::devices(). */
+  /** The devices, in order (instance k runs on devices[k]); default tsr::devices().
+   *  Under several processes they must be given, all of one process (JAX's global
+   *  pmap axis is not built: use shard_map over a mesh of every device). */
   std::optional<std::vector<Device>> devices = {};
   /** The mapped size, checked against the arguments' when given. */
   std::optional<int64_t> axis_size = {};

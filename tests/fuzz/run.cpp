@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "fuzz.h"
+#include "support/gather.h"
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
 
@@ -83,30 +84,6 @@ struct Values {
   size_t size() const { return is_float ? f.size() : i.size(); }
 };
 
-/** a's whole value on this process. Under mpirun every process reads every output at
- *  the same point, so this may be a collective: an array spanning processes is
- *  gathered, one only other processes hold is broadcast from the first of them, and
- *  every process reaches the same verdict (its later steps depend on it). */
-Array everywhere(const Array& a) {
-  if (process_count() == 1) return a;
-  MeshScope no_mesh{Mesh()};  // the results stay on this process
-  std::optional<Array> whole;
-  if (a.is_fully_addressable()) {
-    whole = a;
-  } else {
-    bool here = false;
-    for (const auto& d : a.sharding().concrete_mesh()->devices())
-      here = here || d.process_index() == process_index();
-    if (here) whole = multihost::process_allgather(a, true).reshape(a.shape());
-  }
-  const Device me = local_devices()[0];
-  auto has = multihost::process_allgather(scalar(whole ? 1 : 0, me)).to_vector<int>();
-  if (std::count(has.begin(), has.end(), 1) == static_cast<long>(has.size())) return *whole;
-  const int src = static_cast<int>(std::find(has.begin(), has.end(), 1) - has.begin());
-  Array mine = whole ? device_put(*whole, me) : zeros(a.shape(), a.dtype(), me);
-  return multihost::broadcast_one_to_all(mine, process_index() == src);
-}
-
 /** A value read back from this process's devices (a shard, or a fully addressable
  *  array). */
 Values read(const Array& a) {
@@ -119,8 +96,8 @@ Values read(const Array& a) {
   return v;
 }
 
-/** A program output's whole value (see everywhere). */
-Values read_global(const Array& a) { return read(everywhere(a)); }
+/** A program output's whole value (every process reads it alike: test::gathered). */
+Values read_global(const Array& a) { return read(test::gathered(a)); }
 
 /** Tolerance for floats where reduction order may differ: relative to the largest
  *  magnitude of the reference, by dtype. */

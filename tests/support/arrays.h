@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/gather.h"
 #include "tsr/tsr.h"
 
 namespace test {
@@ -19,30 +20,11 @@ inline tsr::Array ramp(const tsr::Shape& s, double step, double start) {
       .astype(tsr::float32);
 }
 
-/** x's whole value as T on every process, as x.to_vector<T>() reads it in one process.
- *  Under mpirun this is a collective every process makes at the same point: an array
- *  spanning processes is gathered, and one that only other processes hold is broadcast
- *  from the first of them (so a test asserts alike on every process). */
+/** x's whole value as T on every process, as x.to_vector<T>() reads it in one process
+ *  (a collective under mpirun: see gathered). */
 template <class T>
 std::vector<T> values(const tsr::Array& x) {
-  if (tsr::process_count() == 1) return x.to_vector<T>();
-  tsr::MeshScope no_mesh{tsr::Mesh()};  // the reshapes below stay on this process
-  std::optional<tsr::Array> whole;
-  if (x.is_fully_addressable()) {
-    whole = x;
-  } else {
-    bool here = false;
-    for (const auto& d : x.sharding().concrete_mesh()->devices())
-      here = here || d.process_index() == tsr::process_index();
-    if (here) whole = tsr::multihost::process_allgather(x, true).reshape(x.shape());
-  }
-  const auto me = tsr::local_devices()[0];
-  auto has = tsr::multihost::process_allgather(tsr::scalar(whole ? 1 : 0, me)).to_vector<int>();
-  if (std::count(has.begin(), has.end(), 1) == static_cast<long>(has.size()))
-    return whole->to_vector<T>();
-  const int src = static_cast<int>(std::find(has.begin(), has.end(), 1) - has.begin());
-  tsr::Array mine = whole ? tsr::device_put(*whole, me) : tsr::zeros(x.shape(), x.dtype(), me);
-  return tsr::multihost::broadcast_one_to_all(mine, tsr::process_index() == src).to_vector<T>();
+  return gathered(x).to_vector<T>();
 }
 
 /** x's one element as T on every process (see values). */

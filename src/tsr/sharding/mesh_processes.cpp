@@ -26,6 +26,15 @@ int64_t product(const std::vector<int>& v) {
   return p;
 }
 
+// The concrete mesh of s; ValueError naming `api` for a sharding on an abstract mesh.
+const Mesh& devices_of(const NamedSharding& s, const char* api) {
+  if (!s.concrete_mesh())
+    throw ValueError(std::string("[") + api + "] the sharding " + s.str() +
+                     " has no devices. Got a sharding on an abstract mesh; expected one on a "
+                     "concrete Mesh. Build the NamedSharding from a Mesh.");
+  return *s.concrete_mesh();
+}
+
 }  // namespace
 
 std::vector<Device> Mesh::local_devices() const {
@@ -137,13 +146,13 @@ std::vector<Device> create_hybrid_device_mesh(const std::vector<int>& mesh_shape
 }
 
 bool NamedSharding::is_fully_addressable() const {
-  for (const auto& d : concrete_mesh().value().devices())
+  for (const auto& d : devices_of(*this, "is_fully_addressable").devices())
     if (d.process_index() != process_index()) return false;
   return true;
 }
 
 std::vector<Device> NamedSharding::addressable_devices() const {
-  return concrete_mesh().value().local_devices();
+  return devices_of(*this, "addressable_devices").local_devices();
 }
 
 bool NamedSharding::has_addressable_devices() const { return !addressable_devices().empty(); }
