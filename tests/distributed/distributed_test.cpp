@@ -457,3 +457,18 @@ TEST(Distributed, HostLocalArraysRoundTrip) {
              }),
              "`None` is not a valid input to the pspecs argument");
 }
+
+// device_put of a process-local value onto a mesh with a device on every process checks
+// that every process passed the same value (JAX's M37), instead of silently keeping
+// each process's blocks of a different value.
+TEST(Distributed, DevicePutOfDifferentValuesIsAnError) {
+  const Mesh m = layouts_2d()[0].mesh;
+  Array same = iota({8});
+  test::expect_close(same, device_put(same, NamedSharding(m, P("a"))), 0, "same value");
+  if (process_count() == 1) return;
+  Array mine = iota({8}) + static_cast<double>(process_index());
+  std::string e = error_of<AssertionError>([&] { device_put(mine, NamedSharding(m, P("a"))); });
+  EXPECT_HAS(e, "[device_put] Array passed to device_put is not the same on each process");
+  EXPECT_HAS(e, "(process 0)");
+  multihost::sync_global_devices("after M37");  // still in step
+}

@@ -6,10 +6,14 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <string>
 
+#include "tsr/comm/process.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/core/convert.h"
+#include "tsr/core/value_check.h"
 #include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
@@ -121,6 +125,45 @@ bool spans_processes(const NamedSharding& s) {
   for (const auto& d : s.concrete_mesh()->devices())
     if (!rt.is_local(d.id)) return true;
   return false;
+}
+
+thread_local bool t_skip_same_value_check = false;
+
+// A short text of a value: its type and first elements.
+std::string value_summary(const uint8_t* bytes, DType dt, const Shape& shape) {
+  const int64_t n = std::min<int64_t>(numel(shape), 6);
+  std::vector<double> v(static_cast<size_t>(n));
+  detail::convert(bytes, dt, v.data(), DType::Float64, n);
+  std::ostringstream os;
+  os << dtype_name(dt) << shape_str(shape) << " [";
+  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << v[static_cast<size_t>(i)];
+  os << (numel(shape) > n ? ", ...]" : "]");
+  return os.str();
+}
+
+// JAX's M37: a process-local value put on a mesh with a device on every process is the
+// global value, so every process must pass the same one (one small exchange of hashes).
+void check_same_value(const std::vector<uint8_t>& bytes, DType dt, const Shape& shape,
+                      const NamedSharding& s) {
+  auto& rt = detail::Runtime::get();
+  if (t_skip_same_value_check || rt.process_count() == 1) return;
+  std::set<int> procs;
+  for (const auto& d : s.concrete_mesh()->devices()) procs.insert(d.process_index());
+  if (static_cast<int>(procs.size()) != rt.process_count()) return;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
+  const std::string mine = std::to_string(h) + '\n' + value_summary(bytes.data(), dt, shape);
+  auto all = detail::process_allgather(process_indices(), mine, "device_put");
+  for (size_t p = 0; p < all.size(); ++p) {
+    if (all[p] == mine) continue;
+    throw AssertionError(
+        "[device_put] Array passed to device_put is not the same on each process. Make sure "
+        "you are passing the same value of Array on each process. Expected: " +
+        all[0].substr(all[0].find('\n') + 1) + " (process 0); got: " +
+        mine.substr(mine.find('\n') + 1) + " (process " + std::to_string(rt.process_index()) +
+        "). Pass every process the same global value, or build the array from each "
+        "process's piece with make_array_from_process_local_data.");
+  }
 }
 
 // True when every distinct block has a copy on this process (always, in one process).
@@ -417,6 +460,7 @@ Array device_put(const Array& x, const Placement& where) {
     // JAX's uncommitted arrays): every process passes the same and keeps its blocks.
     std::vector<uint8_t> bytes(static_cast<size_t>(x.nbytes()));
     x.copy_to_host(bytes.data(), x.dtype());
+    check_same_value(bytes, x.dtype(), x.shape(), s);
     Array r = put_host(bytes.data(), x.dtype(), x.shape(), where, "device_put");
     return x.type().weak ? detail::make_array(x.shape(), x.dtype(), r.impl()->sharding(),
                                               r.impl()->buffers, true)
@@ -429,3 +473,10 @@ Array device_put(const Array& x, const Placement& where) {
 }
 
 }  // namespace tsr
+
+namespace tsr::detail {
+SkipSameValueCheck::SkipSameValueCheck() : previous_(t_skip_same_value_check) {
+  t_skip_same_value_check = true;
+}
+SkipSameValueCheck::~SkipSameValueCheck() { t_skip_same_value_check = previous_; }
+}  // namespace tsr::detail

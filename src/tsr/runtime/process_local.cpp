@@ -3,6 +3,7 @@
 
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
+#include "tsr/core/value_check.h"
 #include "tsr/runtime/executable.h"
 
 namespace tsr::detail {
@@ -54,6 +55,7 @@ bool place_process_local(std::vector<Array>& in, const Mesh* named) {
     if (on == *mesh || on.size() != 1 || on.devices()[0].id != rt.first_local()) continue;
     // Keeps its type (a mesh-less value, which rules place freely, as a shard_map's
     // in_specs do); only its layout becomes the mesh's, alike on every process.
+    SkipSameValueCheck same;  // the library places it: unchecked, as JAX's jit arguments
     Array r = device_put(x, NamedSharding(*mesh, P()));
     auto impl = std::make_shared<ArrayImpl>();
     impl->meta = std::make_shared<const ArrayMeta>(ArrayMeta{x.type(), r.impl()->sharding()});
