@@ -285,9 +285,9 @@ void Link::stop() {
         to.push_back(p);
       }
       auto dl = deadline();
+      size_t gone = 0;
       for (int spins = 0;; ++spins) {
         poll_notices("distributed.shutdown", -1);
-        size_t gone = 0;
         {
           std::lock_guard<std::mutex> lock(mu_);
           gone = departed_.size();
@@ -296,7 +296,12 @@ void Link::stop() {
         backoff(spins);
       }
       wait_sends(reqs, to, "distributed.shutdown", deadline());
-      MPI_Finalize();
+      // Finalize only with every peer leaving too: one that left without a goodbye
+      // (it raised, or exited after a CommError) would hold MPI_Finalize forever.
+      if (gone + 1 >= static_cast<size_t>(size_))
+        MPI_Finalize();
+      else
+        broken = true;
     } catch (const CommError&) {
       broken = true;
     }
