@@ -117,7 +117,8 @@ void Rendezvous::sync(int rank, std::string_view op) {
   std::unique_lock lock(mu_);
   // No timeout here: every rank has arrived, so each will come, and a rank that
   // left early could free buffers that its peers still read.
-  wait_all(lock, rank, op, /*timed=*/false, [] {});
+  wait_all(lock, rank, op, /*timed=*/false,
+           [&] { next_task_.store(0, std::memory_order_relaxed); });
 }
 
 }  // namespace tsr::detail

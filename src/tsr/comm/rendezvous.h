@@ -39,8 +39,9 @@ class Rendezvous {
   /** A barrier between phases of one collective, after arrive(). It does not time
    *  out: every rank is inside the collective and its buffers must outlive the reads. */
   void sync(int rank, std::string_view op);
-  /** Hands out 0, 1, 2, ... across ranks; restarts at 0 with each arrive(). Lets the
-   *  ranks that are running share a collective's work when they outnumber cores. */
+  /** Hands out 0, 1, 2, ... across ranks; restarts at 0 with each arrive() and sync().
+   *  Lets the ranks that are running share a collective's work when they outnumber
+   *  cores. */
   int64_t next_task() { return next_task_.fetch_add(1, std::memory_order_relaxed); }
 
  private:

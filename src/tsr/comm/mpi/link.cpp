@@ -147,46 +147,119 @@ void Link::post_send(const void* data, size_t bytes, int to, int tag, std::vecto
   reqs.push_back(req);
 }
 
-void Link::wait_sends(std::vector<void*>& reqs, const std::vector<int>& to, const char* op,
-                      Clock::time_point deadline) {
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    auto* req = static_cast<MPI_Request*>(reqs[i]);
-    for (int spins = 0;; ++spins) {
-      int done = 0;
-      int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
-      if (done) break;
-      bool gone = false;
-      try {
-        gone = poll_notices(op, to[i]);
-      } catch (const CommError&) {
-        // A peer failed, maybe right after it received this message: a send that
-        // completes within a moment succeeded (the failure still poisons later calls).
-        auto until = Clock::now() + std::chrono::milliseconds(200);
-        while (!done && Clock::now() < until) {
-          if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-          if (!done) std::this_thread::sleep_for(std::chrono::microseconds(100));
-        }
-        if (!done) throw;
-        break;
+void Link::post_spans(const std::vector<Span>& spans, int peer, int tag, bool send,
+                      std::vector<void*>& reqs) {
+  // Adjacent spans merge; a run longer than an int's worth of bytes splits.
+  constexpr int64_t kMaxBlock = int64_t{1} << 30;
+  std::vector<int> lens;
+  std::vector<MPI_Aint> displs;
+  for (const Span& s : spans) {
+    const auto* p = static_cast<const char*>(s.data);
+    for (int64_t off = 0; off < s.bytes;) {
+      const int64_t n = std::min(kMaxBlock, s.bytes - off);
+      MPI_Aint a = 0;
+      MPI_Get_address(p + off, &a);
+      if (!lens.empty() && MPI_Aint_add(displs.back(), lens.back()) == a &&
+          lens.back() + n <= kMaxBlock) {
+        lens.back() += static_cast<int>(n);
+      } else {
+        lens.push_back(static_cast<int>(n));
+        displs.push_back(a);
       }
-      if (gone) {
-        rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
-        if (done) break;
-        departed(op, to[i]);
-      }
-      if (Clock::now() > deadline)
-        fail("[" + std::string(op) + "] process " + std::to_string(to[i]) +
-             " did not receive from process " + std::to_string(rank_) + " within " +
-             seconds(timeout_ms_) +
-             " (TSR_COMM_TIMEOUT). Got no matching receive; expected every process to make the "
-             "same cross-process calls in the same order. It may have died, hung or run "
-             "another program; check its output.");
-      backoff(spins);
+      off += n;
     }
+  }
+  auto* req = new MPI_Request;
+  void* base = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_BYTE;
+  if (lens.size() == 1) {
+    base = reinterpret_cast<void*>(displs[0]);  // NOLINT: MPI_Get_address of our pointer
+    count = lens[0];
+  } else if (lens.size() > 1) {
+    MPI_Type_create_hindexed(static_cast<int>(lens.size()), lens.data(), displs.data(), MPI_BYTE,
+                             &type);
+    MPI_Type_commit(&type);
+    base = MPI_BOTTOM;
+    count = 1;
+  }
+  int rc = send ? MPI_Isend(base, count, type, peer, tag, MPI_COMM_WORLD, req)
+                : MPI_Irecv(base, count, type, peer, tag, MPI_COMM_WORLD, req);
+  if (type != MPI_BYTE) MPI_Type_free(&type);  // freed once the transfer ends
+  if (rc != MPI_SUCCESS) {
     delete req;
-    reqs[i] = nullptr;
+    mpi_error(send ? "send" : "receive", send ? "MPI_Isend" : "MPI_Irecv", rc);
+  }
+  reqs.push_back(req);
+}
+
+void Link::post_send_spans(const std::vector<Span>& spans, int to, int tag,
+                           std::vector<void*>& reqs) {
+  post_spans(spans, to, tag, true, reqs);
+}
+
+void Link::post_recv_spans(const std::vector<Span>& spans, int from, int tag,
+                           std::vector<void*>& reqs) {
+  post_spans(spans, from, tag, false, reqs);
+}
+
+void Link::wait(std::vector<void*>& reqs, const std::vector<int>& peers, const char* op,
+                Clock::time_point deadline, bool streaming) {
+  auto test = [&](size_t i) {
+    auto* req = static_cast<MPI_Request*>(reqs[i]);
+    if (!req) return true;
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) mpi_error(op, "MPI_Test", rc);
+    if (done) {
+      delete req;
+      reqs[i] = nullptr;
+    }
+    return done != 0;
+  };
+  auto first_pending = [&]() -> int {
+    for (size_t i = 0; i < reqs.size(); ++i)
+      if (!test(i)) return static_cast<int>(i);
+    return -1;
+  };
+  for (int spins = 0;; ++spins) {
+    const int i = first_pending();
+    if (i < 0) break;
+    const int peer = peers[static_cast<size_t>(i)];
+    if (streaming && spins % 256 != 255) {  // notices are rare: look every 256 polls
+      std::this_thread::yield();
+      continue;
+    }
+    bool gone = false;
+    try {
+      gone = poll_notices(op, peer);
+    } catch (const CommError&) {
+      // A peer failed, maybe right after this transfer ended on its side: one that
+      // completes within a moment succeeded (the failure still poisons later calls).
+      auto until = Clock::now() + std::chrono::milliseconds(200);
+      int left = i;
+      while (left >= 0 && Clock::now() < until) {
+        left = first_pending();
+        if (left >= 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      if (left >= 0) throw;
+      break;
+    }
+    if (gone) {
+      if (test(static_cast<size_t>(i))) continue;
+      departed(op, peer);
+    }
+    if (Clock::now() > deadline)
+      fail("[" + std::string(op) + "] process " + std::to_string(peer) +
+           " did not complete a transfer with process " + std::to_string(rank_) + " within " +
+           seconds(timeout_ms_) +
+           " (TSR_COMM_TIMEOUT). Got no matching send or receive; expected every process to "
+           "make the same cross-process calls in the same order. It may have died, hung or run "
+           "another program; check its output.");
+    if (streaming)
+      std::this_thread::yield();
+    else
+      backoff(spins);
   }
   reqs.clear();
 }
@@ -295,7 +368,7 @@ void Link::stop() {
         if (gone + 1 >= static_cast<size_t>(size_) || Clock::now() > dl) break;
         backoff(spins);
       }
-      wait_sends(reqs, to, "distributed.shutdown", deadline());
+      wait(reqs, to, "distributed.shutdown", deadline());
       // Finalize only with every peer leaving too: one that left without a goodbye
       // (it raised, or exited after a CommError) would hold MPI_Finalize forever.
       if (gone + 1 >= static_cast<size_t>(size_))

@@ -20,6 +20,13 @@ constexpr int kFirstGroupTag = 16;
 
 using Clock = std::chrono::steady_clock;
 
+/** One run of bytes of a message: a message may gather its bytes from several runs
+ *  (a send) or scatter them into several (a receive), so no copy packs or unpacks it. */
+struct Span {
+  const void* data = nullptr; /**< first byte (written through by a receive) */
+  int64_t bytes = 0;          /**< length */
+};
+
 class Link {
  public:
   /** The process's link; started by start(). */
@@ -43,9 +50,16 @@ class Link {
 
   /** Posts a send; `data` must stay alive until wait_sends(). */
   void post_send(const void* data, size_t bytes, int to, int tag, std::vector<void*>& reqs);
-  /** Waits for posted sends (CommError naming `to` on timeout). */
-  void wait_sends(std::vector<void*>& reqs, const std::vector<int>& to, const char* op,
-                  Clock::time_point deadline);
+  /** Posts a send of the spans' bytes, back to back, as one message read in place
+   *  (an MPI datatype over their addresses); they must stay alive until wait(). */
+  void post_send_spans(const std::vector<Span>& spans, int to, int tag, std::vector<void*>& reqs);
+  /** Posts a receive of one message of exactly the spans' total size into the spans. */
+  void post_recv_spans(const std::vector<Span>& spans, int from, int tag, std::vector<void*>& reqs);
+  /** Waits for posted sends and receives; peers[i] is reqs[i]'s peer (CommError naming
+   *  it on failure or timeout). Polls without sleeping once `streaming`: with every
+   *  peer inside the call, the waiting thread is what moves the bytes. */
+  void wait(std::vector<void*>& reqs, const std::vector<int>& peers, const char* op,
+            Clock::time_point deadline, bool streaming = false);
   /** Receives the next message from `from` with `tag`, whatever its size. */
   std::string recv(int from, int tag, const char* op, Clock::time_point deadline);
   /** The same into `body` (resized to the message; a buffer of that size is reused). */
@@ -64,6 +78,9 @@ class Link {
   [[noreturn]] void fail(std::string msg);
   [[noreturn]] void mpi_error(const char* op, const char* call, int code);
   void backoff(int spins) const;
+  // Posts a send or receive of the spans as one message.
+  void post_spans(const std::vector<Span>& spans, int peer, int tag, bool send,
+                  std::vector<void*>& reqs);
 
   bool running_ = false;
   int rank_ = 0;

@@ -52,7 +52,7 @@ std::vector<std::string> process_allgather(const std::vector<int>& processes,
                       "programs from here on.");
     out.push_back(cut == std::string::npos ? std::string() : got.substr(cut + 1));
   }
-  link.wait_sends(reqs, to, op, dl);
+  link.wait(reqs, to, op, dl);
   return out;
 }
 
