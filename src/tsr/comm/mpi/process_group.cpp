@@ -4,7 +4,7 @@
 // share the in-process work (local reductions, copies into outputs) in blocks.
 //
 // One exchange: every leader sends every other a header (the call, and the bytes it
-// sends to and expects from each process), small bodies right behind it. Every leader
+// sends to and expects from each process), small bodies inside it. Every leader
 // judges all headers alike, so all proceed or all raise the same CommError; large
 // bodies then move in place: MPI reads them from the inputs and writes them into the
 // outputs through datatypes over their addresses, with no packing copy on either
@@ -39,11 +39,12 @@ struct Wire {
   int64_t count = 0;
   int32_t dtype = -1, reduce = -1, root = -1, failed = 0;
   uint64_t pairs_hash = 0;
+  int64_t note_bytes = 0;  // a failure's reason, after the byte rows
   char op[24] = {};
 };
 
-// Bodies up to this size follow their header at once (copied into a message); larger
-// ones move in place once every process agreed.
+// Bodies up to this size ride in their header's message (copied); larger ones move in
+// place once every process agreed.
 constexpr int64_t kEagerBytes = 64 << 10;
 // A collective whose in-process work is below this many bytes runs on the leader
 // alone: one sync instead of one per phase.
@@ -87,11 +88,12 @@ void copy(void* dst, const void* src, int64_t bytes, bool streaming = false) {
 }
 
 // A header as received: the call, the bytes the sender sends to and expects from
-// each process index, all_to_allv's pair signatures, a failure's reason.
+// each process index, all_to_allv's pair signatures, a failure's reason, and a small
+// body (the rest of the message).
 struct Header {
   Wire w;
   std::vector<int64_t> sends, expects, send_sig, recv_sig;
-  std::string note;
+  std::string note, body;
 };
 
 int64_t total(const std::vector<Span>& spans) {
@@ -128,7 +130,6 @@ class ProcessGroup final : public GroupImpl {
         remote_order_.insert(remote_order_.end(), ranks_of_[q].begin(), ranks_of_[q].end());
     }
     got_.resize(procs_.size());
-    eager_.resize(procs_.size());
     const int64_t slots = (Link::get().tag_ub() - mpi::kFirstGroupTag) / 2;
     tag_ = mpi::kFirstGroupTag + 2 * static_cast<int>(hash_ % static_cast<uint64_t>(slots));
   }
@@ -584,7 +585,8 @@ class ProcessGroup final : public GroupImpl {
     return w;
   }
 
-  std::string header_of(const Wire& w, const Plan& pl, const std::string& note) const {
+  std::string header_of(Wire w, const Plan& pl, const std::string& note) const {
+    w.note_bytes = static_cast<int64_t>(note.size());
     const size_t np = procs_.size();
     std::vector<int64_t> sends(np, 0), expects(np, 0);
     for (size_t p = 0; p < np; ++p) {
@@ -618,20 +620,17 @@ class ProcessGroup final : public GroupImpl {
       std::memcpy(v->data(), h.data() + off, row);
       off += row;
     }
-    out.note = h.substr(off);
+    const auto note = static_cast<size_t>(std::max<int64_t>(0, out.w.note_bytes));
+    out.note = h.substr(off, note);
+    if (off + note < h.size()) out.body = h.substr(off + note);
     return out;
   }
 
-  // The next current header from process index p, and its body when it came along
-  // (into eager_[p]); a failed call's leftovers are skipped.
+  // The next current header from process index p; a failed call's leftovers skip.
   Header read_header(int p, const char* op, mpi::Clock::time_point dl) {
-    Link& link = Link::get();
     for (;;) {
-      Header h = decode(link.recv(procs_[p], tag_, op, dl));
-      const bool foreign = h.w.group != hash_;
-      if (foreign || h.w.failed || h.sends[mine_] <= kEagerBytes)
-        link.recv_into(procs_[p], tag_ + 1, op, dl, eager_[p]);
-      if (!foreign && h.w.seq < seq_) continue;
+      Header h = decode(Link::get().recv(procs_[p], tag_, op, dl));
+      if (h.w.group == hash_ && h.w.seq < seq_) continue;
       return h;
     }
   }
@@ -693,19 +692,17 @@ class ProcessGroup final : public GroupImpl {
     // A failed call may leave its small sends in flight: their buffers move to
     // orphans_ (never freed). Large bodies are only sent once every process agreed.
     auto pending = std::make_shared<Pending>();
-    pending->header = header_of(wire_of(calls[0]), pl, "");
-    pending->payloads.resize(np);
+    const std::string header = header_of(wire_of(calls[0]), pl, "");
+    pending->messages.resize(np);
     std::vector<Header> hs(np);
-    hs[mine_] = decode(pending->header);
+    hs[mine_] = decode(header);
     for (size_t p = 0; p < np; ++p) {
       if (static_cast<int>(p) == mine_) continue;
-      link.post_send(pending->header.data(), pending->header.size(), procs_[p], tag_,
-                     pending->reqs);
-      pending->to.push_back(procs_[p]);
-      if (hs[mine_].sends[p] > kEagerBytes) continue;
-      std::string& body = pending->payloads[p];
-      for (const Span& s : pl.send[p]) body.append(static_cast<const char*>(s.data), s.bytes);
-      link.post_send(body.data(), body.size(), procs_[p], tag_ + 1, pending->reqs);
+      std::string& m = pending->messages[p];
+      m = header;
+      if (hs[mine_].sends[p] <= kEagerBytes)
+        for (const Span& s : pl.send[p]) m.append(static_cast<const char*>(s.data), s.bytes);
+      link.post_send(m.data(), m.size(), procs_[p], tag_, pending->reqs);
       pending->to.push_back(procs_[p]);
     }
     try {
@@ -724,7 +721,7 @@ class ProcessGroup final : public GroupImpl {
           link.post_recv_spans(pl.recv[p], procs_[p], tag_ + 1, reqs);
           peers.push_back(procs_[p]);
         } else {
-          const std::vector<char>& body = eager_[p];
+          const std::string& body = hs[p].body;
           if (static_cast<int64_t>(body.size()) != hs[p].sends[mine_])
             throw CommError(std::string("[") + op + "] process " + std::to_string(procs_[p]) +
                             " sent a body of " + std::to_string(body.size()) +
@@ -753,12 +750,11 @@ class ProcessGroup final : public GroupImpl {
       c.op = op;
       c.error = why;
       auto pending = std::make_shared<Pending>();
-      pending->header = header_of(wire_of(c), plan(), why);
+      pending->messages = {header_of(wire_of(c), plan(), why)};
       for (size_t p = 0; p < procs_.size(); ++p) {
         if (static_cast<int>(p) == mine_) continue;
-        link.post_send(pending->header.data(), pending->header.size(), procs_[p], tag_,
+        link.post_send(pending->messages[0].data(), pending->messages[0].size(), procs_[p], tag_,
                        pending->reqs);
-        link.post_send(nullptr, 0, procs_[p], tag_ + 1, pending->reqs);
       }
       orphans_.push_back(pending);  // the peers may never receive them
     } catch (...) {
@@ -766,8 +762,7 @@ class ProcessGroup final : public GroupImpl {
   }
 
   struct Pending {
-    std::string header;
-    std::vector<std::string> payloads;  // small bodies, copied
+    std::vector<std::string> messages;  // headers with their small bodies
     std::vector<void*> reqs;
     std::vector<int> to;
   };
@@ -787,9 +782,8 @@ class ProcessGroup final : public GroupImpl {
   uint64_t seq_ = 0;   // the leader's exchange count
   std::string error_;  // the leader's verdict, read by every local rank after a sync
   // Filled by the leader, read by every local rank after a sync:
-  std::vector<std::vector<char>> got_;    // by index in procs_: partials received (reused)
-  std::vector<std::vector<char>> eager_;  // by index in procs_: small bodies received
-  std::vector<char> partial_;             // reduce_scatter: other processes' blocks
+  std::vector<std::vector<char>> got_;  // by index in procs_: partials received (reused)
+  std::vector<char> partial_;           // reduce_scatter: other processes' blocks
   std::vector<std::shared_ptr<Pending>> orphans_;
 };
 
