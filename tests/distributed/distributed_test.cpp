@@ -472,3 +472,30 @@ TEST(Distributed, DevicePutOfDifferentValuesIsAnError) {
   EXPECT_HAS(e, "(process 0)");
   multihost::sync_global_devices("after M37");  // still in step
 }
+
+namespace {
+
+// JAX refuses device_put of a committed array onto devices of other processes (M38).
+// Here an array committed to one device is global: every process names the same
+// device, and the put moves its value across processes. Processes that name
+// different devices of their own would make different transfers: before the first
+// one, the processes compare what moves where (as for a lowered program), and each
+// raises a typed error instead of waiting on a group the others never join. (The
+// comparison is remembered by content: had process 0 made its move before, alone it
+// would skip the comparison, and the others would wait for the timeout.)
+TEST(Distributed, DevicePutOfACommittedArrayAcrossProcesses) {
+  const Mesh m = layouts_2d()[0].mesh;
+  if (process_count() > 1) {
+    Array own = device_put(iota({8}), local_devices()[1]);
+    std::string e =
+        error_of<CommError>([&] { device_put(own, NamedSharding(m, P("a"))).block_until_ready(); });
+    EXPECT_HAS(e, "[reshard] processes lowered different programs");
+    EXPECT_HAS(e, "on 1`");
+    multihost::sync_global_devices("after divergent device_put");  // still in step
+  }
+  Array on_one = device_put(iota({8}), devices()[1]);
+  test::expect_close(iota({8}), device_put(on_one, NamedSharding(m, P("a"))), 0,
+                     "one device to the mesh");
+}
+
+}  // namespace

@@ -166,6 +166,13 @@ void check_same_value(const std::vector<uint8_t>& bytes, DType dt, const Shape& 
   }
 }
 
+// A value on this process's default device only, where values made without a
+// placement live (JAX's uncommitted arrays; process_local.cpp treats them alike).
+bool process_local(const Array& x) {
+  const auto& devs = x.impl()->sharding().concrete_mesh()->devices();
+  return devs.size() == 1 && devs[0].id == detail::Runtime::get().first_local();
+}
+
 // True when every distinct block has a copy on this process (always, in one process).
 bool process_holds_every_block(const detail::ArrayImpl& impl, const Shape& shape) {
   const auto& b = impl.buffers;
@@ -437,8 +444,7 @@ Array device_put(const Array& x, const Placement& where) {
     return reshard(x, where);
   }
   NamedSharding s = resolve_placement(where, x.shape(), "device_put");
-  const bool from_here = x.is_fully_addressable();
-  if (!from_here && !spans_processes(s)) {
+  if (!x.is_fully_addressable() && !spans_processes(s)) {
     // Onto this process's devices from a global array: only from blocks held here
     // (another process may not be calling, so no collective can fetch the rest).
     if (!process_holds_every_block(*x.impl(), x.shape()) ||
@@ -455,9 +461,10 @@ Array device_put(const Array& x, const Placement& where) {
     x.copy_to_host(bytes.data(), x.dtype());
     return put_host(bytes.data(), x.dtype(), x.shape(), where, "device_put");
   }
-  if (spans_processes(s) && from_here && x.impl()->sharding().spec().unreduced().empty()) {
+  if (spans_processes(s) && process_local(x) && x.impl()->sharding().spec().unreduced().empty()) {
     // A process-local value put on a mesh of many processes is the global value (as
     // JAX's uncommitted arrays): every process passes the same and keeps its blocks.
+    // Any other array is global, here and on every other process: it is resharded.
     std::vector<uint8_t> bytes(static_cast<size_t>(x.nbytes()));
     x.copy_to_host(bytes.data(), x.dtype());
     check_same_value(bytes, x.dtype(), x.shape(), s);

@@ -609,29 +609,29 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-void check_same_program(const Executable& ex) {
+void check_same_text(const std::vector<int>& processes, const std::string& text, const char* op) {
   // Agreement is remembered by content, not per executable: a cache that evicted and
   // re-lowered a program on one process only must not make it wait for the others.
   static std::mutex mu;
   static std::set<size_t> agreed;
-  const size_t h = std::hash<std::string>()(ex.fingerprint);
+  const size_t h = std::hash<std::string>()(text);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (agreed.count(h)) return;
   }
-  auto texts = process_allgather(ex.processes, ex.fingerprint, "jit");
+  auto texts = process_allgather(processes, text, op);
   const int me = Runtime::get().process_index();
   for (size_t k = 0; k < texts.size(); ++k) {
-    if (texts[k] == ex.fingerprint) continue;
-    auto mine = lines_of(ex.fingerprint), theirs = lines_of(texts[k]);
+    if (texts[k] == text) continue;
+    auto mine = lines_of(text), theirs = lines_of(texts[k]);
     size_t i = 0;
     while (i < mine.size() && i < theirs.size() && mine[i] == theirs[i]) ++i;
     auto line = [](const std::vector<std::string>& ls, size_t i) {
       return i < ls.size() ? "`" + ls[i] + "`" : std::string("(the program ends)");
     };
     // Every process reports the pair (lowest differing process, this one) the same way.
-    const int other = ex.processes[k];
-    throw CommError("[jit] processes lowered different programs: process " +
+    const int other = processes[k];
+    throw CommError(std::string("[") + op + "] processes lowered different programs: process " +
                     std::to_string(std::min(me, other)) + " and process " +
                     std::to_string(std::max(me, other)) + " differ at line " +
                     std::to_string(i + 1) + ". Got " + line(mine, i) + " on process " +
@@ -643,6 +643,10 @@ void check_same_program(const Executable& ex) {
   }
   std::lock_guard<std::mutex> lock(mu);
   agreed.insert(h);
+}
+
+void check_same_program(const Executable& ex) {
+  check_same_text(ex.processes, ex.fingerprint, "jit");
 }
 
 std::shared_ptr<const Executable> lower(

@@ -138,6 +138,10 @@ CommReport comm_report(const Executable& ex);
 /** Raises CommError on every process of `ex` whose lowered program differs from
  *  another's, naming the first differing line. */
 void check_same_program(const Executable& ex);
+/** The same for any text that every process of `processes` (sorted, this one among
+ *  them) must agree on before a cross-process step; agreement is remembered by
+ *  content. `op` names the caller. */
+void check_same_text(const std::vector<int>& processes, const std::string& text, const char* op);
 
 /** With several processes: the inputs this process alone holds (on its default
  *  device, where a value made without a placement lives: JAX's uncommitted arrays),

@@ -10,11 +10,14 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/error.h"
+#include "tsr/runtime/executable.h"
 #include "tsr/sharding/format.h"
 #include "tsr/sharding/reshard_plan.h"
 
@@ -511,6 +514,27 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
     }
 }
 
+namespace {
+
+// Before a reshard that crosses processes, they agree on what moves where (as on a
+// lowered program): processes that name different source devices would otherwise
+// wait on different groups until the timeout.
+void check_same_reshard(const Plan& plan, const Array& x, const NamedSharding& dst) {
+  auto& rt = Runtime::get();
+  if (rt.process_count() == 1) return;
+  std::set<int> procs;
+  for (int id : plan.ids) procs.insert(id / rt.local_count());
+  if (procs.size() < 2 || !procs.count(rt.process_index())) return;
+  std::ostringstream os;
+  os << "reshard " << x.type().str() << '\n' << "from " << x.impl()->sharding().str() << " on";
+  for (const auto& d : x.impl()->sharding().concrete_mesh()->devices()) os << ' ' << d.id;
+  os << '\n' << "to " << dst.str() << " on";
+  for (const auto& d : dst.concrete_mesh()->devices()) os << ' ' << d.id;
+  check_same_text(std::vector<int>(procs.begin(), procs.end()), os.str(), "reshard");
+}
+
+}  // namespace
+
 Array reshard_to(const Array& x, const NamedSharding& dst) {
   const Shape& shape = x.shape();
   auto plan = get_plan(shape, x.dtype(), x.impl()->sharding(), dst);
@@ -518,6 +542,7 @@ Array reshard_to(const Array& x, const NamedSharding& dst) {
   const Mesh& md = *dst.concrete_mesh();
   size_t dst_bytes = static_cast<size_t>(numel(plan->dst_local)) * itemsize(x.dtype());
   auto& rt = Runtime::get();
+  check_same_reshard(*plan, x, dst);
   std::vector<BufferPtr> out(md.size());
   std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
   for (int u = 0; u < static_cast<int>(plan->ids.size()); ++u) {
