@@ -5,6 +5,10 @@
 //                                                 all_to_all)) on a mesh of 8 devices,
 //                                                 8 / P devices per process
 //   processes_bench --mode tsr                    one process, 8 devices
+//   [mpirun -np P] processes_bench --mode group   the comm layer alone: the group of the
+//                                                 8 devices called from one thread per
+//                                                 local device on reused buffers, as
+//                                                 MPI's are
 // Each line: "<op> <bytes per device> <median microseconds>" (process 0 prints).
 // A fixed iteration count per size (the same on every process) keeps ranks in step.
 #include <mpi.h>
@@ -14,8 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "tsr/comm/group.h"
+#include "tsr/runtime/runtime.h"
 #include "tsr/shard_map.h"
 #include "tsr/tsr.h"
 
@@ -74,7 +81,7 @@ void run_mpi(const std::vector<int64_t>& sizes) {
   MPI_Finalize();
 }
 
-void run_tsr(const std::vector<int64_t>& sizes) {
+void start_tsr() {
   using namespace tsr;
   if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
     distributed::initialize(
@@ -82,6 +89,62 @@ void run_tsr(const std::vector<int64_t>& sizes) {
   } else {
     init({.num_cpu_devices = 8});
   }
+}
+
+void run_group(const std::vector<int64_t>& sizes) {
+  using namespace tsr;
+  start_tsr();
+  std::vector<int> ids = {0, 1, 2, 3, 4, 5, 6, 7}, local;
+  for (int r = 0; r < 8; ++r)
+    if (devices()[static_cast<size_t>(r)].process_index() == process_index()) local.push_back(r);
+  auto g = detail::Runtime::get().group(ids);
+  for (int64_t bytes : sizes) {
+    const int64_t count = bytes / 4;
+    const int it = iterations(bytes);
+    std::vector<std::vector<float>> in(local.size()), out(local.size());
+    for (size_t i = 0; i < local.size(); ++i) {
+      in[i].assign(static_cast<size_t>(count), 1.0F);
+      out[i].assign(static_cast<size_t>(8 * count), 0.0F);
+    }
+    // One thread per local device runs the op `it` + 1 times; the first one's clock
+    // times each call after the first (each call waits for every device).
+    auto time_op = [&](auto op) {
+      std::vector<double> t;
+      std::vector<std::thread> th;
+      for (size_t i = 0; i < local.size(); ++i)
+        th.emplace_back([&, i] {
+          for (int k = 0; k <= it; ++k) {
+            auto t0 = Clock::now();
+            op(local[i], in[i].data(), out[i].data());
+            if (i == 0 && k > 0)
+              t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          }
+        });
+      for (auto& x : th) x.join();
+      return median(t);
+    };
+    using detail::ReduceOp;
+    double ar = time_op([&](int r, const float* a, float* b) {
+      g->all_reduce(r, a, b, count, DType::Float32, ReduceOp::Sum);
+    });
+    double ag = time_op(
+        [&](int r, const float* a, float* b) { g->all_gather(r, a, b, count, DType::Float32); });
+    double aa = time_op([&](int r, const float* a, float* b) {
+      g->all_to_all(r, a, b, count / 8, DType::Float32);
+    });
+    if (process_index() == 0) {
+      std::printf("all_reduce %lld %.1f\nall_gather %lld %.1f\nall_to_all %lld %.1f\n",
+                  static_cast<long long>(bytes), ar, static_cast<long long>(bytes), ag,
+                  static_cast<long long>(bytes), aa);
+      std::fflush(stdout);
+    }
+  }
+  distributed::shutdown();
+}
+
+void run_tsr(const std::vector<int64_t>& sizes) {
+  using namespace tsr;
+  start_tsr();
   Mesh mesh = make_mesh({8}, {"x"});
   for (int64_t bytes : sizes) {
     const int64_t count = bytes / 4;
@@ -123,6 +186,8 @@ int main(int argc, char** argv) {
   if (sizes.back() != (max_mib << 20)) sizes.push_back(max_mib << 20);
   if (mode == "mpi") {
     run_mpi(sizes);
+  } else if (mode == "group") {
+    run_group(sizes);
   } else {
     run_tsr(sizes);
   }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Collectives over 8 devices as 1 x 8, 2 x 4 and 4 x 2 processes x devices against Open
-MPI's own over 8 ranks, in one invocation (issue 25). Prints a table of median
-microseconds and the ratio MPI / Tessera (> 1: Tessera faster).
+MPI's own over 8 ranks, in one invocation (issue 25): "jit" is a jit(shard_map(...))
+call waited on (dispatch and output allocation included), "group" the comm layer
+alone (the devices' group called on reused buffers, as MPI's bare call is). Prints a
+table of median microseconds and the ratios MPI / Tessera (> 1: Tessera faster).
 Usage: processes_compare.py BUILD_DIR [--max-mib 64]
 
 MPI's benchmark reuses its buffers; Tessera's outputs come from the allocator, whose
@@ -30,14 +32,19 @@ runs = {
     "tsr 1x8": run([exe, "--mode", "tsr"] + extra),
     "tsr 2x4": run(mpirun + ["-np", "2", exe, "--mode", "tsr"] + extra),
     "tsr 4x2": run(mpirun + ["-np", "4", exe, "--mode", "tsr"] + extra),
+    "group 1x8": run([exe, "--mode", "group"] + extra),
+    "group 2x4": run(mpirun + ["-np", "2", exe, "--mode", "group"] + extra),
+    "group 4x2": run(mpirun + ["-np", "4", exe, "--mode", "group"] + extra),
 }
+cols = ["tsr 1x8", "tsr 2x4", "tsr 4x2", "group 1x8", "group 2x4", "group 4x2"]
 keys = sorted(runs["mpi 8 ranks"], key=lambda k: (k[0], k[1]))
-print("| op | bytes/device | MPI 8 ranks, us | Tessera 1x8 | Tessera 2x4 | Tessera 4x2 | "
-      "MPI / 2x4 | MPI / 4x2 |")
-print("|---|---|---|---|---|---|---|---|")
+print("| op | bytes/device | MPI 8 ranks, us | jit 1x8 | jit 2x4 | jit 4x2 | group 1x8 | "
+      "group 2x4 | group 4x2 | MPI / jit 2x4 | MPI / jit 4x2 | MPI / group 2x4 | "
+      "MPI / group 4x2 |")
+print("|---" * 13 + "|")
 for k in keys:
     m = runs["mpi 8 ranks"][k]
-    t = [runs[r][k] for r in ("tsr 1x8", "tsr 2x4", "tsr 4x2")]
+    t = [runs[r][k] for r in cols]
     size = f"{k[1] >> 20} MiB" if k[1] >= 1 << 20 else f"{k[1] >> 10} KiB"
-    print(f"| {k[0]} | {size} | {m:.0f} | {t[0]:.0f} | {t[1]:.0f} | {t[2]:.0f} | "
-          f"{m / t[1]:.2f} | {m / t[2]:.2f} |")
+    print(f"| {k[0]} | {size} | {m:.0f} | " + " | ".join(f"{x:.0f}" for x in t) + " | " +
+          " | ".join(f"{m / x:.2f}" for x in (t[1], t[2], t[4], t[5])) + " |")

@@ -269,6 +269,20 @@ TEST(ProcessGroupErrors, MismatchesRaiseEverywhereAndTheGroupRecovers) {
       EXPECT_TRUE(contains(res[i].what, "Every pair's counts must agree")) << res[i].what;
     }
   }
+  // A bad argument on one rank is named by its rank in the group, on every process.
+  {
+    const int bad = 5;  // on the second process under -np 2 and -np 4
+    std::vector<std::vector<float>> b(8, std::vector<float>(4, 1.0F));
+    auto res = run_ranks(L, [&](int i) {
+      const int r = local[i];
+      group->all_reduce(r, b[r].data(), r == bad ? nullptr : b[r].data(), 4, DType::Float32,
+                        ReduceOp::Sum);
+    });
+    for (int i = 0; i < L; ++i) {
+      ASSERT_TRUE(res[i].comm_error) << res[i].what;
+      EXPECT_TRUE(contains(res[i].what, "rank 5 ")) << res[i].what;
+    }
+  }
   // The group still works.
   std::vector<std::vector<float>> bufs(8, std::vector<float>(100000, 1.0F));
   auto res = run_ranks(L, [&](int i) {

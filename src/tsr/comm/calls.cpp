@@ -7,11 +7,20 @@
 namespace tsr::detail {
 namespace {
 
+// The group ranks of call positions: calls[i] is rank ranks[i]'s (i's when empty).
+std::vector<int> group_ranks(const std::vector<int>& positions, const std::vector<int>& ranks) {
+  if (ranks.empty()) return positions;
+  std::vector<int> out;
+  for (int i : positions) out.push_back(ranks[static_cast<size_t>(i)]);
+  return out;
+}
+
 // "[op] ranks disagree on <what>. Got rank 0: 1024, rank 3: 512; expected ..." or ""
 // when every rank has the same key. Ranks are grouped by key, in order of first use,
 // and show() prints a group from its first call.
 template <typename Key, typename Show>
-std::string disagreement(const std::vector<CallDesc>& calls, const char* what, Key key, Show show) {
+std::string disagreement(const std::vector<CallDesc>& calls, const std::vector<int>& ranks,
+                         const char* what, Key key, Show show) {
   const int n = static_cast<int>(calls.size());
   int r = 1;
   while (r < n && key(calls[r]) == key(calls[0])) ++r;
@@ -29,7 +38,8 @@ std::string disagreement(const std::vector<CallDesc>& calls, const char* what, K
   std::ostringstream os;
   os << '[' << calls[0].op << "] ranks disagree on the " << what << ". Got ";
   for (size_t g = 0; g < groups.size(); ++g) {
-    os << (g ? ", " : "") << rank_list(groups[g]) << ": " << show(calls[groups[g].front()]);
+    os << (g ? ", " : "") << rank_list(group_ranks(groups[g], ranks)) << ": "
+       << show(calls[groups[g].front()]);
   }
   os << "; expected the same " << what << " on every rank. Call the collective with matching "
      << "arguments on every rank.";
@@ -52,7 +62,7 @@ std::string show_pairs(const std::vector<std::pair<int, int>>* pairs) {
 }
 
 // The failures posted by fail() or by a rank's own argument checks, or "".
-std::string failures(const std::vector<CallDesc>& calls) {
+std::string failures(const std::vector<CallDesc>& calls, const std::vector<int>& ranks) {
   auto has_error = [](const CallDesc& c) { return !c.error.empty(); };
   if (std::none_of(calls.begin(), calls.end(), has_error)) return "";
   // Ranks grouped by reason, so eight ranks with one bad argument read as one line.
@@ -71,10 +81,11 @@ std::string failures(const std::vector<CallDesc>& calls) {
   }
   const CallDesc& first = calls[bad[0]];
   std::ostringstream os;
-  os << '[' << first.op << "] " << rank_list(bad)
+  os << '[' << first.op << "] " << rank_list(group_ranks(bad, ranks))
      << (first.failed ? " failed before the collective: " : " passed invalid arguments: ");
   for (size_t g = 0; g < by_reason.size(); ++g) {
-    if (by_reason.size() > 1) os << (g ? "; " : "") << rank_list(by_reason[g]) << ": ";
+    if (by_reason.size() > 1)
+      os << (g ? "; " : "") << rank_list(group_ranks(by_reason[g], ranks)) << ": ";
     os << calls[by_reason[g][0]].error;
   }
   os << ". Every rank of the group raises this error; fix the failing "
@@ -239,39 +250,39 @@ CallDesc describe_failure(const std::string& op, const std::string& reason) {
 
 std::string check_calls(const std::vector<CallDesc>& calls, const std::vector<int>& ranks) {
   // Order matters: a failed rank explains every other difference.
-  std::string msg = failures(calls);
+  std::string msg = failures(calls, ranks);
   if (msg.empty()) {
     msg = disagreement(
-        calls, "collective", [](const CallDesc& c) { return std::string_view(c.op); },
+        calls, ranks, "collective", [](const CallDesc& c) { return std::string_view(c.op); },
         [](const CallDesc& c) { return std::string(c.op); });
   }
   if (msg.empty()) {
     msg = disagreement(
-        calls, "element count", [](const CallDesc& c) { return c.count; },
+        calls, ranks, "element count", [](const CallDesc& c) { return c.count; },
         [](const CallDesc& c) { return std::to_string(c.count); });
   }
   if (msg.empty()) {
     msg = disagreement(
-        calls, "dtype", [](const CallDesc& c) { return c.dtype; },
+        calls, ranks, "dtype", [](const CallDesc& c) { return c.dtype; },
         [](const CallDesc& c) {
           return std::string(c.dtype < 0 ? "none" : dtype_name(static_cast<DType>(c.dtype)));
         });
   }
   if (msg.empty()) {
     msg = disagreement(
-        calls, "reduction", [](const CallDesc& c) { return c.reduce; },
+        calls, ranks, "reduction", [](const CallDesc& c) { return c.reduce; },
         [](const CallDesc& c) {
           return std::string(c.reduce < 0 ? "none" : reduce_op_name(ReduceOp(c.reduce)));
         });
   }
   if (msg.empty()) {
     msg = disagreement(
-        calls, "root", [](const CallDesc& c) { return c.root; },
+        calls, ranks, "root", [](const CallDesc& c) { return c.root; },
         [](const CallDesc& c) { return std::to_string(c.root); });
   }
   if (msg.empty()) {
     msg = disagreement(
-        calls, "pairs", [](const CallDesc& c) { return c.pairs_hash; },
+        calls, ranks, "pairs", [](const CallDesc& c) { return c.pairs_hash; },
         [](const CallDesc& c) { return show_pairs(c.pairs); });
   }
   if (msg.empty() && calls[0].send_counts != nullptr) msg = pair_counts(calls, ranks);

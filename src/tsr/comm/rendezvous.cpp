@@ -66,11 +66,13 @@ void Rendezvous::wait_all(std::unique_lock<std::mutex>& lock, int rank, std::str
   }
   if (!done) {  // the first rank to time out breaks the group for everyone
     std::vector<int> missing, present;
-    for (int r = 0; r < size_; ++r) (stamp_[r] == gen + 1 ? present : missing).push_back(r);
+    for (int r = 0; r < size_; ++r)
+      (stamp_[r] == gen + 1 ? present : missing).push_back(ranks_.empty() ? r : ranks_[r]);
     std::ostringstream os;
     os << '[' << op << "] timed out after " << timeout_ms_ << " ms waiting for "
-       << rank_list(missing) << " of a " << backend_ << " group of " << size_ << " ("
-       << rank_list(present) << " arrived). Got no call from " << rank_list(missing)
+       << rank_list(missing) << " of a " << backend_ << " group of " << size_
+       << (ranks_.empty() ? "" : " ranks on this process") << " (" << rank_list(present)
+       << " arrived). Got no call from " << rank_list(missing)
        << "; expected every rank to call the same collectives in the same order. The group "
        << "is now broken and every later collective on it raises; look for a rank that "
        << "skipped this call (it raised or returned early) and create a new group.";
