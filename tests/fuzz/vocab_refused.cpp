@@ -28,9 +28,11 @@ std::vector<std::string> sharded_axes(const Gen& g) {
 // `shape`, reduced over `red` (axes dropped from the entries, so it is a valid type).
 PartitionSpec reduced_spec(Gen& g, const Shape& shape, const std::set<std::string>& red) {
   std::vector<PartitionEntry> e = g.operand_spec(shape).entries();
-  for (auto& pe : e)
-    for (const auto& a : pe.axes())
-      if (red.count(a)) pe = PartitionEntry();
+  for (auto& pe : e) {
+    const auto& axes = pe.axes();
+    if (std::any_of(axes.begin(), axes.end(), [&](const auto& a) { return red.count(a) > 0; }))
+      pe = PartitionEntry();  // after the scan: assigning inside it freed the axes it read
+  }
   return PartitionSpec(e, {}, red);
 }
 
@@ -103,9 +105,11 @@ Step d_reshard_reduced(Gen& g) {
   std::set<std::string> red{g.r.pick(g.mesh().names)};
   std::vector<PartitionEntry> e =
       g.xspec ? g.xspec->entries() : g.spec(g.xs()).normalized(g.rank()).entries();
-  for (auto& pe : e)
-    for (const auto& a : pe.axes())
-      if (red.count(a)) pe = PartitionEntry();
+  for (auto& pe : e) {
+    const auto& axes = pe.axes();
+    if (std::any_of(axes.begin(), axes.end(), [&](const auto& a) { return red.count(a) > 0; }))
+      pe = PartitionEntry();  // after the scan: assigning inside it freed the axes it read
+  }
   PartitionSpec p(e, {}, red);
   return mk("reshard(x, " + str(p) + ")",
             [=](const Ctx& c, const Array& x, const Ins&) { return c.oracle ? x : reshard(x, p); });
