@@ -1,0 +1,7 @@
+#include "tsr/version.h"
+
+namespace tsr {
+
+const char* version() { return TSR_VERSION_STRING; }
+
+}  // namespace tsr
