@@ -163,9 +163,9 @@ class Array {
   std::shared_ptr<detail::ArrayImpl> impl_;
 };
 
-/** The array's type (as jax.typeof). */
+#if !defined(__GNUC__) || defined(__STRICT_ANSI__) /** The array's type (as jax.typeof); in GNU C++ (-std=gnu++20: typeof is a keyword there) use x.type(). */
 const ArrayType& typeof(const Array& x);
-
+#endif
 /** Copies host data of `shape` onto a placement; `data` must hold numel(shape)
  *  elements (prefer array() or the counted overload, which check that). */
 Array from_host(const void* data, DType dtype, const Shape& shape, const Placement& where = {});
