@@ -40,6 +40,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// One size's line per op, from the process that prints.
+void print_row(int64_t bytes, double ar, double ag, double aa) {
+  const auto b = static_cast<long long>(bytes);
+  std::printf("all_reduce %lld %.1f\nall_gather %lld %.1f\nall_to_all %lld %.1f\n", b, ar, b, ag, b,
+              aa);
+  std::fflush(stdout);
+}
+
 template <typename F>
 double time_us(int iters, F&& f) {
   f();  // warm-up (and jit compile)
@@ -71,12 +79,7 @@ void run_mpi(const std::vector<int64_t>& sizes) {
       MPI_Alltoall(in.data(), count / n, MPI_FLOAT, out.data(), count / n, MPI_FLOAT,
                    MPI_COMM_WORLD);
     });
-    if (rank == 0) {
-      std::printf("all_reduce %lld %.1f\nall_gather %lld %.1f\nall_to_all %lld %.1f\n",
-                  static_cast<long long>(bytes), ar, static_cast<long long>(bytes), ag,
-                  static_cast<long long>(bytes), aa);
-      std::fflush(stdout);
-    }
+    if (rank == 0) print_row(bytes, ar, ag, aa);
   }
   MPI_Finalize();
 }
@@ -132,12 +135,7 @@ void run_group(const std::vector<int64_t>& sizes) {
     double aa = time_op([&](int r, const float* a, float* b) {
       g->all_to_all(r, a, b, count / 8, DType::Float32);
     });
-    if (process_index() == 0) {
-      std::printf("all_reduce %lld %.1f\nall_gather %lld %.1f\nall_to_all %lld %.1f\n",
-                  static_cast<long long>(bytes), ar, static_cast<long long>(bytes), ag,
-                  static_cast<long long>(bytes), aa);
-      std::fflush(stdout);
-    }
+    if (process_index() == 0) print_row(bytes, ar, ag, aa);
   }
   distributed::shutdown();
 }
@@ -161,12 +159,7 @@ void run_tsr(const std::vector<int64_t>& sizes) {
     double t_ar = time_us(it, [&] { ar(x).block_until_ready(); });
     double t_ag = time_us(it, [&] { ag(x).block_until_ready(); });
     double t_aa = time_us(it, [&] { aa(x).block_until_ready(); });
-    if (process_index() == 0) {
-      std::printf("all_reduce %lld %.1f\nall_gather %lld %.1f\nall_to_all %lld %.1f\n",
-                  static_cast<long long>(bytes), t_ar, static_cast<long long>(bytes), t_ag,
-                  static_cast<long long>(bytes), t_aa);
-      std::fflush(stdout);
-    }
+    if (process_index() == 0) print_row(bytes, t_ar, t_ag, t_aa);
   }
   distributed::shutdown();
 }

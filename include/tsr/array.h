@@ -163,7 +163,7 @@ class Array {
   std::shared_ptr<detail::ArrayImpl> impl_;
 };
 
-#if !defined(__GNUC__) || defined(__STRICT_ANSI__) /** The array's type (as jax.typeof); in GNU C++ (-std=gnu++20: typeof is a keyword there) use x.type(). */
+#if !defined(__GNUC__) || defined(__STRICT_ANSI__) /** jax.typeof; GNU C++ mode: x.type() */
 const ArrayType& typeof(const Array& x);
 #endif
 /** Copies host data of `shape` onto a placement; `data` must hold numel(shape)
