@@ -46,7 +46,7 @@ def main():
         who, text, bound = SCENARIOS[name]
         out, wall = run(args, name)
         results = {}
-        for m in re.finditer(r"^RESULT (\S+) process (\d+) (\d+) ms (\S+): (.*)$", out, re.M):
+        for m in re.finditer(r"RESULT (\S+) process (\d+) (\d+) ms (\S+): (.*)$", out, re.M):
             results[int(m.group(2))] = (int(m.group(3)), m.group(4), m.group(5))
         expect = [0, 1] if who == "all" else [0]
         ok = True
