@@ -491,6 +491,7 @@ CustomJvpFn<F, Rule> custom_jvp(F f, Rule rule, std::string name = "custom_jvp_f
 template <class F, class Fwd, class Bwd, class Nondiff>
 class CustomVjpFn;
 
+/** CustomVjpFn whose arguments at positions N... are not differentiated. */
 template <class F, class Fwd, class Bwd, int... N>
 class CustomVjpFn<F, Fwd, Bwd, NondiffArgnums<N...>> {
  public:

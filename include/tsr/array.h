@@ -23,7 +23,7 @@ namespace tsr {
 
 /** An array's type: shape, dtype (+weak flag), sharding on an abstract mesh with the
  *  spec normalized to the rank, and the manual axes it varies over. Prints like
- *  f32[8@X,4@Y], ~f32[], f32[8]{U:x}, f32[4]{V:x}. */
+ *  `f32[8@X,4@Y]`, `~f32[]`, `f32[8]{U:x}`, `f32[4]{V:x}`. */
 struct ArrayType {
   Shape shape;                  /**< global shape */
   DType dtype = DType::Float32; /**< element type */

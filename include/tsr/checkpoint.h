@@ -64,7 +64,7 @@ struct BlockInfo {
   std::vector<int64_t> start; /**< first index per dimension */
   std::vector<int64_t> stop;  /**< one past the last index per dimension */
   std::string tensor;         /**< its tensor name in its tensor file */
-  /** Its tensor file: tensors.safetensors, or tensors-p<k>.safetensors for the blocks
+  /** Its tensor file: `tensors.safetensors`, or `tensors-p<k>.safetensors` for the blocks
    *  process k wrote in a save by many processes. */
   std::string file = "tensors.safetensors";
   int64_t nbytes = 0; /**< byte length */

@@ -216,11 +216,15 @@ using use_abstract_mesh = AbstractMeshScope;
 
 }  // namespace tsr
 
+/** Hashes a Mesh (unordered containers keyed by mesh). */
 template <>
 struct std::hash<tsr::Mesh> {
+  /** Mesh::hash(). */
   size_t operator()(const tsr::Mesh& m) const { return m.hash(); }
 };
+/** Hashes an AbstractMesh (unordered containers keyed by abstract mesh). */
 template <>
 struct std::hash<tsr::AbstractMesh> {
+  /** AbstractMesh::hash(). */
   size_t operator()(const tsr::AbstractMesh& m) const { return m.hash(); }
 };

@@ -294,8 +294,10 @@ struct DotOptions {
 };
 /** Dimension numbers of dot_general. */
 struct DotDimensionNumbers {
-  std::vector<int> lhs_contracting, rhs_contracting; /**< contracted pairs */
-  std::vector<int> lhs_batch = {}, rhs_batch = {};   /**< batch pairs */
+  /** contracted dimensions of lhs, paired in order with rhs_contracting */
+  std::vector<int> lhs_contracting, rhs_contracting; /**< contracted dimensions of rhs */
+  /** batch dimensions of lhs, paired in order with rhs_batch */
+  std::vector<int> lhs_batch = {}, rhs_batch = {}; /**< batch dimensions of rhs */
 };
 /** lax.dot_general: output is (batch, lhs free, rhs free). */
 Array dot_general(const Array& lhs, const Array& rhs, const DotDimensionNumbers& dims,

@@ -5,7 +5,7 @@
  *
  *    Array data = reshape(arange(0.0, 20.0), {4, 5});
  *    Array y = pmap([](const Array& row) { return psum(row, "i"); },
- *                   {.axis_name = "i"})(data);  // f32[4@i,5], every row the column sums
+ *                   {.axis_name = "i"})(data);  // `f32[4@i,5]`, every row the column sums
  *
  *  It is sugar over shard_map (as JAX since 0.8): a 1-D mesh over the first N devices
  *  named axis_name, in_specs P(None * axis, axis_name) (P() for none), the body

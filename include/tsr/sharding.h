@@ -252,11 +252,15 @@ std::ostream& operator<<(std::ostream& os, const PartitionSpec& s);
 
 }  // namespace tsr
 
+/** Hashes a PartitionSpec (unordered containers keyed by spec). */
 template <>
 struct std::hash<tsr::PartitionSpec> {
+  /** PartitionSpec::hash(). */
   size_t operator()(const tsr::PartitionSpec& p) const { return p.hash(); }
 };
+/** Hashes a NamedSharding (unordered containers keyed by sharding). */
 template <>
 struct std::hash<tsr::NamedSharding> {
+  /** NamedSharding::hash(). */
   size_t operator()(const tsr::NamedSharding& s) const { return s.hash(); }
 };

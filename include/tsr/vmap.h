@@ -7,7 +7,7 @@
  *  The body sees one example (the mapped dimension removed from each batched leaf,
  *  with its sharding); the batch pass turns every operation into its batched form
  *  (no loop), and the batch dimension keeps the sharding it came in with: vmapping
- *  over f32[64@x,3] traces the body with f32[3] and returns results laid out over
+ *  over `f32[64@x,3]` traces the body with f32[3] and returns results laid out over
  *  x along the batch dimension (spec §12.16). Composes with jit, grad and itself. */
 #include <cstdint>
 #include <optional>
