@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "tsr/error.h"
+#include "tsr/runtime/timeline.h"
 
 namespace tsr::detail::mpi {
 namespace {
@@ -205,6 +208,9 @@ void Link::post_recv_spans(const std::vector<Span>& spans, int from, int tag,
 
 void Link::wait(std::vector<void*>& reqs, const std::vector<int>& peers, const char* op,
                 Clock::time_point deadline, bool streaming) {
+  // Waiting for the peers' headers is time lost to them; streaming bodies is transfer.
+  std::optional<timeline::WaitClock> clock;
+  if (!streaming) clock.emplace();
   auto test = [&](size_t i) {
     auto* req = static_cast<MPI_Request*>(reqs[i]);
     if (!req) return true;
@@ -273,6 +279,10 @@ std::string Link::recv(int from, int tag, const char* op, Clock::time_point dead
 void Link::recv_into(int from, int tag, const char* op, Clock::time_point deadline,
                      std::vector<char>& body) {
   bool gone = false;  // set once `from` said goodbye: one last look for its message
+  // Set once a peer's abort arrived: `from` may have sent this message just before the
+  // abort (the two travel under different tags, so a probe may see the abort first).
+  std::exception_ptr failed;
+  Clock::time_point grace_end;
   for (int spins = 0;; ++spins) {
     int flag = 0;
     MPI_Message msg;
@@ -302,8 +312,19 @@ void Link::recv_into(int from, int tag, const char* op, Clock::time_point deadli
         backoff(s2 < 64 ? s2 : 64);  // stay responsive: a large message completes in ms
       }
     }
+    if (failed) {
+      if (Clock::now() > grace_end) std::rethrow_exception(failed);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
     if (gone) departed(op, from);
-    gone = poll_notices(op, from);
+    try {
+      gone = poll_notices(op, from);
+    } catch (const CommError&) {
+      failed = std::current_exception();
+      grace_end = Clock::now() + std::chrono::milliseconds(200);
+      continue;
+    }
     if (gone) continue;
     if (Clock::now() > deadline)
       fail("[" + std::string(op) + "] process " + std::to_string(from) +
