@@ -46,6 +46,7 @@ struct Options {
   std::string model = "small";
   int64_t vocab = 80, batch = 16, seq = 64;
   int warmup = 3, steps = 5, reps = 3;
+  std::string trace;  // --trace FILE: each rep also runs its steps traced (overhead)
 };
 
 struct Config {
@@ -67,7 +68,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
   std::fprintf(
       stderr,
       "train_bench: %s\nusage: train_bench [--configs D:MESH:RULES,...] [--model small|tiny]"
-      " [--vocab N] [--batch N] [--seq N] [--warmup N] [--steps N] [--reps N]\n",
+      " [--vocab N] [--batch N] [--seq N] [--warmup N] [--steps N] [--reps N]"
+      " [--trace FILE]\n",
       why.c_str());
   std::exit(2);
 }
@@ -100,6 +102,8 @@ Options parse(int argc, char** argv) {
       o.steps = std::stoi(v);
     else if (a == "--reps")
       o.reps = std::stoi(v);
+    else if (a == "--trace")
+      o.trace = v;
     else
       usage("unknown flag " + a);
   }
@@ -264,8 +268,8 @@ void run_config(const Config& c, const Options& o) {
   float first_loss = one().item<float>();
   const double first = seconds_since(t0);
   for (int i = 1; i < o.warmup; ++i) one();
-  std::vector<double> rep_medians;
-  for (int r = 0; r < o.reps; ++r) {
+  std::vector<double> rep_medians, traced_medians;
+  auto timed_steps = [&] {
     std::vector<double> t;
     for (int i = 0; i < o.steps; ++i) {
       auto s0 = std::chrono::steady_clock::now();
@@ -273,7 +277,27 @@ void run_config(const Config& c, const Options& o) {
       t.push_back(seconds_since(s0));
       if (i + 1 == o.steps) loss = l.item<float>();
     }
-    rep_medians.push_back(median(t));
+    return median(t);
+  };
+  for (int r = 0; r < o.reps; ++r) {
+    rep_medians.push_back(timed_steps());
+    if (o.trace.empty()) continue;
+    // The same steps recorded (the file is written after them, untimed).
+    profiler::start_trace(o.trace);
+    traced_medians.push_back(timed_steps());
+    profiler::stop_trace();
+  }
+  if (!o.trace.empty()) {
+    double ratio = 0;
+    std::vector<double> ratios;
+    for (size_t r = 0; r < rep_medians.size(); ++r)
+      ratios.push_back(traced_medians[r] / rep_medians[r]);
+    ratio = median(ratios);
+    std::printf(
+        "%-14s trace on %8.1f ms/step, off %8.1f ms/step: on/off %.3f (median of %zu "
+        "in-rep ratios)\n",
+        c.text.c_str(), median(traced_medians) * 1e3, median(rep_medians) * 1e3, ratio,
+        ratios.size());
   }
   const double med = median(rep_medians);
   const int64_t peak =

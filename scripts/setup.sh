@@ -16,6 +16,7 @@ PACKAGES=(
   libcli11-dev                # tsr-train's command line
   wamerican                   # tsr-train's default text: /usr/share/dict/words
   libopenmpi-dev openmpi-bin  # many processes (tsr::distributed, mpirun tests)
+  dpkg-dev file lintian       # Debian packages (cpack, tests/install/check_deb.sh)
   doxygen                     # API reference (tests/docs: no undocumented public declaration)
 )
 

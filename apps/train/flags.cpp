@@ -99,6 +99,9 @@ std::optional<int> parse_flags(int argc, char** argv, Flags& f) {
   app.add_option("--dump-reference", f.dump_reference,
                  "write the initial parameters and the run's batches to FILE (safetensors) "
                  "for tests/reference/train, then exit");
+  app.add_option("--trace", f.trace,
+                 "write a timeline of the run to FILE (Chrome trace events: open it in "
+                 "ui.perfetto.dev); the same as TSR_TRACE=FILE");
   try {
     app.parse(argc, argv);
     f.mesh_shape = parse_mesh_shape(f.mesh);

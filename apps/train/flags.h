@@ -35,6 +35,7 @@ struct Flags {
   int samples = 8;             /**< words generated at the end */
   double temperature = 0.8;    /**< sampling temperature */
   std::string dump_reference;  /**< write init params + batches for the JAX check, then exit */
+  std::string trace;           /**< write a Chrome/Perfetto timeline of the run here */
   std::vector<int> mesh_shape; /**< parsed from mesh */
 };
 

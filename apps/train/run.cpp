@@ -131,6 +131,19 @@ int run(const Flags& f, volatile std::sig_atomic_t* interrupted) {
   } else {
     init({.num_cpu_devices = f.devices});
   }
+  // --trace: the timeline of the whole run, written however run() ends.
+  struct TraceFile {
+    explicit TraceFile(const std::string& path) {
+      if (!path.empty()) profiler::start_trace(path);
+    }
+    ~TraceFile() {
+      try {
+        if (profiler::is_tracing()) profiler::stop_trace();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "tsr-train: %s\n", e.what());
+      }
+    }
+  } trace_file(f.trace);
   const bool lead = process_index() == 0;
   if (!lead && !std::freopen("/dev/null", "w", stdout)) return 1;
   Mesh mesh = mesh_from_flags(f);

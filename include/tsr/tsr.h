@@ -21,6 +21,8 @@
 #include "tsr/shard.h"
 #include "tsr/shard_map.h"
 #include "tsr/sharding.h"
+#include "tsr/profiler.h"
 #include "tsr/transforms.h"
 #include "tsr/tree.h"
+#include "tsr/version.h"
 #include "tsr/vmap.h"

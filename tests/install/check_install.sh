@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and builds examples/consumer against it
-# twice, with find_package(Tessera) and with pkg-config, running each (ctest
-# install_consumer). Usage: check_install.sh BUILD_DIR SOURCE_DIR
+# three ways, running each (ctest install_consumer): find_package(Tessera) with the
+# shared and with the static library, and pkg-config. Usage: check_install.sh BUILD SOURCE
 set -euo pipefail
 build="$1"
 src="$2"
@@ -13,14 +13,21 @@ if [ -e "$tmp/prefix/include/tsr/core" ] || find "$tmp/prefix/include" -path '*d
   echo "check_install: private headers in the installed tree" >&2
   exit 1
 fi
-cmake -S "$src/examples/consumer" -B "$tmp/cmake-build" -G Ninja \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$tmp/cmake-build" >/dev/null
-"$tmp/cmake-build/consumer"
-pc_dir="$(dirname "$(find "$tmp/prefix" -name tsr.pc | head -1)")"
-export PKG_CONFIG_PATH="$pc_dir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+lib="$(dirname "$(find "$tmp/prefix" -name 'libtsr.so.*.*.*' | head -1)")"
+for kind in shared static; do
+  static=OFF
+  [ "$kind" = static ] && static=ON
+  cmake -S "$src/examples/consumer" -B "$tmp/build-$kind" -G Ninja -DCONSUMER_STATIC=$static \
+    -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$tmp/build-$kind" >/dev/null
+  "$tmp/build-$kind/consumer"
+done
+# The shared build really loads the installed libtsr.so; the static one does not.
+ldd "$tmp/build-shared/consumer" | grep -q "$lib/libtsr.so"
+! ldd "$tmp/build-static/consumer" | grep -q libtsr
+export PKG_CONFIG_PATH="$lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # shellcheck disable=SC2046
 g++ -std=c++20 -O1 "$src/examples/consumer/main.cpp" -o "$tmp/consumer-pc" \
   $(pkg-config --cflags --libs tsr)
-"$tmp/consumer-pc"
-echo "check_install: find_package and pkg-config consumers built and ran"
+LD_LIBRARY_PATH="$lib" "$tmp/consumer-pc"
+echo "check_install: find_package (shared, static) and pkg-config consumers built and ran"

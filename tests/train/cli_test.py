@@ -2,6 +2,7 @@
 loss falls below the unigram entropy, Ctrl-C writes a checkpoint, a resumed run
 reproduces the uninterrupted loss curve bit for bit on the same mesh and to float
 tolerance on another mesh. Usage: cli_test.py TSR_TRAIN [CASE...]"""
+import json
 import os
 import re
 import shutil
@@ -115,6 +116,25 @@ def resume_is_bitwise_on_the_same_mesh_and_close_on_another(tmp):
 
 
 @case
+def trace_writes_a_timeline(tmp):
+    # --trace FILE: Chrome trace events with a caller track, 8 device tracks, steps,
+    # collectives (dp+tp: all-reduces), jit events and memory counters.
+    path = os.path.join(tmp, "run.json")
+    run(BASE + ["--devices", "8", "--mesh", "4x2", "--rules", "dp+tp", "--steps", "2",
+                "--out", os.path.join(tmp, "traced"), "--trace", path])
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names >= {"caller"} | {f"device {d} (cpu)" for d in range(8)}, names
+    cats = {e.get("cat") for e in events if e["ph"] == "X"}
+    assert {"step", "collective", "jit", "dispatch", "transfer"} <= cats, cats
+    kinds = {e["args"]["kind"] for e in events if e.get("cat") == "collective"}
+    assert "all_reduce" in kinds or "reshard" in kinds, kinds
+    assert any(e["ph"] == "C" and e["name"].startswith("memory device") for e in events)
+    assert any(e["name"].startswith("jit compile") for e in events)
+
+
+@case
 def ctrl_c_writes_a_checkpoint(tmp):
     ck, out = os.path.join(tmp, "ck_int"), os.path.join(tmp, "int")
     p = subprocess.Popen([TRAIN] + BASE + ["--steps", "100000", "--out", out, "--checkpoint", ck],
@@ -138,7 +158,7 @@ def main():
     try:
         for fn in [flag_errors, loss_falls_below_unigram_entropy,
                    resume_is_bitwise_on_the_same_mesh_and_close_on_another,
-                   ctrl_c_writes_a_checkpoint]:
+                   trace_writes_a_timeline, ctrl_c_writes_a_checkpoint]:
             if not names or fn.__name__ in names:
                 fn(tmp)
     finally:

@@ -7,6 +7,7 @@
 
 #include "tsr/error.h"
 #include "tsr/runtime/env.h"
+#include "tsr/runtime/timeline.h"
 
 namespace tsr::detail {
 namespace {
@@ -38,6 +39,7 @@ Rendezvous::Rendezvous(int size, int64_t timeout_ms, const char* backend, std::v
 template <typename F>
 void Rendezvous::wait_all(std::unique_lock<std::mutex>& lock, int rank, std::string_view op,
                           bool timed, F&& on_complete) {
+  timeline::WaitClock clock;  // the collective's time waiting for its peers
   if (broken_) throw_broken(op);
   const uint64_t gen = generation_;
   stamp_[rank] = gen + 1;

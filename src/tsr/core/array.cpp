@@ -17,6 +17,7 @@
 #include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
+#include "tsr/runtime/timeline.h"
 
 namespace tsr {
 namespace detail {
@@ -265,6 +266,10 @@ void Array::copy_to_host(void* dst, DType as) const {
     reduced.copy_to_host(dst, as);
     return;
   }
+  detail::timeline::Scope span(detail::timeline::kCaller, "transfer", "device to host");
+  if (span.recording())
+    span.set_args("\"bytes\":" + std::to_string(numel(shape()) * itemsize(as)) + ",\"shape\":\"" +
+                  dtype_short_name(dtype()) + shape_str(shape()) + "\"");
   block_until_ready();
   const auto& impl = get(impl_);
   if (!process_holds_every_block(impl, shape()))
@@ -363,6 +368,11 @@ Array put_host(const void* data, DType dtype, const Shape& shape, const Placemen
   NamedSharding s = resolve_placement(where, shape, api);
   const Mesh& mesh = *s.concrete_mesh();
   size_t isz = static_cast<size_t>(itemsize(dtype));
+  detail::timeline::Scope span(detail::timeline::kCaller, "transfer", "host to device");
+  if (span.recording())
+    span.set_args("\"bytes\":" + std::to_string(numel(shape) * itemsize(dtype)) + ",\"shape\":\"" +
+                  dtype_short_name(dtype) + shape_str(shape) +
+                  "\",\"devices\":" + std::to_string(mesh.size()));
   Shape local = s.shard_shape(shape);
   size_t local_bytes = static_cast<size_t>(numel(local)) * isz;
   auto& rt = detail::Runtime::get();

@@ -9,10 +9,12 @@
 #include <string>
 
 #include "tsr/error.h"
+#include "tsr/runtime/timeline.h"
 
 namespace tsr::detail {
 
-CachingAllocator::CachingAllocator(size_t cache_limit) : cache_limit_(cache_limit) {}
+CachingAllocator::CachingAllocator(size_t cache_limit, int device)
+    : cache_limit_(cache_limit), device_(device) {}
 
 CachingAllocator::~CachingAllocator() { clear_cache(); }
 
@@ -71,6 +73,7 @@ void CachingAllocator::note_alloc(size_t cls) {
   peak_ = std::max(peak_, live_);
   ++num_allocs_;
   largest_ = std::max(largest_, cls);
+  if (timeline::on()) timeline::memory(device_, live_, cached_);
 }
 
 void* CachingAllocator::poisoned(void* p, size_t bytes) const {
@@ -82,12 +85,14 @@ void CachingAllocator::release(void* ptr, size_t bytes) {
   size_t cls = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
   live_ -= cls;
-  if (cached_ + cls <= cache_limit_) {
+  const bool keep = cached_ + cls <= cache_limit_;
+  if (keep) {
     free_list(cls).push_back(ptr);
     cached_ += cls;
-    return;
+  } else {
+    std::free(ptr);
   }
-  std::free(ptr);
+  if (timeline::on()) timeline::memory(device_, live_, cached_);
 }
 
 void CachingAllocator::clear_cache() {
@@ -100,6 +105,7 @@ void CachingAllocator::clear_cache() {
     list.clear();
   }
   cached_ = 0;
+  if (timeline::on()) timeline::memory(device_, live_, cached_);
 }
 
 size_t CachingAllocator::cached_bytes() const {

@@ -23,8 +23,9 @@ struct AllocatorStats {
 
 class CachingAllocator {
  public:
-  /** `cache_limit` bytes of freed blocks are kept for reuse. */
-  explicit CachingAllocator(size_t cache_limit);
+  /** `cache_limit` bytes of freed blocks are kept for reuse; `device` names the
+   *  timeline's memory counters. */
+  explicit CachingAllocator(size_t cache_limit, int device = -1);
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -69,6 +70,7 @@ class CachingAllocator {
   size_t peak_ = 0;
   uint64_t num_allocs_ = 0;
   size_t largest_ = 0;
+  int device_ = -1;
   std::atomic<bool> poison_{false};
   std::atomic<bool> hugepages_{false};
 };

@@ -19,6 +19,8 @@
 #include "tsr/prims/reduction.h"
 #include "tsr/prims/shard_map.h"
 #include "tsr/runtime/fusion.h"
+#include "tsr/runtime/step_trace.h"
+#include "tsr/runtime/timeline.h"
 #include "tsr/sharding/propagate.h"
 
 namespace tsr::detail {
@@ -894,11 +896,15 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
     for (const auto& d : m.devices())
       out_bufs[o].push_back(rt.is_local(d.id) ? rt.alloc(d.id, val.local_bytes) : nullptr);
   }
+  timeline::Scope dispatch(timeline::kCaller, "dispatch", "dispatch");
   {
     std::lock_guard<std::mutex> lock(rt.dispatch_mutex());
     bool now = runs_inline;
     for (size_t di = 0; now && di < devs.size(); ++di)
       now = !rt.is_local(devs[di].dev) || rt.stream(devs[di].dev).idle();
+    if (dispatch.recording())
+      dispatch.set_args("\"steps\":" + std::to_string(steps.size()) + ",\"devices\":" +
+                        std::to_string(devs.size()) + ",\"inline\":" + (now ? "true" : "false"));
     for (int di = 0; di < static_cast<int>(devs.size()); ++di) {
       const DeviceRun& dr = devs[di];
       if (!rt.is_local(dr.dev)) continue;
@@ -1157,6 +1163,9 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
     for (size_t k = 0; k < dr.steps.size(); ++k) {
       const auto& [s, pos] = dr.steps[k];
       const Step& st = steps[s];
+      const bool rec = timeline::on();
+      const int64_t t0 = rec ? timeline::now_ns() : 0;
+      if (rec) timeline::take_wait();
       if (st.ctl) {
         run_control(*this, st, pos, slots, ensure, alloc);
         seq.skip(st.ctl->n_groups[static_cast<size_t>(pos)]);
@@ -1225,6 +1234,7 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         a.busy_devices = st.mesh->size();
         st.fn(a);
       }
+      if (rec) trace_step(*this, st, pos, dr.dev, t0, timeline::now_ns());
       for (int v : dr.free_after[k])
         if (owned[v]) {
           alloc.release(slots[v], std::max<size_t>(values[v].local_bytes, 1));

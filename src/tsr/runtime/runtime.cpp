@@ -12,6 +12,7 @@
 #include "tsr/comm/rendezvous.h"
 #include "tsr/error.h"
 #include "tsr/runtime/env.h"
+#include "tsr/runtime/timeline.h"
 
 namespace tsr::detail {
 namespace {
@@ -177,7 +178,7 @@ Runtime::Runtime(int n, int process_index, int processes)
   bool huge = allocator_hugepages();
   resolve_timeout_ms(0);
   for (int i = 0; i < n; ++i) {
-    allocators_.push_back(std::make_unique<CachingAllocator>(cache));
+    allocators_.push_back(std::make_unique<CachingAllocator>(cache, process_index * n + i));
     allocators_.back()->set_hugepages(huge);
   }
   set_allocator_poison(poison);
@@ -211,6 +212,7 @@ void Runtime::start(int n, int process_index, int processes) {
   // Work still queued at exit must finish before the libraries it calls (OpenBLAS)
   // run their destructors: exit handlers run before shared libraries' finalizers.
   std::atexit([] { g_runtime->synchronize(); });
+  timeline::start_from_env();
 }
 
 bool Runtime::started() { return g_runtime != nullptr; }

@@ -17,6 +17,7 @@
 #include "tsr/runtime/caches.h"
 #include "tsr/runtime/env.h"
 #include "tsr/runtime/executable.h"
+#include "tsr/runtime/timeline.h"
 #include "tsr/transforms.h"
 
 namespace tsr::detail {
@@ -378,6 +379,8 @@ struct JitCore::Impl : JitCache {
                        "ops (or a control-flow op) instead of a recursive jitted call.");
     DepthGuard depth;
     {
+      timeline::Scope span(timeline::kCaller, "jit", "jit trace");
+      if (span.recording()) span.rename("jit trace " + opts.name);
       Trace trace;
       std::vector<Array> ins;
       for (const auto& t : key.types) ins.push_back(trace.new_input(t));
@@ -470,6 +473,8 @@ struct JitCore::Impl : JitCache {
         bool same = c.layouts.size() == n;
         for (size_t i = 0; same && i < n; ++i) same = c.layouts[i] == layout_of(i);
         if (same) {
+          if (timeline::on())
+            timeline::instant(timeline::kCaller, "jit", "jit cache hit " + opts.name);
           if (!check || c.checked) return c.ex;
           ex = c.ex;
         }
@@ -477,7 +482,14 @@ struct JitCore::Impl : JitCache {
     }
     std::vector<NamedSharding> layouts;
     for (size_t i = 0; i < n; ++i) layouts.push_back(layout_of(i));
-    if (!ex) ex = detail::lower(*e.prog, layouts, e.out_layouts);
+    if (!ex) {
+      timeline::Scope span(timeline::kCaller, "jit", "jit compile");
+      if (span.recording()) span.rename("jit compile " + opts.name);
+      ex = detail::lower(*e.prog, layouts, e.out_layouts);
+      if (span.recording())
+        span.set_args("\"steps\":" + std::to_string(ex->steps.size()) +
+                      ",\"devices\":" + std::to_string(ex->devs.size()));
+    }
     if (check) check_implicit_comm(*ex);
     std::lock_guard<std::mutex> lock(mu);
     for (auto& c : e.exes)
@@ -523,6 +535,8 @@ JitCore::Out JitCore::call(const std::vector<Array>& args0, const tree::Structur
         e->out};
   }
   for (const auto& a : args) check_concrete(a, "jit");
+  timeline::Scope span(timeline::kCaller, "jit", "jit call");
+  if (span.recording()) span.rename("jit " + impl_->opts.name);
   auto e = impl_->entry_for(args, in, fn);
   if (detail::Runtime::get().process_count() > 1) {
     const Mesh* named = detail::mesh_named_by(*e->prog);

@@ -1,0 +1,109 @@
+#include "tsr/runtime/step_trace.h"
+
+#include <sstream>
+
+#include "tsr/core/primitive.h"
+#include "tsr/runtime/timeline.h"
+
+namespace tsr::detail {
+namespace {
+
+using C = Executable::Step::Coll;
+
+std::string local_types(const std::vector<LocalType>& ts, size_t& bytes) {
+  std::string s;
+  for (const auto& t : ts) {
+    if (!s.empty()) s += ' ';
+    s += dtype_short_name(t.dtype) + shape_str(t.shape);
+    bytes += static_cast<size_t>(numel(t.shape)) * static_cast<size_t>(itemsize(t.dtype));
+  }
+  return s;
+}
+
+std::string id_list(const std::vector<int>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+const char* coll_name(C c) {
+  switch (c) {
+    case C::AllReduce:
+      return "all_reduce";
+    case C::AllGather:
+      return "all_gather";
+    case C::ReduceScatter:
+      return "reduce_scatter";
+    case C::Permute:
+      return "ppermute";
+    case C::AllToAll:
+      return "all_to_all";
+    case C::Broadcast:
+      return "broadcast";
+    default:
+      return "collective";
+  }
+}
+
+// The args every data movement carries: bytes, group, wait, what asked for it.
+std::string movement_args(const char* kind, size_t bytes, const std::vector<int>& group,
+                          const Executable::Step& st) {
+  std::ostringstream os;
+  os << "\"kind\":\"" << kind << "\",\"bytes\":" << bytes;
+  if (!group.empty()) os << ",\"group\":\"" << id_list(group) << '"';
+  const int64_t wait = timeline::take_wait();
+  os << ",\"wait_us\":" << static_cast<double>(wait) / 1000.0;
+  if (!st.cause.empty()) os << ",\"cause\":\"" << timeline::json_escape(st.cause) << '"';
+  if (st.implicit) os << ",\"implicit\":true";
+  return os.str();
+}
+
+}  // namespace
+
+void trace_step(const Executable& ex, const Executable::Step& st, int pos, int dev, int64_t t0,
+                int64_t t1) {
+  const auto& vals = ex.values;
+  if (st.alias || st.coll == C::AxisIndex) return;
+  if (st.ctl) {
+    using K = Executable::Control::Kind;
+    const K k = st.ctl->kind;
+    timeline::span(dev, "control",
+                   k == K::Cond    ? "cond"
+                   : k == K::While ? "while"
+                                   : "scan",
+                   t0, t1,
+                   k == K::Scan ? "\"length\":" + std::to_string(st.ctl->length) : std::string());
+    return;
+  }
+  if (st.coll != C::None) {
+    const auto& in = vals[static_cast<size_t>(st.ins[0])];
+    const auto& out = vals[static_cast<size_t>(st.outs[0])];
+    const size_t bytes = st.coll == C::AllReduce ? out.local_bytes : in.local_bytes;
+    const auto& group =
+        st.coll_ids.empty() ? std::vector<int>{} : st.coll_ids[static_cast<size_t>(pos)];
+    const char* kind = coll_name(st.coll);
+    timeline::span(dev, "collective", kind, t0, t1, movement_args(kind, bytes, group, st));
+    return;
+  }
+  if (st.plan) {
+    const Plan& pl = *st.plan;
+    const DevicePlan& dp = pl.dev[static_cast<size_t>(pos)];
+    const size_t bytes =
+        static_cast<size_t>(numel(pl.dst_local)) * static_cast<size_t>(itemsize(pl.dtype));
+    const std::vector<int>& group = !dp.coll_ids.empty() ? dp.coll_ids : dp.reduce_ids;
+    std::string args = movement_args(pl.comm ? "reshard" : "local copy", bytes, group, st);
+    args += ",\"sent_bytes\":" + std::to_string(dp.send_bytes) +
+            ",\"received_bytes\":" + std::to_string(dp.recv_bytes);
+    timeline::span(dev, pl.comm ? "collective" : "copy", "reshard", t0, t1, std::move(args));
+    return;
+  }
+  size_t bytes = 0;
+  std::string ins = local_types(st.in_local, bytes);
+  std::string outs = local_types(st.out_local, bytes);
+  std::string name = st.prim ? st.prim->name() : "kernel";
+  std::string args =
+      "\"in\":\"" + ins + "\",\"out\":\"" + outs + "\",\"bytes\":" + std::to_string(bytes);
+  timeline::span(dev, "step", std::move(name), t0, t1, std::move(args));
+}
+
+}  // namespace tsr::detail

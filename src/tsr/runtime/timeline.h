@@ -1,0 +1,81 @@
+#pragma once
+// The recorder behind tsr::trace: events go to a per-thread buffer (no shared lock
+// on the hot path) and are written as Chrome trace events when recording stops. With
+// recording off every probe is one relaxed load and a branch.
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tsr::detail::timeline {
+
+/** Set while recording. */
+extern std::atomic<bool> g_on;
+/** True while recording (the probes' branch). */
+inline bool on() { return g_on.load(std::memory_order_relaxed); }
+/** The caller's track (device tracks are device ids). */
+constexpr int kCaller = -1;
+/** Nanoseconds on the recorder's clock. */
+int64_t now_ns();
+/** A span [t0, t1) on `track` (device id or kCaller); `args` is the body of a JSON
+ *  object ("\"bytes\":12") or empty. */
+void span(int track, const char* cat, std::string name, int64_t t0, int64_t t1,
+          std::string args = {});
+/** A point event on `track`. */
+void instant(int track, const char* cat, std::string name, std::string args = {});
+/** The memory counters of device `dev`: bytes handed out and bytes cached. */
+void memory(int dev, size_t live, size_t cached);
+/** Adds to this thread's collective wait time (a rendezvous waiting for its peers). */
+void add_wait(int64_t ns);
+/** This thread's wait time since the last call, and resets it. */
+int64_t take_wait();
+/** `s` as the inside of a JSON string (quotes and control characters escaped). */
+std::string json_escape(std::string_view s);
+/** Starts recording when TSR_TRACE names a file (once, at runtime start), and
+ *  writes it at exit. */
+void start_from_env();
+
+/** Adds the time from construction to destruction to this thread's wait time. */
+class WaitClock {
+ public:
+  WaitClock() : t0_(on() ? now_ns() : -1) {}
+  ~WaitClock() {
+    if (t0_ >= 0) add_wait(now_ns() - t0_);
+  }
+  WaitClock(const WaitClock&) = delete;
+  WaitClock& operator=(const WaitClock&) = delete;
+
+ private:
+  int64_t t0_;
+};
+
+/** A span on `track` from construction to destruction, named when recording. */
+class Scope {
+ public:
+  /** Starts the span when recording (`name` is only read then). */
+  Scope(int track, const char* cat, const char* name)
+      : track_(track), cat_(cat), name_(name), t0_(on() ? now_ns() : -1) {}
+  ~Scope() {
+    if (t0_ >= 0)
+      span(track_, cat_, owned_.empty() ? std::string(name_) : std::move(owned_), t0_, now_ns(),
+           std::move(args_));
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+  /** True when this span is recorded. */
+  bool recording() const { return t0_ >= 0; }
+  /** Renames the span (when recording). */
+  void rename(std::string n) { owned_ = std::move(n); }
+  /** Sets the span's JSON args body (when recording). */
+  void set_args(std::string a) { args_ = std::move(a); }
+
+ private:
+  int track_;
+  const char* cat_;
+  const char* name_;
+  std::string owned_;  // a name built at run time (rename)
+  int64_t t0_;
+  std::string args_;
+};
+
+}  // namespace tsr::detail::timeline
