@@ -73,7 +73,7 @@ void CachingAllocator::note_alloc(size_t cls) {
   peak_ = std::max(peak_, live_);
   ++num_allocs_;
   largest_ = std::max(largest_, cls);
-  if (timeline::on()) timeline::memory(device_, live_, cached_);
+  if (timeline::on()) timeline::memory(device_, live_);
 }
 
 void* CachingAllocator::poisoned(void* p, size_t bytes) const {
@@ -92,7 +92,7 @@ void CachingAllocator::release(void* ptr, size_t bytes) {
   } else {
     std::free(ptr);
   }
-  if (timeline::on()) timeline::memory(device_, live_, cached_);
+  if (timeline::on()) timeline::memory(device_, live_);
 }
 
 void CachingAllocator::clear_cache() {
@@ -105,7 +105,6 @@ void CachingAllocator::clear_cache() {
     list.clear();
   }
   cached_ = 0;
-  if (timeline::on()) timeline::memory(device_, live_, cached_);
 }
 
 size_t CachingAllocator::cached_bytes() const {

@@ -1234,7 +1234,7 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         a.busy_devices = st.mesh->size();
         st.fn(a);
       }
-      if (rec) trace_step(*this, st, pos, dr.dev, t0, timeline::now_ns());
+      if (rec) trace_step(*this, s, pos, dr.dev, t0, timeline::now_ns());
       for (int v : dr.free_after[k])
         if (owned[v]) {
           alloc.release(slots[v], std::max<size_t>(values[v].local_bytes, 1));

@@ -1,5 +1,6 @@
 #include "tsr/runtime/step_trace.h"
 
+#include <memory>
 #include <sstream>
 
 #include "tsr/core/primitive.h"
@@ -47,32 +48,28 @@ const char* coll_name(C c) {
 
 // The args every data movement carries: bytes, group, wait, what asked for it.
 std::string movement_args(const char* kind, size_t bytes, const std::vector<int>& group,
-                          const Executable::Step& st) {
+                          int64_t wait, const Executable::Step& st) {
   std::ostringstream os;
   os << "\"kind\":\"" << kind << "\",\"bytes\":" << bytes;
   if (!group.empty()) os << ",\"group\":\"" << id_list(group) << '"';
-  const int64_t wait = timeline::take_wait();
   os << ",\"wait_us\":" << static_cast<double>(wait) / 1000.0;
   if (!st.cause.empty()) os << ",\"cause\":\"" << timeline::json_escape(st.cause) << '"';
   if (st.implicit) os << ",\"implicit\":true";
   return os.str();
 }
 
-}  // namespace
-
-void trace_step(const Executable& ex, const Executable::Step& st, int pos, int dev, int64_t t0,
-                int64_t t1) {
+// timeline::StepFormat for an Executable's step.
+void format_step(const void* exp, int step, int pos, int64_t wait, const char*& cat,
+                 std::string& name, std::string& args) {
+  const auto& ex = *static_cast<const Executable*>(exp);
+  const Executable::Step& st = ex.steps[static_cast<size_t>(step)];
   const auto& vals = ex.values;
-  if (st.alias || st.coll == C::AxisIndex) return;
   if (st.ctl) {
     using K = Executable::Control::Kind;
     const K k = st.ctl->kind;
-    timeline::span(dev, "control",
-                   k == K::Cond    ? "cond"
-                   : k == K::While ? "while"
-                                   : "scan",
-                   t0, t1,
-                   k == K::Scan ? "\"length\":" + std::to_string(st.ctl->length) : std::string());
+    cat = "control";
+    name = k == K::Cond ? "cond" : k == K::While ? "while" : "scan";
+    if (k == K::Scan) args = "\"length\":" + std::to_string(st.ctl->length);
     return;
   }
   if (st.coll != C::None) {
@@ -81,8 +78,9 @@ void trace_step(const Executable& ex, const Executable::Step& st, int pos, int d
     const size_t bytes = st.coll == C::AllReduce ? out.local_bytes : in.local_bytes;
     const auto& group =
         st.coll_ids.empty() ? std::vector<int>{} : st.coll_ids[static_cast<size_t>(pos)];
-    const char* kind = coll_name(st.coll);
-    timeline::span(dev, "collective", kind, t0, t1, movement_args(kind, bytes, group, st));
+    cat = "collective";
+    name = coll_name(st.coll);
+    args = movement_args(name.c_str(), bytes, group, wait, st);
     return;
   }
   if (st.plan) {
@@ -91,19 +89,33 @@ void trace_step(const Executable& ex, const Executable::Step& st, int pos, int d
     const size_t bytes =
         static_cast<size_t>(numel(pl.dst_local)) * static_cast<size_t>(itemsize(pl.dtype));
     const std::vector<int>& group = !dp.coll_ids.empty() ? dp.coll_ids : dp.reduce_ids;
-    std::string args = movement_args(pl.comm ? "reshard" : "local copy", bytes, group, st);
+    cat = pl.comm ? "collective" : "copy";
+    name = "reshard";
+    args = movement_args(pl.comm ? "reshard" : "local copy", bytes, group, wait, st);
     args += ",\"sent_bytes\":" + std::to_string(dp.send_bytes) +
             ",\"received_bytes\":" + std::to_string(dp.recv_bytes);
-    timeline::span(dev, pl.comm ? "collective" : "copy", "reshard", t0, t1, std::move(args));
     return;
   }
   size_t bytes = 0;
   std::string ins = local_types(st.in_local, bytes);
   std::string outs = local_types(st.out_local, bytes);
-  std::string name = st.prim ? st.prim->name() : "kernel";
-  std::string args =
-      "\"in\":\"" + ins + "\",\"out\":\"" + outs + "\",\"bytes\":" + std::to_string(bytes);
-  timeline::span(dev, "step", std::move(name), t0, t1, std::move(args));
+  cat = "step";
+  name = st.prim ? st.prim->name() : "kernel";
+  args = "\"in\":\"" + ins + "\",\"out\":\"" + outs + "\",\"bytes\":" + std::to_string(bytes);
+}
+
+std::shared_ptr<const void> keep_executable(const void* exp) {
+  return static_cast<const Executable*>(exp)->weak_from_this().lock();
+}
+
+}  // namespace
+
+void trace_step(const Executable& ex, int step, int pos, int dev, int64_t t0, int64_t t1) {
+  const Executable::Step& st = ex.steps[static_cast<size_t>(step)];
+  if (st.alias || st.coll == C::AxisIndex) return;
+  const bool moves = st.coll != C::None || st.plan;
+  timeline::step(dev, t0, t1, &ex, step, pos, moves ? timeline::take_wait() : 0, format_step,
+                 keep_executable);
 }
 
 }  // namespace tsr::detail

@@ -28,12 +28,22 @@ struct Event {
   const char* cat = "";
   std::string name;
   std::string args;  // body of a JSON object
+  // Deferred (formatted when written): a memory counter's value, or a step.
+  int64_t value = -1;  // memory counter: bytes in use
+  StepFormat fmt = nullptr;
+  const void* ex = nullptr;
+  int step = 0, pos = 0;
+  int64_t wait = 0;
 };
 
 // One thread's events; the recorder keeps every buffer alive past its thread.
 struct Buffer {
   std::mutex mu;  // uncontended except while stop_trace() collects
   std::vector<Event> events;
+  // The executables deferred steps point into, held until the file is written (a
+  // thread's consecutive steps mostly share one: `last` skips the refcount then).
+  std::vector<std::shared_ptr<const void>> keep;
+  const void* last = nullptr;
 };
 
 struct Recorder {
@@ -65,6 +75,16 @@ void push(Event e) {
   Buffer& b = buffer();
   std::lock_guard<std::mutex> lock(b.mu);
   b.events.push_back(std::move(e));
+}
+
+// Fills a deferred event's strings.
+void format(Event& e) {
+  if (e.value >= 0) {
+    e.name = "memory device " + std::to_string(e.track);
+    e.args = "\"live_bytes\":" + std::to_string(e.value);
+  } else if (e.fmt) {
+    e.fmt(e.ex, e.step, e.pos, e.wait, e.cat, e.name, e.args);
+  }
 }
 
 std::string file_for_process(const std::string& path, int process, int processes) {
@@ -111,7 +131,8 @@ void write_file(const std::string& path, std::vector<Event>& events, int64_t ori
     os << ",\n";
     meta("thread_name", tid_of(d), "device " + std::to_string(d) + " (cpu)", tid_of(d));
   }
-  for (const Event& e : events) {
+  for (Event& e : events) {
+    format(e);
     os << ",\n{\"ph\":\"" << e.ph << "\",\"cat\":\"" << e.cat << "\",\"name\":\""
        << json_escape(e.name) << "\",\"pid\":" << pid << ",\"tid\":" << tid_of(e.track)
        << ",\"ts\":";
@@ -146,10 +167,40 @@ void instant(int track, const char* cat, std::string name, std::string args) {
   push(Event{now_ns(), 0, track, 'i', cat, std::move(name), std::move(args)});
 }
 
-void memory(int dev, size_t live, size_t cached) {
-  push(Event{
-      now_ns(), 0, dev, 'C', "memory", "memory device " + std::to_string(dev),
-      "\"live_bytes\":" + std::to_string(live) + ",\"cached_bytes\":" + std::to_string(cached)});
+void memory(int dev, size_t live) {
+  Event e;
+  e.t0 = now_ns();
+  e.track = dev;
+  e.ph = 'C';
+  e.cat = "memory";
+  e.value = static_cast<int64_t>(live);
+  push(std::move(e));
+}
+
+void step(int track, int64_t t0, int64_t t1, const void* ex, int step, int pos, int64_t wait_ns,
+          StepFormat fmt, StepKeep keep) {
+  Event e;
+  e.t0 = t0;
+  e.dur = std::max<int64_t>(t1 - t0, 0);
+  e.track = track;
+  e.ex = ex;
+  e.step = step;
+  e.pos = pos;
+  e.wait = wait_ns;
+  e.fmt = fmt;
+  Buffer& b = buffer();
+  std::lock_guard<std::mutex> lock(b.mu);
+  if (b.last != ex) {
+    std::shared_ptr<const void> k = keep(ex);
+    if (!k) {  // not shared-owned, so it may not live until the file: format now
+      format(e);
+      e.fmt = nullptr;
+    } else {
+      b.keep.push_back(std::move(k));
+      b.last = ex;
+    }
+  }
+  b.events.push_back(std::move(e));
 }
 
 void add_wait(int64_t ns) { t_wait_ns += ns; }
@@ -232,6 +283,8 @@ void start_trace(const std::string& path) {
   for (auto& b : r.buffers) {
     std::lock_guard<std::mutex> bl(b->mu);
     b->events.clear();
+    b->keep.clear();
+    b->last = nullptr;
   }
   r.path = file;
   r.origin = detail::timeline::now_ns();
@@ -247,6 +300,7 @@ void stop_trace() {
         "start_trace first.");
   detail::Runtime::get().synchronize();  // queued work belongs in the file
   std::vector<detail::timeline::Event> events;
+  std::vector<std::shared_ptr<const void>> keep;
   std::string file;
   int64_t origin = 0;
   {
@@ -264,9 +318,12 @@ void stop_trace() {
       std::lock_guard<std::mutex> bl(b->mu);
       for (auto& e : b->events) events.push_back(std::move(e));
       b->events.clear();
+      for (auto& k : b->keep) keep.push_back(std::move(k));
+      b->keep.clear();
+      b->last = nullptr;
     }
   }
-  detail::timeline::write_file(file, events, origin);
+  detail::timeline::write_file(file, events, origin);  // reads the executables in `keep`
 }
 
 bool is_tracing() { return detail::timeline::on(); }

@@ -4,6 +4,7 @@
 // recording off every probe is one relaxed load and a branch.
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -23,8 +24,19 @@ void span(int track, const char* cat, std::string name, int64_t t0, int64_t t1,
           std::string args = {});
 /** A point event on `track`. */
 void instant(int track, const char* cat, std::string name, std::string args = {});
-/** The memory counters of device `dev`: bytes handed out and bytes cached. */
-void memory(int dev, size_t live, size_t cached);
+/** Device `dev`'s memory counter: bytes handed out (what a viewer plots per device;
+ *  cached bytes are left out so each device has one counter track). */
+void memory(int dev, size_t live);
+/** Formats a deferred step event when the file is written: the step `step` of the
+ *  executable `ex` at position `pos`, with its wait, into a category, name and args. */
+using StepFormat = void (*)(const void* ex, int step, int pos, int64_t wait_ns, const char*& cat,
+                            std::string& name, std::string& args);
+/** Keeps `ex` alive until the file is written (empty when it is not shared-owned). */
+using StepKeep = std::shared_ptr<const void> (*)(const void* ex);
+/** A span [t0, t1) on `track` for a step of an executable, formatted only when the file
+ *  is written (the hot path stores numbers, no strings). */
+void step(int track, int64_t t0, int64_t t1, const void* ex, int step, int pos, int64_t wait_ns,
+          StepFormat fmt, StepKeep keep);
 /** Adds to this thread's collective wait time (a rendezvous waiting for its peers). */
 void add_wait(int64_t ns);
 /** This thread's wait time since the last call, and resets it. */
