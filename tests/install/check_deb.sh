@@ -43,7 +43,8 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$r
 test -x /usr/bin/tsr-train
 cmake -S "$src/examples/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$tmp/consumer" >/dev/null
-ldd "$tmp/consumer/consumer" | grep -Eq "libtsr.so.[0-9.]+ => /(usr/)?lib/"
+libs="$(ldd "$tmp/consumer/consumer")"  # read whole: `ldd | grep -q` fails under pipefail
+grep -Eq "libtsr.so.[0-9.]+ => /(usr/)?lib/" <<<"$libs"
 "$tmp/consumer/consumer"
 # shellcheck disable=SC2046
 g++ -std=c++20 -O1 "$src/examples/consumer/main.cpp" -o "$tmp/consumer-pc" $(pkg-config --cflags --libs tsr)

@@ -9,11 +9,11 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 # No private header may leak: only the public tree is installed.
-if [ -e "$tmp/prefix/include/tsr/core" ] || find "$tmp/prefix/include" -path '*detail*' | grep -q .; then
+if [ -e "$tmp/prefix/include/tsr/core" ] || [ -n "$(find "$tmp/prefix/include" -path '*detail*' -print -quit)" ]; then
   echo "check_install: private headers in the installed tree" >&2
   exit 1
 fi
-lib="$(dirname "$(find "$tmp/prefix" -name 'libtsr.so.*.*.*' | head -1)")"
+lib="$(dirname "$(find "$tmp/prefix" -name 'libtsr.so.*.*.*' -print -quit)")"
 for kind in shared static; do
   static=OFF
   [ "$kind" = static ] && static=ON
@@ -22,9 +22,14 @@ for kind in shared static; do
   cmake --build "$tmp/build-$kind" >/dev/null
   "$tmp/build-$kind/consumer"
 done
-# The shared build really loads the installed libtsr.so; the static one does not.
-ldd "$tmp/build-shared/consumer" | grep -q "$lib/libtsr.so"
-! ldd "$tmp/build-static/consumer" | grep -q libtsr
+# The shared build really loads the installed libtsr.so; the static one does not. (ldd's
+# output is read whole: with pipefail, `ldd | grep -q` fails when grep exits first.)
+shared_libs="$(ldd "$tmp/build-shared/consumer")"
+static_libs="$(ldd "$tmp/build-static/consumer")"
+if ! grep -q "$lib/libtsr.so" <<<"$shared_libs" || grep -q libtsr <<<"$static_libs"; then
+  echo "check_install: wrong libtsr linked:$shared_libs / $static_libs" >&2
+  exit 1
+fi
 export PKG_CONFIG_PATH="$lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 # shellcheck disable=SC2046
 g++ -std=c++20 -O1 "$src/examples/consumer/main.cpp" -o "$tmp/consumer-pc" \
