@@ -114,6 +114,7 @@ TEST(Trace, RecordsStepsCollectivesTransfersJitAndMemory) {
       const json& a = e.at("args");
       EXPECT_EQ(a.at("bytes"), 4) << e.dump();  // one f32 per device
       EXPECT_EQ(a.at("group"), "[0,1,2,3]") << e.dump();
+      EXPECT_EQ(a.at("axes"), "x") << e.dump();
       EXPECT_GE(a.at("wait_us").get<double>(), 0.0);
       EXPECT_LE(a.at("wait_us").get<double>(), e.at("dur").get<double>() + 1.0) << e.dump();
     }

@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "tsr/core/primitive.h"
+#include "tsr/prims/collectives.h"
+#include "tsr/prims/collectives_layout.h"
 #include "tsr/runtime/timeline.h"
 
 namespace tsr::detail {
@@ -81,6 +83,16 @@ void format_step(const void* exp, int step, int pos, int64_t wait, const char*& 
     cat = "collective";
     name = coll_name(st.coll);
     args = movement_args(name.c_str(), bytes, group, wait, st);
+    // The mesh axes the program named (psum(x, "x"), all_gather over ("a", "b"), ...).
+    const std::vector<std::string>* axes = nullptr;
+    if (const auto* c = dynamic_cast<const prim::Collective*>(st.prim.get())) axes = &c->axes();
+    if (const auto* lc = dynamic_cast<const prim::LayoutCollective*>(st.prim.get()))
+      axes = &lc->p().axes;
+    if (axes) {
+      std::string list;
+      for (const auto& a : *axes) list += (list.empty() ? "" : ",") + timeline::json_escape(a);
+      args += ",\"axes\":\"" + list + '"';
+    }
     return;
   }
   if (st.plan) {
