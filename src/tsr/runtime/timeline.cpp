@@ -203,6 +203,24 @@ void step(int track, int64_t t0, int64_t t1, const void* ex, int step, int pos, 
   b.events.push_back(std::move(e));
 }
 
+void Scope::rename(std::string n) {
+  if (!recording()) return;
+  if (!text_) text_ = std::make_unique<Text>();
+  text_->name = std::move(n);
+}
+
+void Scope::set_args(std::string a) {
+  if (!recording()) return;
+  if (!text_) text_ = std::make_unique<Text>();
+  text_->args = std::move(a);
+}
+
+void Scope::finish() {
+  std::string name = text_ && !text_->name.empty() ? std::move(text_->name) : std::string(name_);
+  span(track_, cat_, std::move(name), t0_, now_ns(),
+       text_ ? std::move(text_->args) : std::string());
+}
+
 void add_wait(int64_t ns) { t_wait_ns += ns; }
 
 int64_t take_wait() {

@@ -61,33 +61,36 @@ class WaitClock {
   int64_t t0_;
 };
 
-/** A span on `track` from construction to destruction, named when recording. */
+/** A span on `track` from construction to destruction, named when recording. Off, it
+ *  is a load, a branch and a null pointer: the name and args live on the heap only
+ *  while recording. */
 class Scope {
  public:
   /** Starts the span when recording (`name` is only read then). */
   Scope(int track, const char* cat, const char* name)
       : track_(track), cat_(cat), name_(name), t0_(on() ? now_ns() : -1) {}
   ~Scope() {
-    if (t0_ >= 0)
-      span(track_, cat_, owned_.empty() ? std::string(name_) : std::move(owned_), t0_, now_ns(),
-           std::move(args_));
+    if (t0_ >= 0) finish();
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
   /** True when this span is recorded. */
   bool recording() const { return t0_ >= 0; }
   /** Renames the span (when recording). */
-  void rename(std::string n) { owned_ = std::move(n); }
+  void rename(std::string n);
   /** Sets the span's JSON args body (when recording). */
-  void set_args(std::string a) { args_ = std::move(a); }
+  void set_args(std::string a);
 
  private:
+  struct Text {
+    std::string name, args;
+  };
+  void finish();
   int track_;
   const char* cat_;
   const char* name_;
-  std::string owned_;  // a name built at run time (rename)
   int64_t t0_;
-  std::string args_;
+  std::unique_ptr<Text> text_;  // a name built at run time, and args (recording only)
 };
 
 }  // namespace tsr::detail::timeline
