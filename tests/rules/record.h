@@ -47,6 +47,9 @@ struct Record {
   enum class Grad { Check, NoFD, RevOnly, FwdOnly, Skip } grad = Grad::Check;
   /** Why a record skips or weakens its gradient check. */
   std::string grad_why = {};
+  /** Set when the Auto table may move more bytes than the Explicit program, with why
+   *  (a known weakness of the Auto pass); its values are still compared. */
+  std::string auto_comm_why = {};
 };
 
 /** Helper: a single-output op. */

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tsr/backends/cpu/blas_lock.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/backends/cpu/small_gemm.h"
 #include "tsr/error.h"
@@ -27,18 +28,11 @@ void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float a
 void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
                  const double* a, int lda, const double* b, int ldb, double beta, double* c,
                  int ldc);
-void openblas_set_num_threads(int num_threads);
 }
 
 namespace tsr::detail::cpu {
-namespace {
-
-constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
-
-bool is_int_like(DType t) { return t == DType::Bool || is_integer(t); }
 
 // Several simulated devices run GEMMs at once: share the cores between them.
-// The thread count is a global OpenBLAS setting, so set it only on a change.
 // Cores are those this process may run on (taskset, a container's cpuset), not
 // all the machine has: oversubscribed GEMM threads only get in each other's way.
 int blas_threads(int busy_devices) {
@@ -49,32 +43,31 @@ int blas_threads(int busy_devices) {
   }();
   return std::max(1, cores / std::max(1, busy_devices));
 }
-// OpenBLAS's thread count is global and its thread server is not safe for
-// concurrent multi-threaded calls: a multi-threaded GEMM runs alone (exclusive
-// lock), single-threaded ones run side by side (shared lock) while the global count
-// is 1. Devices' tasks and the caller (inline dispatch) may both reach here.
+
+namespace {
+// OpenBLAS's thread count is global, so it is set only on a change.
 std::shared_mutex g_blas_mu;
 int g_blas_threads = 0;  // guarded by g_blas_mu (written under the exclusive lock)
+}  // namespace
 
-class BlasLock {
- public:
-  explicit BlasLock(int n) {
-    if (n == 1) {
-      shared_ = std::shared_lock<std::shared_mutex>(g_blas_mu);
-      if (g_blas_threads == 1) return;
-      shared_.unlock();
-    }
-    exclusive_ = std::unique_lock<std::shared_mutex>(g_blas_mu);
-    if (g_blas_threads != n) {
-      openblas_set_num_threads(n);
-      g_blas_threads = n;
-    }
+BlasLock::BlasLock(int n) {
+  if (n == 1) {
+    shared_ = std::shared_lock<std::shared_mutex>(g_blas_mu);
+    if (g_blas_threads == 1) return;
+    shared_.unlock();
   }
+  exclusive_ = std::unique_lock<std::shared_mutex>(g_blas_mu);
+  if (g_blas_threads != n) {
+    openblas_set_num_threads(n);
+    g_blas_threads = n;
+  }
+}
 
- private:
-  std::shared_lock<std::shared_mutex> shared_;
-  std::unique_lock<std::shared_mutex> exclusive_;
-};
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+bool is_int_like(DType t) { return t == DType::Bool || is_integer(t); }
 
 // True when the dims `perm` (of `shape`) are already in memory order, ignoring
 // size-1 dims: a reshape of the operand then is that permutation.

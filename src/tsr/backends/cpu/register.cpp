@@ -79,6 +79,14 @@ void register_cpu_kernels() {
   reg("top_k", cpu::top_k);
   reg("searchsorted", cpu::searchsorted);
 
+  // Decompositions (LAPACK).
+  reg("cholesky", cpu::cholesky);
+  reg("triangular_solve", cpu::triangular_solve);
+  reg("lu", cpu::lu);
+  reg("qr", cpu::qr);
+  reg("eigh", cpu::eigh);
+  reg("svd", cpu::svd);
+
   reg("dot_general", cpu::dot_general);
 
   // Shape.
