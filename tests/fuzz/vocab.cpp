@@ -839,6 +839,58 @@ Step d_searchsorted(Gen& g) {
             });
 }
 
+// ---- linear algebra (tsr::linalg) ---------------------------------------------------
+// Well-posed uses of each decomposition (x x^T + n I is positive definite, x + x^T
+// symmetric, singular values and eigenvalues are unique) so that sharded and oracle
+// runs compare within rounding; a non-square, rank < 2, half-precision or
+// matrix-sharded x is refused alike.
+Step d_linalg(Gen& g) {
+  static const char* names[] = {"cholesky", "solve", "eigvalsh", "svdvals", "qr.R",
+                                "triangular_solve", "det", "slogdet", "inv", "lu.lu"};
+  const int kind = g.r.below(10);
+  g.c.reorders = true;
+  auto mT = [](const Array& a) { return swapaxes(a, -1, -2); };
+  // x as matrices: rank 0 and 1 gain trailing unit dimensions.
+  auto base = [](const Array& x) {
+    return x.ndim() == 0 ? reshape(x, {1, 1}) : x.ndim() == 1 ? expand_dims(x, -1) : x;
+  };
+  // Square matrices from any x: x x^T (a rank-deficient one is fine for det and lu).
+  auto square = [mT, base](const Array& x) {
+    Array b = base(x);
+    return matmul(b, mT(b));
+  };
+  auto spd = [square](const Array& x) {
+    Array s = square(x);
+    const int64_t n = s.shape().back();
+    return add(s, multiply(eye(n, -1, 0, s.dtype()), static_cast<double>(n) + 1.0));
+  };
+  return mk(std::string("linalg.") + names[kind] + "(x)",
+            [=](const Ctx&, const Array& x, const Ins&) -> Array {
+              switch (kind) {
+                case 0:
+                  return linalg::cholesky(spd(x));
+                case 1:
+                  return linalg::solve(spd(x), base(x));
+                case 2:
+                  return linalg::eigvalsh(square(x));
+                case 3:
+                  return linalg::svdvals(base(x));
+                case 4:
+                  return linalg::qr(base(x), "r").R;
+                case 5:
+                  return linalg::triangular_solve(spd(x), base(x), {.left_side = true, .lower = true});
+                case 6:
+                  return linalg::det(square(x));
+                case 7:
+                  return linalg::slogdet(spd(x)).logabsdet;
+                case 8:
+                  return linalg::inv(spd(x));
+                default:
+                  return linalg::lu(base(x)).lu;
+              }
+            });
+}
+
 // ---- creation (ignore x) ---------------------------------------------------------
 Step d_full(Gen& g) {
   Shape s = g.shape();
@@ -1333,6 +1385,7 @@ const std::vector<OpDef>& vocabulary() {
       {"sort/argsort", 1, false, false, d_sort},
       {"top_k", 1, false, false, d_top_k},
       {"searchsorted", 2, false, false, d_searchsorted},
+      {"linalg", 1, true, false, d_linalg},
       {"zeros/ones/full/iota", 0, false, false, d_full},
       {"arange/linspace/eye", 0, false, false, d_arange},
       {"broadcasted_iota", 0, false, false, d_broadcasted_iota},

@@ -114,18 +114,42 @@ void by_dtype(DType t, F&& f) {
     f(double{});
 }
 
+// Unblocked Cholesky (LAPACK's potf2 order) for small matrices: a LAPACK call costs
+// ~0.5 us of wrapper and buffer locking, more than an 8x8 factorization, and the
+// buffer lock serialises devices that factor batches side by side. Returns false
+// when a is not positive definite. Lower triangle in, lower factor out (row-major).
+template <typename T>
+bool small_cholesky(T* l, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    T d = l[j * n + j];
+    for (int64_t k = 0; k < j; ++k) d -= l[j * n + k] * l[j * n + k];
+    if (!(d > T(0))) return false;  // also NaN, as potrf
+    d = std::sqrt(d);
+    l[j * n + j] = d;
+    for (int64_t i = j + 1; i < n; ++i) {
+      T v = l[i * n + j];
+      for (int64_t k = 0; k < j; ++k) v -= l[i * n + k] * l[j * n + k];
+      l[i * n + j] = v / d;
+    }
+  }
+  return true;
+}
+constexpr int64_t kSmallCholesky = 16;
+
 template <typename T>
 void cholesky_t(const KernelArgs& a) {
   const Dims d = dims_of((*a.in)[0].shape);
   const int64_t n = d.rows, nn = n * n;
   const T* x = a.i<T>(0);
   T* out = a.o<T>(0);
-  BlasLock lock(blas_threads(a.busy_devices));
+  std::optional<BlasLock> lock;
+  if (n > kSmallCholesky) lock.emplace(blas_threads(a.busy_devices));
   for (int64_t b = 0; b < d.batch; ++b) {
     T* l = out + b * nn;
     std::memcpy(l, x + b * nn, static_cast<size_t>(nn) * sizeof(T));
     // Row-major lower is column-major upper.
-    lapack_int info = n ? potrf('U', static_cast<lapack_int>(n), l, li(n)) : 0;
+    lapack_int info = n > kSmallCholesky ? potrf('U', static_cast<lapack_int>(n), l, li(n))
+                                         : (small_cholesky(l, n) ? 0 : 1);
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
         if (j > i)
