@@ -27,3 +27,4 @@
 #include "tsr/tree.h"
 #include "tsr/version.h"
 #include "tsr/vmap.h"
+#include "tsr/window.h"

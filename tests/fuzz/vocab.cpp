@@ -1,6 +1,7 @@
 // The fuzzer's vocabulary: one table entry per op (name, arity, flags, how to draw
 // its parameters). Adding a primitive is one line here; see README.md.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "fuzz.h"
@@ -891,6 +892,42 @@ Step d_linalg(Gen& g) {
             });
 }
 
+// ---- windowed reductions ------------------------------------------------------------
+Step d_window(Gen& g) {
+  const int r = g.rank();
+  const int op = g.r.below(4);  // sum, max, min, avg_pool-like sum / size
+  Shape dims, strides, wdil;
+  for (int d = 0; d < r; ++d) {
+    dims.push_back(g.r.coin(0.5) ? 1 : g.r.range(1, 3));
+    strides.push_back(g.r.coin(0.7) ? 1 : 2);
+    wdil.push_back(g.r.coin(0.85) ? 1 : 2);
+  }
+  const bool same = g.r.coin(0.4);
+  static const char* names[] = {"add", "max", "min", "mean"};
+  g.c.reorders = g.c.reorders || op == 0 || op == 3;
+  return mk(std::string("reduce_window(x, ") + names[op] + ", " + str(dims) + ", strides " +
+                str(strides) + ", " + (same ? "SAME" : "VALID") + ", window_dilation " + str(wdil) +
+                ")",
+            [=](const Ctx&, const Array& x, const Ins&) {
+              const double inf = std::numeric_limits<double>::infinity();
+              WindowOptions o{strides, same ? "SAME" : "VALID", {}, wdil};
+              switch (op) {
+                case 1:
+                  return reduce_window(x, -inf, WindowReducer::max, dims, o);
+                case 2:
+                  return reduce_window(x, inf, WindowReducer::min, dims, o);
+                case 3: {
+                  int64_t n = 1;
+                  for (int64_t d : dims) n *= d;
+                  return divide(reduce_window(x, 0, WindowReducer::add, dims, o),
+                                static_cast<double>(n));
+                }
+                default:
+                  return reduce_window(x, 0, WindowReducer::add, dims, o);
+              }
+            });
+}
+
 // ---- creation (ignore x) ---------------------------------------------------------
 Step d_full(Gen& g) {
   Shape s = g.shape();
@@ -1386,6 +1423,7 @@ const std::vector<OpDef>& vocabulary() {
       {"top_k", 1, false, false, d_top_k},
       {"searchsorted", 2, false, false, d_searchsorted},
       {"linalg", 1, true, false, d_linalg},
+      {"reduce_window", 1, false, false, d_window},
       {"zeros/ones/full/iota", 0, false, false, d_full},
       {"arange/linspace/eye", 0, false, false, d_arange},
       {"broadcasted_iota", 0, false, false, d_broadcasted_iota},

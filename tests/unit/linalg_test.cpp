@@ -23,6 +23,9 @@ struct Case {
   std::vector<std::pair<Shape, std::vector<double>>> inputs, outputs;
 };
 
+// gtest prints a case by its name, not a byte dump.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 std::vector<Case> load() {
   std::ifstream f(TSR_LINALG_FIXTURES);
   EXPECT_TRUE(f.good()) << "cannot open " << TSR_LINALG_FIXTURES;

@@ -76,4 +76,12 @@ PartitionSpec layout_with_sets(const std::vector<PartitionEntry>& entries,
  *  any input is unreduced (the default ur rule of spec §9). */
 void no_unreduced(const char* name, const std::vector<ArrayType>& in);
 
+/** Spec §12.8's "varying out shape" rule of slice, pad, reduce_window, ...: the
+ *  operand's sharding, or P() when every output dim is 1; a changed sharded dim must
+ *  stay divisible (E9, raised naming `name` and `prim`). */
+ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, const char* prim);
+/** The operand's entries (and sets) with the `changed` dims unsharded: the layout a
+ *  windowed kernel needs. */
+PartitionSpec unshard_dims(const ArrayType& x, const std::vector<bool>& changed);
+
 }  // namespace tsr::detail

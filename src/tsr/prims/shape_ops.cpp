@@ -33,38 +33,6 @@ const bool registered = register_all();
 
 std::string ints(const std::vector<int>& v) { return ints_tuple(v); }
 
-// Spec §12.8: the operand's sharding, or P() when every output dim is 1; a changed
-// sharded dim must stay divisible (E9).
-ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, const char* prim) {
-  bool ones = true;
-  for (int64_t n : out) ones = ones && n == 1;
-  const AbstractMesh& mesh = x.sharding.mesh().empty() ? get_abstract_mesh() : x.sharding.mesh();
-  if (out.empty() || ones)
-    return make_type(out, x.dtype, x.weak, mesh, with_sets_of({}, x.sharding.spec()));
-  auto e = entries_of(x);
-  for (int d = 0; d < x.ndim(); ++d) {
-    if (out[d] == x.shape[d] || e[d].is_none()) continue;
-    int64_t k = entry_size(e[d], x.sharding.mesh());
-    if (out[d] % k != 0)
-      throw ShardingTypeError(
-          std::string("[") + prim + "] " + name + " on sharded dims where out dim (" +
-          std::to_string(out[d]) + ") is not divisible by mesh axes (" + std::to_string(k) +
-          ") with spec (" + (e[d].axes().size() == 1 ? e[d].axes()[0] : e[d].repr()) +
-          ") is not implemented. Got input type=" + x.str() +
-          " and output shape=" + shape_str(out) +
-          ". Reshard the operand to unsharded on that dim first.");
-  }
-  return make_type(out, x.dtype, x.weak, mesh, with_sets_of(e, x.sharding.spec()));
-}
-
-// The operand's entries with `changed` dims unsharded: the layout the kernel needs.
-PartitionSpec unshard_dims(const ArrayType& x, const std::vector<bool>& changed) {
-  auto e = entries_of(x);
-  for (int d = 0; d < x.ndim(); ++d)
-    if (changed[d]) e[d] = PartitionEntry();
-  return with_sets_of(e, x.sharding.spec());
-}
-
 void check_scalar_index(const ArrayType& t, const char* op) {
   if (t.ndim() != 0 || !is_integer(t.dtype))
     throw TypeError(std::string("[") + op + "] start indices must be integer scalars. Got " +

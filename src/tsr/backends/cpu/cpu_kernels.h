@@ -40,6 +40,9 @@ void lu(const KernelArgs& a);               /**< LAPACK getrf, zero-based pivots
 void qr(const KernelArgs& a);               /**< LAPACK geqrf + orgqr */
 void eigh(const KernelArgs& a);             /**< LAPACK syevd */
 void svd(const KernelArgs& a);              /**< LAPACK gesdd */
+void reduce_window(const KernelArgs& a);          /**< windowed sum / max / min */
+void select_and_gather_add(const KernelArgs& a);  /**< tangent at each window's pick */
+void select_and_scatter_add(const KernelArgs& a); /**< source added at each window's pick */
 
 void copy_input(const KernelArgs& a); /**< reshape, squeeze, reshard: the bytes unchanged */
 void transpose(const KernelArgs& a);

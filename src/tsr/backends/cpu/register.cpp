@@ -87,6 +87,13 @@ void register_cpu_kernels() {
   reg("eigh", cpu::eigh);
   reg("svd", cpu::svd);
 
+  // Windowed reductions and pooling gradients.
+  reg("reduce_window_sum", cpu::reduce_window);
+  reg("reduce_window_max", cpu::reduce_window);
+  reg("reduce_window_min", cpu::reduce_window);
+  reg("select_and_gather_add", cpu::select_and_gather_add);
+  reg("select_and_scatter_add", cpu::select_and_scatter_add);
+
   reg("dot_general", cpu::dot_general);
 
   // Shape.

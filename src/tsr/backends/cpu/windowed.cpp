@@ -1,0 +1,240 @@
+// Windowed reductions and the pooling-gradient kernels. One index walk serves all
+// three: for each output position and each window tap, the tap's operand element (or
+// none, in padding or a base-dilation hole), precomputed per dimension. Half types
+// accumulate in float, as the reductions do.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tsr/backends/cpu/cpu_kernels.h"
+#include "tsr/prims/windowed.h"
+
+namespace tsr::detail::cpu {
+namespace {
+
+using prim::Window;
+using prim::WindowOp;
+
+template <typename T>
+struct Acc {
+  using type = T;
+};
+template <>
+struct Acc<float16_t> {
+  using type = float;
+};
+template <>
+struct Acc<bfloat16_t> {
+  using type = float;
+};
+template <>
+struct Acc<bool> {  // bytes, not std::vector<bool>'s bits; max / min of 0 and 1
+  using type = uint8_t;
+};
+
+template <typename C>
+C lowest() {
+  if constexpr (std::is_same_v<C, bool>)
+    return false;
+  else if constexpr (std::numeric_limits<C>::has_infinity)
+    return -std::numeric_limits<C>::infinity();
+  else
+    return std::numeric_limits<C>::lowest();
+}
+template <typename C>
+C highest() {
+  if constexpr (std::is_same_v<C, bool>)
+    return true;
+  else if constexpr (std::numeric_limits<C>::has_infinity)
+    return std::numeric_limits<C>::infinity();
+  else
+    return std::numeric_limits<C>::max();
+}
+
+template <typename T>
+typename Acc<T>::type widen(T v) {
+  return static_cast<typename Acc<T>::type>(v);
+}
+template <typename T>
+T narrow(typename Acc<T>::type v) {
+  return static_cast<T>(v);
+}
+
+// The operand element under each (output position, tap) pair, dimension by dimension:
+// taps[d][o * W_d + w] is the operand index along d, or -1 (padding or a hole).
+struct Walk {
+  std::vector<int64_t> in_shape, out_shape, win;
+  std::vector<std::vector<int64_t>> taps;
+  int64_t out_n = 1, win_n = 1;
+
+  Walk(const Shape& in, const Shape& out, const Window& w)
+      : in_shape(in), out_shape(out), win(w.dims) {
+    const size_t r = in.size();
+    taps.resize(r);
+    for (size_t d = 0; d < r; ++d) {
+      out_n *= out[d];
+      win_n *= w.dims[d];
+      const int64_t dil_in = in[d] == 0 ? 0 : 1 + w.base_dilation[d] * (in[d] - 1);
+      taps[d].resize(static_cast<size_t>(out[d] * w.dims[d]));
+      for (int64_t o = 0; o < out[d]; ++o)
+        for (int64_t k = 0; k < w.dims[d]; ++k) {
+          int64_t p = o * w.strides[d] + k * w.window_dilation[d] - w.padding[d].first;
+          int64_t idx = -1;
+          if (p >= 0 && p < dil_in && p % w.base_dilation[d] == 0) idx = p / w.base_dilation[d];
+          taps[d][static_cast<size_t>(o * w.dims[d] + k)] = idx;
+        }
+    }
+  }
+
+  // f(out_flat, in_flat_or_-1) for every tap of every output position, taps in
+  // row-major window order.
+  template <typename F>
+  void each(F&& f) const {
+    const size_t r = in_shape.size();
+    std::vector<int64_t> o(r, 0), k(r, 0), stride(r, 1);
+    for (size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * in_shape[d];
+    for (int64_t of = 0; of < out_n; ++of) {
+      std::fill(k.begin(), k.end(), 0);
+      for (int64_t t = 0; t < win_n; ++t) {
+        int64_t in_flat = 0;
+        for (size_t d = 0; d < r && in_flat >= 0; ++d) {
+          int64_t i = taps[d][static_cast<size_t>(o[d] * win[d] + k[d])];
+          in_flat = i < 0 ? -1 : in_flat + i * stride[d];
+        }
+        f(of, in_flat);
+        for (size_t d = r; d-- > 0;) {
+          if (++k[d] < win[d]) break;
+          k[d] = 0;
+        }
+      }
+      for (size_t d = r; d-- > 0;) {
+        if (++o[d] < out_shape[d]) break;
+        o[d] = 0;
+      }
+    }
+  }
+};
+
+template <typename T>
+void reduce_window_t(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::ReduceWindow&>(*a.prim);
+  using C = typename Acc<T>::type;
+  const T* x = a.i<T>(0);
+  T* out = a.o<T>(0);
+  Walk walk((*a.in)[0].shape, (*a.out)[0].shape, p.window());
+  const WindowOp op = p.op();
+  const C init = op == WindowOp::Sum ? C(0) : op == WindowOp::Max ? lowest<C>() : highest<C>();
+  std::vector<C> acc(static_cast<size_t>(walk.out_n), init);
+  walk.each([&](int64_t o, int64_t i) {
+    if (i < 0) return;
+    C v = widen(x[i]);
+    C& r = acc[static_cast<size_t>(o)];
+    if (op == WindowOp::Sum) {
+      r = static_cast<C>(r + v);
+    } else if (op == WindowOp::Max) {
+      // NaN propagates, as lax.max.
+      if constexpr (std::is_floating_point_v<C>)
+        r = (std::isnan(v) || v > r) ? v : r;
+      else
+        r = v > r ? v : r;
+    } else {
+      if constexpr (std::is_floating_point_v<C>)
+        r = (std::isnan(v) || v < r) ? v : r;
+      else
+        r = v < r ? v : r;
+    }
+  });
+  for (int64_t o = 0; o < walk.out_n; ++o) out[o] = narrow<T>(acc[static_cast<size_t>(o)]);
+}
+
+// The operand index each window selects (-1: padding). JAX's pairwise reduction: the
+// pick starts at the identity (-inf for max, with no index) and a tap replaces it
+// when !(pick >= tap) (<= for min): ties keep the earlier tap, padding never replaces,
+// and an all -inf window selects nothing (a zero tangent), as JAX's CPU lowering does.
+template <typename T>
+std::vector<int64_t> selected(const Walk& walk, const T* x, WindowOp op) {
+  using C = typename Acc<T>::type;
+  const C identity = op == WindowOp::Max ? lowest<C>() : highest<C>();
+  std::vector<int64_t> pick(static_cast<size_t>(walk.out_n), -1);
+  std::vector<C> best(static_cast<size_t>(walk.out_n), identity);
+  walk.each([&](int64_t o, int64_t i) {
+    if (i < 0) return;
+    const size_t oi = static_cast<size_t>(o);
+    const C v = widen(x[i]);
+    const bool keep = op == WindowOp::Max ? best[oi] >= v : best[oi] <= v;
+    if (!keep) {
+      best[oi] = v;
+      pick[oi] = i;
+    }
+  });
+  return pick;
+}
+
+template <typename S, typename T>
+void gather_add_t(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::SelectAndGatherAdd&>(*a.prim);
+  Walk walk((*a.in)[1].shape, (*a.out)[0].shape, p.window());
+  std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select());
+  const S* t = a.i<S>(0);
+  S* out = a.o<S>(0);
+  for (int64_t o = 0; o < walk.out_n; ++o) {
+    int64_t i = pick[static_cast<size_t>(o)];
+    out[o] = i < 0 ? S(0.0f) : t[i];
+  }
+}
+
+template <typename S, typename T>
+void scatter_add_t(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::SelectAndScatterAdd&>(*a.prim);
+  Walk walk((*a.in)[1].shape, (*a.in)[0].shape, p.window());
+  std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select());
+  using C = typename Acc<S>::type;
+  const S* src = a.i<S>(0);
+  const int64_t n = [&] {
+    int64_t k = 1;
+    for (int64_t d : (*a.in)[1].shape) k *= d;
+    return k;
+  }();
+  std::vector<C> acc(static_cast<size_t>(n), C(0));
+  for (int64_t o = 0; o < walk.out_n; ++o) {
+    int64_t i = pick[static_cast<size_t>(o)];
+    if (i >= 0) acc[static_cast<size_t>(i)] += widen(src[o]);
+  }
+  S* out = a.o<S>(0);
+  for (int64_t i = 0; i < n; ++i) out[i] = narrow<S>(acc[static_cast<size_t>(i)]);
+}
+
+// The float dtype of the added values (S) and any dtype of the selecting operand (T).
+template <typename S>
+void with_operand(const KernelArgs& a, bool gather) {
+  dispatch_dtype((*a.in)[1].dtype, [&](auto t) {
+    using T = decltype(t);
+    if (gather)
+      gather_add_t<S, T>(a);
+    else
+      scatter_add_t<S, T>(a);
+  });
+}
+
+void select_kernel(const KernelArgs& a, bool gather) {
+  switch ((*a.in)[0].dtype) {
+    case DType::Float16:
+      return with_operand<float16_t>(a, gather);
+    case DType::BFloat16:
+      return with_operand<bfloat16_t>(a, gather);
+    case DType::Float64:
+      return with_operand<double>(a, gather);
+    default:
+      return with_operand<float>(a, gather);
+  }
+}
+
+}  // namespace
+
+void reduce_window(const KernelArgs& a) {
+  dispatch_dtype((*a.in)[0].dtype, [&](auto t) { reduce_window_t<decltype(t)>(a); });
+}
+void select_and_gather_add(const KernelArgs& a) { select_kernel(a, true); }
+void select_and_scatter_add(const KernelArgs& a) { select_kernel(a, false); }
+
+}  // namespace tsr::detail::cpu
