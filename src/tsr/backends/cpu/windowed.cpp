@@ -61,15 +61,28 @@ T narrow(typename Acc<T>::type v) {
 }
 
 // The operand element under each (output position, tap) pair, dimension by dimension:
-// taps[d][o * W_d + w] is the operand index along d, or -1 (padding or a hole).
+// taps[d][o * W_d + w] is the operand index along d, or -1 (padding or a hole). The
+// trailing dimensions the window passes through untouched (size 1, stride 1, no
+// padding or dilation: NHWC's features) form one contiguous `inner` run that every
+// kernel handles with a plain loop; the walk itself covers the outer dimensions.
 struct Walk {
   std::vector<int64_t> in_shape, out_shape, win;
   std::vector<std::vector<int64_t>> taps;
-  int64_t out_n = 1, win_n = 1;
+  int64_t out_n = 1, win_n = 1, inner = 1;
+  size_t r = 0;
 
   Walk(const Shape& in, const Shape& out, const Window& w)
       : in_shape(in), out_shape(out), win(w.dims) {
-    const size_t r = in.size();
+    r = in.size();
+    while (r > 0) {
+      const size_t d = r - 1;
+      const bool through = w.dims[d] == 1 && w.strides[d] == 1 && w.padding[d].first == 0 &&
+                           w.padding[d].second == 0 && w.base_dilation[d] == 1 &&
+                           w.window_dilation[d] == 1;
+      if (!through) break;
+      inner *= in[d];
+      --r;
+    }
     taps.resize(r);
     for (size_t d = 0; d < r; ++d) {
       out_n *= out[d];
@@ -86,11 +99,14 @@ struct Walk {
     }
   }
 
-  // f(out_flat, in_flat_or_-1) for every tap of every output position, taps in
-  // row-major window order.
+  /** Elements of the output (outer positions x inner run). */
+  int64_t out_elements() const { return out_n * inner; }
+
+  // f(out_offset, in_offset) for every tap of every outer output position that falls on
+  // an operand element (padding and holes are skipped), taps in row-major window order;
+  // offsets are element offsets of the inner runs.
   template <typename F>
   void each(F&& f) const {
-    const size_t r = in_shape.size();
     std::vector<int64_t> o(r, 0), k(r, 0), stride(r, 1);
     for (size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * in_shape[d];
     for (int64_t of = 0; of < out_n; ++of) {
@@ -101,7 +117,7 @@ struct Walk {
           int64_t i = taps[d][static_cast<size_t>(o[d] * win[d] + k[d])];
           in_flat = i < 0 ? -1 : in_flat + i * stride[d];
         }
-        f(of, in_flat);
+        if (in_flat >= 0) f(of * inner, in_flat * inner);
         for (size_t d = r; d-- > 0;) {
           if (++k[d] < win[d]) break;
           k[d] = 0;
@@ -123,48 +139,56 @@ void reduce_window_t(const KernelArgs& a) {
   T* out = a.o<T>(0);
   Walk walk((*a.in)[0].shape, (*a.out)[0].shape, p.window());
   const WindowOp op = p.op();
+  const int64_t n = walk.inner;
   const C init = op == WindowOp::Sum ? C(0) : op == WindowOp::Max ? lowest<C>() : highest<C>();
-  std::vector<C> acc(static_cast<size_t>(walk.out_n), init);
-  walk.each([&](int64_t o, int64_t i) {
-    if (i < 0) return;
-    C v = widen(x[i]);
-    C& r = acc[static_cast<size_t>(o)];
-    if (op == WindowOp::Sum) {
-      r = static_cast<C>(r + v);
-    } else if (op == WindowOp::Max) {
-      // NaN propagates, as lax.max.
-      if constexpr (std::is_floating_point_v<C>)
-        r = (std::isnan(v) || v > r) ? v : r;
-      else
-        r = v > r ? v : r;
-    } else {
-      if constexpr (std::is_floating_point_v<C>)
-        r = (std::isnan(v) || v < r) ? v : r;
-      else
-        r = v < r ? v : r;
-    }
-  });
-  for (int64_t o = 0; o < walk.out_n; ++o) out[o] = narrow<T>(acc[static_cast<size_t>(o)]);
+  std::vector<C> acc(static_cast<size_t>(walk.out_elements()), init);
+  C* ac = acc.data();
+  // One loop per monoid over the inner run, so that each vectorises.
+  if (op == WindowOp::Sum) {
+    walk.each([&](int64_t o, int64_t i) {
+      for (int64_t j = 0; j < n; ++j) ac[o + j] = static_cast<C>(ac[o + j] + widen(x[i + j]));
+    });
+  } else if (op == WindowOp::Max) {
+    walk.each([&](int64_t o, int64_t i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const C v = widen(x[i + j]);
+        // NaN propagates, as lax.max (v != v is NaN).
+        ac[o + j] = (v > ac[o + j] || v != v) ? v : ac[o + j];
+      }
+    });
+  } else {
+    walk.each([&](int64_t o, int64_t i) {
+      for (int64_t j = 0; j < n; ++j) {
+        const C v = widen(x[i + j]);
+        ac[o + j] = (v < ac[o + j] || v != v) ? v : ac[o + j];
+      }
+    });
+  }
+  const int64_t total = walk.out_elements();
+  for (int64_t o = 0; o < total; ++o) out[o] = narrow<T>(ac[o]);
 }
 
-// The operand index each window selects (-1: padding). JAX's pairwise reduction: the
-// pick starts at the identity (-inf for max, with no index) and a tap replaces it
-// when !(pick >= tap) (<= for min): ties keep the earlier tap, padding never replaces,
-// and an all -inf window selects nothing (a zero tangent), as JAX's CPU lowering does.
+// The operand element each window selects, per element of the output (-1: padding).
+// JAX's pairwise reduction: the pick starts at the identity (-inf for max) with no
+// element, and a tap replaces it when !(pick >= tap) (<= for min): ties keep the
+// earlier tap, padding never replaces, and an all -inf window selects nothing (a zero
+// tangent), as JAX's CPU lowering does.
 template <typename T>
 std::vector<int64_t> selected(const Walk& walk, const T* x, WindowOp op) {
   using C = typename Acc<T>::type;
   const C identity = op == WindowOp::Max ? lowest<C>() : highest<C>();
-  std::vector<int64_t> pick(static_cast<size_t>(walk.out_n), -1);
-  std::vector<C> best(static_cast<size_t>(walk.out_n), identity);
+  const int64_t n = walk.inner;
+  std::vector<int64_t> pick(static_cast<size_t>(walk.out_elements()), -1);
+  std::vector<C> best(static_cast<size_t>(walk.out_elements()), identity);
   walk.each([&](int64_t o, int64_t i) {
-    if (i < 0) return;
-    const size_t oi = static_cast<size_t>(o);
-    const C v = widen(x[i]);
-    const bool keep = op == WindowOp::Max ? best[oi] >= v : best[oi] <= v;
-    if (!keep) {
-      best[oi] = v;
-      pick[oi] = i;
+    for (int64_t j = 0; j < n; ++j) {
+      const C v = widen(x[i + j]);
+      C& b = best[static_cast<size_t>(o + j)];
+      const bool keep = op == WindowOp::Max ? b >= v : b <= v;
+      if (!keep) {
+        b = v;
+        pick[static_cast<size_t>(o + j)] = i + j;
+      }
     }
   });
   return pick;
@@ -177,7 +201,7 @@ void gather_add_t(const KernelArgs& a) {
   std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select());
   const S* t = a.i<S>(0);
   S* out = a.o<S>(0);
-  for (int64_t o = 0; o < walk.out_n; ++o) {
+  for (int64_t o = 0; o < walk.out_elements(); ++o) {
     int64_t i = pick[static_cast<size_t>(o)];
     out[o] = i < 0 ? S(0.0f) : t[i];
   }
@@ -190,13 +214,10 @@ void scatter_add_t(const KernelArgs& a) {
   std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select());
   using C = typename Acc<S>::type;
   const S* src = a.i<S>(0);
-  const int64_t n = [&] {
-    int64_t k = 1;
-    for (int64_t d : (*a.in)[1].shape) k *= d;
-    return k;
-  }();
+  int64_t n = 1;
+  for (int64_t d : (*a.in)[1].shape) n *= d;
   std::vector<C> acc(static_cast<size_t>(n), C(0));
-  for (int64_t o = 0; o < walk.out_n; ++o) {
+  for (int64_t o = 0; o < walk.out_elements(); ++o) {
     int64_t i = pick[static_cast<size_t>(o)];
     if (i >= 0) acc[static_cast<size_t>(i)] += widen(src[o]);
   }
