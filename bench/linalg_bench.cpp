@@ -59,15 +59,20 @@ void BM_TsrCholesky(benchmark::State& st) {
   linalg::cholesky(a, false, symmetrize).block_until_ready();
   for (auto _ : st) linalg::cholesky(a, false, symmetrize).block_until_ready();
 }
-BENCHMARK(BM_TsrCholesky)->ArgName("symmetrize")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TsrCholesky)
+    ->ArgName("symmetrize")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_LapackGesdd(benchmark::State& st) {
   std::vector<float> w(spd().size()), s(kN), u(spd().size()), vt(spd().size());
   openblas_set_num_threads(2);
   for (auto _ : st) {
     std::memcpy(w.data(), spd().data(), w.size() * sizeof(float));
-    LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', kN, kN, w.data(), kN, s.data(), u.data(), kN,
-                   vt.data(), kN);
+    LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', kN, kN, w.data(), kN, s.data(), u.data(), kN, vt.data(),
+                   kN);
     benchmark::DoNotOptimize(s.data());
   }
 }
@@ -114,7 +119,13 @@ void BM_TsrBatchedCholesky(benchmark::State& st) {
   f(a).block_until_ready();
   for (auto _ : st) f(a).block_until_ready();
 }
-BENCHMARK(BM_TsrBatchedCholesky)->ArgName("devices")->Arg(1)->Arg(2)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TsrBatchedCholesky)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(8)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

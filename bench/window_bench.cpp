@@ -33,7 +33,12 @@ void BM_MaxPool3x3(benchmark::State& st) {
   f(x).block_until_ready();
   for (auto _ : st) f(x).block_until_ready();
 }
-BENCHMARK(BM_MaxPool3x3)->ArgName("devices")->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MaxPool3x3)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_MaxPool3x3Grad(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
@@ -44,7 +49,12 @@ void BM_MaxPool3x3Grad(benchmark::State& st) {
   f(x).block_until_ready();
   for (auto _ : st) f(x).block_until_ready();
 }
-BENCHMARK(BM_MaxPool3x3Grad)->ArgName("devices")->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MaxPool3x3Grad)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_AvgPool2x2(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
@@ -55,7 +65,12 @@ void BM_AvgPool2x2(benchmark::State& st) {
   f(x).block_until_ready();
   for (auto _ : st) f(x).block_until_ready();
 }
-BENCHMARK(BM_AvgPool2x2)->ArgName("devices")->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_AvgPool2x2)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -846,8 +846,8 @@ Step d_searchsorted(Gen& g) {
 // runs compare within rounding; a non-square, rank < 2, half-precision or
 // matrix-sharded x is refused alike.
 Step d_linalg(Gen& g) {
-  static const char* names[] = {"cholesky", "solve", "eigvalsh", "svdvals", "qr.R",
-                                "triangular_solve", "det", "slogdet", "inv", "lu.lu"};
+  static const char* names[] = {"cholesky",         "solve", "eigvalsh", "svdvals", "qr.R",
+                                "triangular_solve", "det",   "slogdet",  "inv",     "lu.lu"};
   const int kind = g.r.below(10);
   g.c.reorders = true;
   auto mT = [](const Array& a) { return swapaxes(a, -1, -2); };
@@ -879,7 +879,8 @@ Step d_linalg(Gen& g) {
                 case 4:
                   return linalg::qr(base(x), "r").R;
                 case 5:
-                  return linalg::triangular_solve(spd(x), base(x), {.left_side = true, .lower = true});
+                  return linalg::triangular_solve(spd(x), base(x),
+                                                  {.left_side = true, .lower = true});
                 case 6:
                   return linalg::det(square(x));
                 case 7:
@@ -905,27 +906,26 @@ Step d_window(Gen& g) {
   const bool same = g.r.coin(0.4);
   static const char* names[] = {"add", "max", "min", "mean"};
   g.c.reorders = g.c.reorders || op == 0 || op == 3;
-  return mk(std::string("reduce_window(x, ") + names[op] + ", " + str(dims) + ", strides " +
-                str(strides) + ", " + (same ? "SAME" : "VALID") + ", window_dilation " + str(wdil) +
-                ")",
-            [=](const Ctx&, const Array& x, const Ins&) {
-              const double inf = std::numeric_limits<double>::infinity();
-              WindowOptions o{strides, same ? "SAME" : "VALID", {}, wdil};
-              switch (op) {
-                case 1:
-                  return reduce_window(x, -inf, WindowReducer::max, dims, o);
-                case 2:
-                  return reduce_window(x, inf, WindowReducer::min, dims, o);
-                case 3: {
-                  int64_t n = 1;
-                  for (int64_t d : dims) n *= d;
-                  return divide(reduce_window(x, 0, WindowReducer::add, dims, o),
-                                static_cast<double>(n));
-                }
-                default:
-                  return reduce_window(x, 0, WindowReducer::add, dims, o);
-              }
-            });
+  return mk(
+      std::string("reduce_window(x, ") + names[op] + ", " + str(dims) + ", strides " +
+          str(strides) + ", " + (same ? "SAME" : "VALID") + ", window_dilation " + str(wdil) + ")",
+      [=](const Ctx&, const Array& x, const Ins&) {
+        const double inf = std::numeric_limits<double>::infinity();
+        WindowOptions o{strides, same ? "SAME" : "VALID", {}, wdil};
+        switch (op) {
+          case 1:
+            return reduce_window(x, -inf, WindowReducer::max, dims, o);
+          case 2:
+            return reduce_window(x, inf, WindowReducer::min, dims, o);
+          case 3: {
+            int64_t n = 1;
+            for (int64_t d : dims) n *= d;
+            return divide(reduce_window(x, 0, WindowReducer::add, dims, o), static_cast<double>(n));
+          }
+          default:
+            return reduce_window(x, 0, WindowReducer::add, dims, o);
+        }
+      });
 }
 
 // ---- creation (ignore x) ---------------------------------------------------------

@@ -69,12 +69,16 @@ std::vector<Record> decomposition_records() {
   };
   auto many = [&](std::vector<std::string> prims, std::string name, In in,
                   std::function<std::vector<Array>(const Array&)> f) {
-    r.push_back({std::move(prims), std::move(name), {in},
-                 [f](const std::vector<Array>& a) { return f(a[0]); }, batch_specs()});
+    r.push_back({std::move(prims),
+                 std::move(name),
+                 {in},
+                 [f](const std::vector<Array>& a) { return f(a[0]); },
+                 batch_specs()});
   };
 
   // cholesky
-  add1({"cholesky"}, "cholesky", {{8, 4, 4}}, [](const Array& x) { return linalg::cholesky(spd(x)); });
+  add1({"cholesky"}, "cholesky", {{8, 4, 4}},
+       [](const Array& x) { return linalg::cholesky(spd(x)); });
   mark_spd();
   add1({"cholesky"}, "cholesky_upper", {{8, 4, 4}},
        [](const Array& x) { return linalg::cholesky(spd(x), true); });
@@ -82,8 +86,9 @@ std::vector<Record> decomposition_records() {
   add1({"cholesky"}, "cholesky_unbatched", {{4, 4}},
        [](const Array& x) { return linalg::cholesky(spd(x)); }, {{P()}});
   // Not positive definite: NaN in the lower triangle, zeros above (JAX's output).
-  add1({"cholesky"}, "cholesky_not_positive_definite", {{8, 4, 4}},
-       [](const Array& x) { return linalg::cholesky(subtract(spd(x), multiply(eye_n(x), 100.0))); });
+  add1({"cholesky"}, "cholesky_not_positive_definite", {{8, 4, 4}}, [](const Array& x) {
+    return linalg::cholesky(subtract(spd(x), multiply(eye_n(x), 100.0)));
+  });
   mark_spd();
   r.back().grad = Record::Grad::Skip;
   r.back().grad_why = "the factor is NaN: no derivative to check";
@@ -160,9 +165,8 @@ std::vector<Record> decomposition_records() {
   });
   r.back().grad = Record::Grad::Skip;
   r.back().grad_why = "JAX's qr derivative is not defined for complete mode with m != n";
-  many({"qr"}, "qr_wide_r", {{8, 4, 6}}, [](const Array& x) {
-    return std::vector<Array>{linalg::qr(generic(x), "r").R};
-  });
+  many({"qr"}, "qr_wide_r", {{8, 4, 6}},
+       [](const Array& x) { return std::vector<Array>{linalg::qr(generic(x), "r").R}; });
   r.back().grad = Record::Grad::Skip;
   r.back().grad_why = "JAX's qr derivative is not defined for wide matrices (m < n)";
 
@@ -199,7 +203,8 @@ std::vector<Record> decomposition_records() {
   r.back().grad = Record::Grad::Skip;
   r.back().grad_why = "JAX's svd derivative is not defined for full_matrices=True";
   add1({"svd"}, "svdvals", {{8, 6, 4}}, [](const Array& x) { return linalg::svdvals(generic(x)); });
-  add1({"svd"}, "svd_matrix_dim_sharded", {{8, 4, 4}}, [](const Array& x) { return linalg::svdvals(x); },
+  add1({"svd"}, "svd_matrix_dim_sharded", {{8, 4, 4}},
+       [](const Array& x) { return linalg::svdvals(x); },
        {{P(nullptr, "x")}, {P(nullptr, nullptr, "y")}});
   r.back().refuses = true;
 
@@ -212,7 +217,8 @@ std::vector<Record> decomposition_records() {
        [](const Array& a, const Array& b) { return linalg::solve(spd(a), b); },
        {{P(), P()}, {P("x"), P()}});
   mark_spd();
-  add1({"lu", "triangular_solve"}, "inv", {{8, 4, 4}}, [](const Array& x) { return linalg::inv(spd(x)); });
+  add1({"lu", "triangular_solve"}, "inv", {{8, 4, 4}},
+       [](const Array& x) { return linalg::inv(spd(x)); });
   mark_spd();
   add1({"lu"}, "det_5x5", {{8, 5, 5}}, [](const Array& x) { return linalg::det(generic(x)); });
   add1({"mul"}, "det_3x3", {{8, 3, 3}}, [](const Array& x) { return linalg::det(generic(x)); });
@@ -229,10 +235,12 @@ std::vector<Record> decomposition_records() {
                },
                {{P(), P()}}});
   add1({"svd"}, "pinv", {{8, 6, 4}}, [](const Array& x) { return linalg::pinv(generic(x)); });
-  add1({"svd"}, "norm_2", {{8, 6, 4}},
-       [](const Array& x) { return linalg::norm(generic(x), 2, std::vector<int>{-2, -1}); });
-  add1({"svd"}, "norm_nuc_keepdims", {{8, 6, 4}},
-       [](const Array& x) { return linalg::norm(generic(x), "nuc", std::vector<int>{1, 2}, true); });
+  add1({"svd"}, "norm_2", {{8, 6, 4}}, [](const Array& x) {
+    return linalg::norm(generic(x), 2, std::vector<int>{-2, -1});
+  });
+  add1({"svd"}, "norm_nuc_keepdims", {{8, 6, 4}}, [](const Array& x) {
+    return linalg::norm(generic(x), "nuc", std::vector<int>{1, 2}, true);
+  });
   add1({"reduce_max"}, "norm_inf_and_1", {{8, 6, 4}}, [](const Array& x) {
     return add(linalg::norm(x, std::numeric_limits<double>::infinity(), std::vector<int>{1, 2}),
                linalg::norm(x, 1, std::vector<int>{1, 2}));

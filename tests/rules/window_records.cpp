@@ -1,7 +1,7 @@
 // Records of reduce_window (sum / max / min) and pooling: windows over unsharded and
 // sharded dimensions (spec §12.15: the result keeps the operand's sharding when the
-// output size divides; E9 otherwise: tests/unit/window_test.cpp), strides, SAME / VALID / explicit padding, base and
-// window dilation; max pooling's derivative runs select_and_gather_add and
+// output size divides; E9 otherwise: tests/unit/window_test.cpp), strides, SAME / VALID / explicit
+// padding, base and window dilation; max pooling's derivative runs select_and_gather_add and
 // select_and_scatter_add.
 #include <limits>
 
@@ -48,24 +48,32 @@ std::vector<Record> window_records() {
   // NHWC images, 8 x 8 x 8 x 4.
   const In img{{8, 8, 8, 4}};
   add1({"reduce_window_max", "select_and_gather_add", "select_and_scatter_add"},
-       "max_pool_2x2_stride2", img,
-       [](const Array& x) { return max_pool(distinct(x), {2, 2}, {2, 2}); });
-  add1({"reduce_window_max"}, "max_pool_3x3_same", img,
-       [](const Array& x) { return max_pool(distinct(x), {3, 3}, {1, 1}, "SAME"); });
+       "max_pool_2x2_stride2", img, [](const Array& x) {
+         return max_pool(distinct(x), {2, 2}, {2, 2});
+       });
+  add1({"reduce_window_max"}, "max_pool_3x3_same", img, [](const Array& x) {
+    return max_pool(distinct(x), {3, 3}, {1, 1}, "SAME");
+  });
   mark_halo();
-  add1({"reduce_window_min"}, "min_pool_3x3_stride2_same", img,
-       [](const Array& x) { return min_pool(distinct(x), {3, 3}, {2, 2}, "SAME"); });
+  add1({"reduce_window_min"}, "min_pool_3x3_stride2_same", img, [](const Array& x) {
+    return min_pool(distinct(x), {3, 3}, {2, 2}, "SAME");
+  });
   mark_halo();
-  add1({"reduce_window_sum"}, "avg_pool_2x2", img,
-       [](const Array& x) { return avg_pool(x, {2, 2}, {2, 2}); });
-  add1({"reduce_window_sum"}, "avg_pool_3x3_same_exclude_pad", img,
-       [](const Array& x) { return avg_pool(x, {3, 3}, {1, 1}, "SAME", false); });
+  add1({"reduce_window_sum"}, "avg_pool_2x2", img, [](const Array& x) {
+    return avg_pool(x, {2, 2}, {2, 2});
+  });
+  add1({"reduce_window_sum"}, "avg_pool_3x3_same_exclude_pad", img, [](const Array& x) {
+    return avg_pool(x, {3, 3}, {1, 1}, "SAME", false);
+  });
   mark_halo();
-  add1({"reduce_window_sum"}, "avg_pool_explicit_padding", img,
-       [](const Array& x) { return avg_pool(x, {2, 3}, {2, 1}, Padding{{1, 1}, {0, 2}}); });
+  add1({"reduce_window_sum"}, "avg_pool_explicit_padding", img, [](const Array& x) {
+    return avg_pool(x, {2, 3}, {2, 1}, Padding{{1, 1}, {0, 2}});
+  });
   mark_halo();
   add1({"reduce_window_max"}, "max_pool_unbatched", {{8, 8, 4}},
-       [](const Array& x) { return max_pool(distinct(x), {2, 2}, {2, 2}); },
+       [](const Array& x) {
+         return max_pool(distinct(x), {2, 2}, {2, 2});
+       },
        {{P()}, {P("x")}, {P(nullptr, "y")}});
   // lax.reduce_window directly: dilations, an init that is not the identity.
   add1({"reduce_window_sum"}, "reduce_window_sum_dilated", {{8, 16}},
@@ -80,8 +88,9 @@ std::vector<Record> window_records() {
   mark_halo();
   add1({"reduce_window_max"}, "reduce_window_max_window_dilation", {{8, 16}},
        [=](const Array& x) {
-         return reduce_window(distinct(x), -inf, WindowReducer::max, {1, 3},
-                              {.window_strides = {1, 2}, .padding = "SAME", .window_dilation = {1, 2}});
+         return reduce_window(
+             distinct(x), -inf, WindowReducer::max, {1, 3},
+             {.window_strides = {1, 2}, .padding = "SAME", .window_dilation = {1, 2}});
        },
        {{P()}, {P("x")}, {P(nullptr, "y")}});
   mark_halo();
@@ -92,12 +101,16 @@ std::vector<Record> window_records() {
        {{P()}, {P("x")}});
   mark_halo();
   add1({"reduce_window_max"}, "reduce_window_max_init_above", {{8, 8}},
-       [](const Array& x) { return reduce_window(x, 0.5, WindowReducer::max, {2, 2}); },
+       [](const Array& x) {
+         return reduce_window(x, 0.5, WindowReducer::max, {2, 2});
+       },
        {{P()}, {P("x")}});
   r.back().grad = Record::Grad::NoFD;
   r.back().grad_why = "max with the init value: a kink where an element equals it";
   add1({"reduce_window_max"}, "reduce_window_max_int", {{8, 8}, int32, Gen::Int},
-       [=](const Array& x) { return reduce_window(x, -inf, WindowReducer::max, {2, 2}); },
+       [=](const Array& x) {
+         return reduce_window(x, -inf, WindowReducer::max, {2, 2});
+       },
        {{P()}, {P("x")}, {P(nullptr, "y")}});
   add1({"reduce_window_sum"}, "reduce_window_sum_int", {{8, 8}, int32, Gen::Int},
        [](const Array& x) {
@@ -112,8 +125,9 @@ std::vector<Record> window_records() {
                "select_and_gather_add",
                {{{8, 8}}, {{8, 8}}},
                one([=](const std::vector<Array>& a) {
-                 return detail::bind1(std::make_shared<prim::SelectAndGatherAdd>(prim::WindowOp::Max, w3),
-                                      {a[0], distinct(a[1])});
+                 return detail::bind1(
+                     std::make_shared<prim::SelectAndGatherAdd>(prim::WindowOp::Max, w3),
+                     {a[0], distinct(a[1])});
                }),
                {{P(), P()}, {P(nullptr, "y"), P(nullptr, "y")}, {P("x"), P("x")}}});
   r.back().auto_comm_why = halo_auto;
@@ -121,8 +135,9 @@ std::vector<Record> window_records() {
                "select_and_scatter_add",
                {{{4, 4}}, {{8, 8}}},
                one([=](const std::vector<Array>& a) {
-                 return detail::bind1(std::make_shared<prim::SelectAndScatterAdd>(prim::WindowOp::Min, w2),
-                                      {a[0], distinct(a[1])});
+                 return detail::bind1(
+                     std::make_shared<prim::SelectAndScatterAdd>(prim::WindowOp::Min, w2),
+                     {a[0], distinct(a[1])});
                }),
                {{P(), P()}, {P("x"), P("x")}, {P(nullptr, "y"), P(nullptr, "y")}}});
   return r;

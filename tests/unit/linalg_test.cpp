@@ -105,7 +105,8 @@ std::vector<Array> run(const Case& c, const std::vector<Array>& in) {
     if (o == "fro" || o == "nuc") return {linalg::norm(in[0], o)};
     return {linalg::norm(in[0], parse_ord(o))};
   }
-  if (n.rfind("matrix_power_", 0) == 0) return {linalg::matrix_power(in[0], c.params["n"].get<int>())};
+  if (n.rfind("matrix_power_", 0) == 0)
+    return {linalg::matrix_power(in[0], c.params["n"].get<int>())};
   ADD_FAILURE() << "no function for case " << n;
   return {};
 }
@@ -168,8 +169,8 @@ TEST(Linalg, Reconstructions) {
   auto f = linalg::lu(a);
   EXPECT_EQ(f.pivots.dtype(), int32);
   EXPECT_EQ(f.permutation.shape(), (Shape{3, 6}));
-  Array l = add(tril(slice(f.lu, {0, 0, 0}, {3, 6, 4}), -1),
-                eye(6, 4, 0, float64));  // (6, 4) unit lower
+  Array l =
+      add(tril(slice(f.lu, {0, 0, 0}, {3, 6, 4}), -1), eye(6, 4, 0, float64));  // (6, 4) unit lower
   Array u = triu(slice(f.lu, {0, 0, 0}, {3, 4, 4}));
   Array pa = take_along_axis(a, broadcast_to(expand_dims(f.permutation, -1), a.shape()), 1);
   EXPECT_LT(max_abs(subtract(matmul(l, u), pa)), 1e-12);
@@ -202,18 +203,25 @@ TEST(Linalg, ErrorsNameTheFix) {
   EXPECT_HAS(error_of<ShardingTypeError>([&] { linalg::cholesky(x, false, false); }),
              "[cholesky] Input 0 to cholesky must be unsharded on non-batch dimensions, but got "
              "P('x', None). Reshard the matrix dimensions to unsharded first");
-  EXPECT_HAS(error_of<ValueError>([&] { linalg::cholesky(rand_matrix({3, 4}, 3)); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               linalg::cholesky(rand_matrix({3, 4}, 3));
+             }),
              "must be a square matrix");
-  EXPECT_HAS(error_of<ValueError>([&] { linalg::qr(rand_matrix({3, 4}, 3), "full"); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               linalg::qr(rand_matrix({3, 4}, 3), "full");
+             }),
              "Unsupported QR decomposition mode 'full'");
-  EXPECT_HAS(error_of<NotImplementedError>(
-                 [&] { linalg::svd(astype(rand_matrix({3, 4}, 3), float16)); }),
+  EXPECT_HAS(error_of<NotImplementedError>([&] {
+               linalg::svd(astype(rand_matrix({3, 4}, 3), float16));
+             }),
              "[svd] Unsupported dtype float16");
-  EXPECT_HAS(error_of<ValueError>(
-                 [&] { linalg::solve(rand_matrix({2, 4, 4}, 3), rand_matrix({2, 4}, 4)); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               linalg::solve(rand_matrix({2, 4, 4}, 3), rand_matrix({2, 4}, 4));
+             }),
              "Invalid shapes for solve");
-  EXPECT_HAS(error_of<ValueError>(
-                 [&] { linalg::norm(rand_matrix({3, 4}, 3), "nuc", std::vector<int>{0}); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               linalg::norm(rand_matrix({3, 4}, 3), "nuc", std::vector<int>{0});
+             }),
              "Invalid order 'nuc' for vector norm");
   // JAX's derivative limits, as typed errors.
   EXPECT_HAS(error_of<NotImplementedError>([&] {

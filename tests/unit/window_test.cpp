@@ -30,8 +30,11 @@ std::vector<Case> load() {
   nlohmann::json j = nlohmann::json::parse(f);
   std::vector<Case> cases;
   for (const auto& c : j["cases"]) {
-    Case k{c["name"], c["x"]["shape"].get<Shape>(), c["y"]["shape"].get<Shape>(),
-           c["x"]["data"].get<std::vector<double>>(), c["y"]["data"].get<std::vector<double>>(),
+    Case k{c["name"],
+           c["x"]["shape"].get<Shape>(),
+           c["y"]["shape"].get<Shape>(),
+           c["x"]["data"].get<std::vector<double>>(),
+           c["y"]["data"].get<std::vector<double>>(),
            {}};
     if (!c["grad"].is_null()) k.grad = c["grad"].get<std::vector<double>>();
     cases.push_back(k);
@@ -73,7 +76,8 @@ void expect_near_all(const std::vector<double>& want, const std::vector<double>&
 void check(const Case& c, bool sharded) {
   Array x = array<double>(c.x, c.x_shape);
   // Sharded where both the operand's and the result's leading dims divide (else E9).
-  if (sharded && c.x_shape[0] % 2 == 0 && c.y_shape[0] % 2 == 0) x = device_put(x, NamedSharding(make_mesh({2}, {"x"}), P("x")));
+  if (sharded && c.x_shape[0] % 2 == 0 && c.y_shape[0] % 2 == 0)
+    x = device_put(x, NamedSharding(make_mesh({2}, {"x"}), P("x")));
   const std::string what = c.name + (sharded ? " (sharded)" : "");
   Array y = run(c.name, x);
   ASSERT_EQ(y.shape(), c.y_shape) << what;
@@ -96,23 +100,29 @@ TEST(Window, ErrorsNameTheFix) {
   Mesh m = make_mesh({2}, {"x"});
   Array x = device_put(zeros({8, 8}), NamedSharding(m, P("x")));
   // E9: the windowed sharded dim's output (5) does not divide over x (2).
-  EXPECT_HAS(error_of<ShardingTypeError>(
-                 [&] { reduce_window(x, 0.0, WindowReducer::add, {4, 1}); }),
+  EXPECT_HAS(error_of<ShardingTypeError>([&] {
+               reduce_window(x, 0.0, WindowReducer::add, {4, 1});
+             }),
              "[reduce_window_sum] reduce_window on sharded dims where out dim (5) is not "
              "divisible by mesh axes (2) with spec (x) is not implemented.");
   EXPECT_HAS(error_of<TypeError>([&] { reduce_window(x, 0.0, WindowReducer::add, {2}); }),
              "reduce_window got the wrong number of window_dimensions for operand array with 2 "
              "dimensions");
-  EXPECT_HAS(error_of<TypeError>([&] { reduce_window(x, 0.0, WindowReducer::add, {0, 1}); }),
+  EXPECT_HAS(error_of<TypeError>([&] {
+               reduce_window(x, 0.0, WindowReducer::add, {0, 1});
+             }),
              "window_dimensions must have every element be positive");
-  EXPECT_HAS(error_of<ValueError>(
-                 [&] { reduce_window(x, 0.0, WindowReducer::add, {2, 2}, {{1, 1}, "FULL"}); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               reduce_window(x, 0.0, WindowReducer::add, {2, 2}, {{1, 1}, "FULL"});
+             }),
              "Unrecognized padding type");
   EXPECT_HAS(error_of<TypeError>([&] {
                reduce_window(zeros({4, 4}, bool_), false, WindowReducer::add, {2, 2});
              }),
              "reduce_window_sum does not accept dtype bool");
-  EXPECT_HAS(error_of<ValueError>([&] { max_pool(zeros({4, 4}), {2, 2}); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               max_pool(zeros({4, 4}), {2, 2});
+             }),
              "the input needs (batch..., spatial..., features) dimensions");
 }
 

@@ -27,9 +27,8 @@ void need_matrix(const char* op, const Array& a, bool square) {
     throw ValueError(std::string("[") + op + "] " + op + " needs an array of matrices. Got " +
                      a.type().str() + "; expected rank >= 2 (..., m, n).");
   if (square && a.shape()[a.ndim() - 2] != a.shape().back())
-    throw ValueError(std::string("[") + op + "] " + op +
-                     " needs square matrices. Got " + a.type().str() +
-                     "; expected (..., n, n).");
+    throw ValueError(std::string("[") + op + "] " + op + " needs square matrices. Got " +
+                     a.type().str() + "; expected (..., n, n).");
 }
 
 Array symmetrize(const Array& a) { return divide(add(a, mT(a)), 2.0); }
@@ -66,8 +65,7 @@ Array swaps(const Array& pivots) {
 
 Array det_2x2(const Array& a) {
   auto e = [&](int i, int j) {
-    return squeeze(slice(a, cat(Shape(a.ndim() - 2, 0), {i, j}),
-                         cat(batch_of(a), {i + 1, j + 1})),
+    return squeeze(slice(a, cat(Shape(a.ndim() - 2, 0), {i, j}), cat(batch_of(a), {i + 1, j + 1})),
                    {-2, -1});
   };
   return subtract(multiply(e(0, 0), e(1, 1)), multiply(e(0, 1), e(1, 0)));
@@ -75,8 +73,7 @@ Array det_2x2(const Array& a) {
 
 Array det_3x3(const Array& a) {
   auto e = [&](int i, int j) {
-    return squeeze(slice(a, cat(Shape(a.ndim() - 2, 0), {i, j}),
-                         cat(batch_of(a), {i + 1, j + 1})),
+    return squeeze(slice(a, cat(Shape(a.ndim() - 2, 0), {i, j}), cat(batch_of(a), {i + 1, j + 1})),
                    {-2, -1});
   };
   Array t0 = multiply(e(0, 0), subtract(multiply(e(1, 1), e(2, 2)), multiply(e(1, 2), e(2, 1))));
@@ -97,8 +94,8 @@ Array triangular_solve(const Array& a0, const Array& b0, const TriangularSolveOp
   // lax.linalg.triangular_solve: b with one dimension less is a vector per matrix.
   const bool singleton = b.ndim() == a.ndim() - 1;
   if (singleton) b = expand_dims(b, o.left_side ? -1 : -2);
-  auto p = std::make_shared<prim::TriangularSolve>(o.left_side, o.lower, o.transpose_a,
-                                                   o.unit_diagonal);
+  auto p =
+      std::make_shared<prim::TriangularSolve>(o.left_side, o.lower, o.transpose_a, o.unit_diagonal);
   Array x = bind1(p, {a, b});
   return singleton ? squeeze(x, o.left_side ? -1 : -2) : x;
 }
@@ -270,8 +267,7 @@ Array pinv(const Array& a0, std::optional<double> rtol) {
   need_matrix("pinv", a, false);
   const int64_t m = a.shape()[a.ndim() - 2], n = a.shape().back();
   if (m == 0 || n == 0) return zeros(cat(batch_of(a), {n, m}), a.dtype());
-  const double rt =
-      rtol ? *rtol : 10.0 * static_cast<double>(std::max(m, n)) * eps_of(a.dtype());
+  const double rt = rtol ? *rtol : 10.0 * static_cast<double>(std::max(m, n)) * eps_of(a.dtype());
   SvdResult d = svd(a, false);
   Shape lo(static_cast<size_t>(d.S.ndim()), 0), hi = d.S.shape();
   hi.back() = 1;
@@ -339,9 +335,8 @@ Array norm(const Array& x0, const NormOrd& ord, std::optional<std::vector<int>> 
     Array r = p > 0 ? max(sums, kept, ReduceOptions{true}) : min(sums, kept, ReduceOptions{true});
     return keepdims ? r : squeeze(r, {row, col});
   }
-  throw ValueError("[norm] Invalid order " + std::to_string(p) +
-                   " for matrix norm. Got ord=" + std::to_string(p) +
-                   "; expected 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2.");
+  throw ValueError("[norm] Invalid order " + std::to_string(p) + " for matrix norm. Got ord=" +
+                   std::to_string(p) + "; expected 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2.");
 }
 
 Array matrix_power(const Array& a0, int n) {

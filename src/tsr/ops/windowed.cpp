@@ -7,8 +7,8 @@
 #include "tsr/error.h"
 #include "tsr/ops/ops_common.h"
 #include "tsr/prims/common.h"
-#include "tsr/shard_map.h"
 #include "tsr/prims/windowed.h"
+#include "tsr/shard_map.h"
 #include "tsr/window.h"
 
 namespace tsr {
@@ -48,10 +48,10 @@ prim::Window make_window(const Array& x, const Shape& dims, const WindowOptions&
   if (static_cast<int>(r) == x.ndim() && w.strides.size() == r && w.window_dilation.size() == r) {
     // JAX pads from the window as dilated (not from the base dilation).
     Shape dilated = dims;
-    for (size_t d = 0; d < r; ++d) dilated[d] = dims[d] == 0 ? 0 : 1 + w.window_dilation[d] * (dims[d] - 1);
+    for (size_t d = 0; d < r; ++d)
+      dilated[d] = dims[d] == 0 ? 0 : 1 + w.window_dilation[d] * (dims[d] - 1);
     w.padding = padtype_to_pads(x.shape(), dilated, w.strides, o.padding);
-  }
-  else
+  } else
     w.padding = o.padding.type().empty() ? o.padding.pads()
                                          : std::vector<std::pair<int64_t, int64_t>>(r, {0, 0});
   return w;  // a rank or length mismatch is the primitive rule's TypeError
@@ -161,11 +161,13 @@ std::optional<std::vector<Halo>> halos_of(const Array& x, const prim::Window& w)
     if (!windowed[static_cast<size_t>(d)] || e[static_cast<size_t>(d)].is_none()) continue;
     const auto& ax = e[static_cast<size_t>(d)].axes();
     const int64_t k = entry_size(e[static_cast<size_t>(d)], am);
-    const int64_t n = x.shape()[static_cast<size_t>(d)], L = n / k, S = w.strides[static_cast<size_t>(d)];
-    const int64_t Wd = 1 + w.window_dilation[static_cast<size_t>(d)] * (w.dims[static_cast<size_t>(d)] - 1);
+    const int64_t n = x.shape()[static_cast<size_t>(d)], L = n / k,
+                  S = w.strides[static_cast<size_t>(d)];
+    const int64_t Wd =
+        1 + w.window_dilation[static_cast<size_t>(d)] * (w.dims[static_cast<size_t>(d)] - 1);
     const int64_t lo = w.padding[static_cast<size_t>(d)].first, hi = Wd - S - lo;
-    if (w.base_dilation[static_cast<size_t>(d)] != 1 || L % S != 0 || out[static_cast<size_t>(d)] * S != n ||
-        lo < 0 || hi < 0 || lo > L || hi > L)
+    if (w.base_dilation[static_cast<size_t>(d)] != 1 || L % S != 0 ||
+        out[static_cast<size_t>(d)] * S != n || lo < 0 || hi < 0 || lo > L || hi > L)
       return std::nullopt;
     // Windows that tile each block need nothing from the neighbours (the primitive's
     // own layout keeps such a dimension sharded).
@@ -208,7 +210,8 @@ Array halo_reduce(const Array& x, prim::WindowOp op, prim::Window w, const std::
       std::vector<Array> parts;
       if (h.lo > 0) {
         std::vector<std::pair<int, int>> right_shift;
-        for (int64_t i = 0; i + 1 < h.k; ++i) right_shift.emplace_back(static_cast<int>(i), static_cast<int>(i + 1));
+        for (int64_t i = 0; i + 1 < h.k; ++i)
+          right_shift.emplace_back(static_cast<int>(i), static_cast<int>(i + 1));
         Array left = ppermute(rows(L - h.lo, L), axes, right_shift);
         if (identity != 0.0) left = where(equal(j, 0), full_like(left, identity), left);
         parts.push_back(left);
@@ -216,7 +219,8 @@ Array halo_reduce(const Array& x, prim::WindowOp op, prim::Window w, const std::
       parts.push_back(b);
       if (h.hi > 0) {
         std::vector<std::pair<int, int>> left_shift;
-        for (int64_t i = 1; i < h.k; ++i) left_shift.emplace_back(static_cast<int>(i), static_cast<int>(i - 1));
+        for (int64_t i = 1; i < h.k; ++i)
+          left_shift.emplace_back(static_cast<int>(i), static_cast<int>(i - 1));
         Array right = ppermute(rows(0, h.hi), axes, left_shift);
         if (identity != 0.0)
           right = where(equal(j, static_cast<int>(h.k - 1)), full_like(right, identity), right);
@@ -226,7 +230,8 @@ Array halo_reduce(const Array& x, prim::WindowOp op, prim::Window w, const std::
     }
     return bind1(std::make_shared<prim::ReduceWindow>(op, local), {b});
   };
-  return shard_map(body, {.mesh = mesh, .in_specs = spec, .out_specs = spec, .name = "reduce_window_halo"})(x);
+  return shard_map(
+      body, {.mesh = mesh, .in_specs = spec, .out_specs = spec, .name = "reduce_window_halo"})(x);
 }
 
 }  // namespace

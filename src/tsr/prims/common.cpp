@@ -188,9 +188,8 @@ ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, co
           std::string("[") + prim + "] " + name + " on sharded dims where out dim (" +
           std::to_string(out[d]) + ") is not divisible by mesh axes (" + std::to_string(k) +
           ") with spec (" + (e[d].axes().size() == 1 ? e[d].axes()[0] : e[d].repr()) +
-          ") is not implemented. Got input type=" + x.str() +
-          " and output shape=" + shape_str(out) +
-          ". Reshard the operand to unsharded on that dim first.");
+          ") is not implemented. Got input type=" + x.str() + " and output shape=" +
+          shape_str(out) + ". Reshard the operand to unsharded on that dim first.");
   }
   return make_type(out, x.dtype, x.weak, mesh, with_sets_of(e, x.sharding.spec()));
 }

@@ -48,27 +48,29 @@ std::vector<PartitionEntry> check_linalg(const char* name, const std::vector<Arr
                       ". Got " + t.str() + "; expected an array of matrices (..., m, n).");
     if (!is_floating(t.dtype))
       throw TypeError(std::string("[") + name + "] " + name + " does not accept dtype " +
-                      dtype_name(t.dtype) +
-                      ". Accepted dtypes are subtypes of floating. Got " + t.str() +
+                      dtype_name(t.dtype) + ". Accepted dtypes are subtypes of floating. Got " +
+                      t.str() +
                       "; expected float32 or float64. Convert with astype(float32) (the "
                       "tsr::linalg functions promote integers themselves).");
     if (t.dtype != DType::Float32 && t.dtype != DType::Float64)
       throw NotImplementedError(std::string("[") + name + "] Unsupported dtype " +
-                                dtype_name(t.dtype) + ": LAPACK has no " +
-                                dtype_name(t.dtype) + " routines. Got " + t.str() +
+                                dtype_name(t.dtype) + ": LAPACK has no " + dtype_name(t.dtype) +
+                                " routines. Got " + t.str() +
                                 "; expected float32 or float64. Convert with astype(float32) "
                                 "and back.");
     if (t.dtype != in[0].dtype)
       throw TypeError(std::string("[") + name + "] " + name +
                       " requires arguments to have the same dtypes, got " +
                       dtype_name(in[0].dtype) + ", " + dtype_name(t.dtype) + ". Got " +
-                      in[0].str() + " and " + t.str() + "; expected one dtype. Convert with "
+                      in[0].str() + " and " + t.str() +
+                      "; expected one dtype. Convert with "
                       "astype first.");
     Shape b(t.shape.begin(), t.shape.end() - 2), b0(in[0].shape.begin(), in[0].shape.end() - 2);
     if (b != b0)
       throw TypeError(std::string("[") + name + "] All inputs to " + name +
                       " must have the same batch dimensions. Got " + in[0].str() + " and " +
-                      t.str() + "; expected equal leading dimensions. Broadcast them first "
+                      t.str() +
+                      "; expected equal leading dimensions. Broadcast them first "
                       "(broadcast_to).");
   }
   no_unreduced(name, in);
@@ -116,8 +118,9 @@ Shape with_matrix(const Shape& in, std::initializer_list<int64_t> tail, size_t d
 void square(const char* name, const ArrayType& t, const std::string& what) {
   int64_t m = t.shape[t.ndim() - 2], n = t.shape[t.ndim() - 1];
   if (m != n)
-    throw ValueError(std::string("[") + name + "] " + what + " must be a square matrix. Got shape " +
-                     shape_tuple({m, n}) + " (" + t.str() + "); expected (..., n, n).");
+    throw ValueError(std::string("[") + name + "] " + what +
+                     " must be a square matrix. Got shape " + shape_tuple({m, n}) + " (" + t.str() +
+                     "); expected (..., n, n).");
 }
 
 std::string flag(bool b) { return b ? "True" : "False"; }
@@ -136,10 +139,10 @@ Array unsharded_on(const Array& x, std::initializer_list<int> dims) {
     entry = PartitionEntry();
   }
   if (!change) return x;
-  return bind1(std::make_shared<Reshard>(
-                   NamedSharding(t.sharding.mesh(), with_sets_of(e, t.sharding.spec())),
-                   std::nullopt),
-               {x});
+  return bind1(
+      std::make_shared<Reshard>(
+          NamedSharding(t.sharding.mesh(), with_sets_of(e, t.sharding.spec())), std::nullopt),
+      {x});
 }
 
 // Helpers of the jvp rules (batched over leading dimensions like the primitives).
@@ -203,7 +206,7 @@ std::vector<Array> Cholesky::jvp(const std::vector<Array>&, const std::vector<Ar
 }
 
 Lowering Cholesky::partition(const std::vector<ArrayType>& in,
-                              const std::vector<ArrayType>& out) const {
+                             const std::vector<ArrayType>& out) const {
   return batch_partition(in, out, 2);
 }
 
@@ -225,8 +228,8 @@ std::vector<ArrayType> TriangularSolve::infer(const std::vector<ArrayType>& in) 
   if (a.shape.back() != common)
     throw ValueError("[triangular_solve] Incompatible shapes for arguments to triangular_solve: " +
                      shape_tuple({a.shape[a.ndim() - 2], a.shape.back()}) + " and " +
-                     shape_tuple({b.shape[r - 2], b.shape[r - 1]}) + ". Got " + a.str() +
-                     " and " + b.str() + "; expected b's " + (left_side_ ? "rows" : "columns") +
+                     shape_tuple({b.shape[r - 2], b.shape[r - 1]}) + ". Got " + a.str() + " and " +
+                     b.str() + "; expected b's " + (left_side_ ? "rows" : "columns") +
                      " to equal a's size (left_side=" + flag(left_side_) + ").");
   // JAX's _tri_solve_sharding: batch entries equal, the contracting dims unsharded;
   // the result takes b's free dim and a's non-contracting dim.
@@ -246,16 +249,14 @@ std::vector<ArrayType> TriangularSolve::infer(const std::vector<ArrayType>& in) 
     throw ShardingTypeError(
         "[triangular_solve] triangular solve input `a` must be unsharded on the contracting "
         "axis, but got " +
-        a.sharding.spec().repr() + " with left_side=" + flag(left_side_) +
-        " and transpose_a=" + flag(transpose_a_) +
-        ". Reshard a's contracting dimension to unsharded first.");
+        a.sharding.spec().repr() + " with left_side=" + flag(left_side_) + " and transpose_a=" +
+        flag(transpose_a_) + ". Reshard a's contracting dimension to unsharded first.");
   if (!(left_side_ ? b0 : b1).is_none())
     throw ShardingTypeError(
         "[triangular_solve] triangular solve input `b` must be unsharded on the contracting "
         "axis, but got " +
-        b.sharding.spec().repr() + " with left_side=" + flag(left_side_) +
-        " and transpose_a=" + flag(transpose_a_) +
-        ". Reshard b's contracting dimension to unsharded first.");
+        b.sharding.spec().repr() + " with left_side=" + flag(left_side_) + " and transpose_a=" +
+        flag(transpose_a_) + ". Reshard b's contracting dimension to unsharded first.");
   std::vector<PartitionEntry> e = a.sharding.mesh().empty() ? bb : ba;
   if (left_side_) {
     e.push_back(transpose_a_ ? a1 : a0);
@@ -286,8 +287,8 @@ Lowering TriangularSolve::partition(const std::vector<ArrayType>& in,
 
 std::string TriangularSolve::params() const {
   return "left_side=" + flag(left_side_) + " lower=" + flag(lower_) +
-         " transpose_a=" + flag(transpose_a_) + " conjugate_a=False unit_diagonal=" +
-         flag(unit_diagonal_);
+         " transpose_a=" + flag(transpose_a_) +
+         " conjugate_a=False unit_diagonal=" + flag(unit_diagonal_);
 }
 
 // lax's _triangular_solve_jvp_rule_a plus the linear part in b; a' enters through its
@@ -370,10 +371,10 @@ std::vector<Array> Lu::jvp(const std::vector<Array>& primals, const std::vector<
   };
   Array l = add(padded(tril(block(lu, m, k), -1), 0, m - k), eye_like(lu, m));
   // JAX pads eye(n - k) to (n, n) at the bottom right: U's missing rows are identity.
-  Array u_eye = multiply(eye(n, -1, 0, lu.dtype()),
-                         astype(greater_equal(broadcasted_iota(DType::Int32, {n, n}, 0),
-                                              static_cast<int>(k)),
-                                lu.dtype()));
+  Array u_eye =
+      multiply(eye(n, -1, 0, lu.dtype()),
+               astype(greater_equal(broadcasted_iota(DType::Int32, {n, n}, 0), static_cast<int>(k)),
+                      lu.dtype()));
   Array u = add(padded(triu(block(lu, k, n)), n - k, 0), u_eye);
   Array la = tri_solve(l, x, true, true, false, true);
   Array lau = tri_solve(u, la, false, false, false, false);
@@ -383,8 +384,7 @@ std::vector<Array> Lu::jvp(const std::vector<Array>& primals, const std::vector<
   return {add(l_dot, u_dot), Array(), Array()};
 }
 
-Lowering Lu::partition(const std::vector<ArrayType>& in,
-                              const std::vector<ArrayType>& out) const {
+Lowering Lu::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
   return batch_partition(in, out, 2);
 }
 
@@ -404,7 +404,9 @@ std::vector<ArrayType> Qr::infer(const std::vector<ArrayType>& in) const {
           linalg_type(with_matrix(a.shape, {k, n}), a.dtype, mesh, batch)};
 }
 
-std::string Qr::params() const { return "full_matrices=" + flag(full_matrices_) + " pivoting=False"; }
+std::string Qr::params() const {
+  return "full_matrices=" + flag(full_matrices_) + " pivoting=False";
+}
 
 // lax's qr_jvp_rule (j-towns.github.io/papers/qr-derivative.pdf): defined for tall or
 // square inputs in reduced mode (JAX raises NotImplementedError otherwise).
@@ -414,8 +416,8 @@ std::vector<Array> Qr::jvp(const std::vector<Array>&, const std::vector<Array>& 
   const int64_t m = dx.shape()[dx.ndim() - 2], n = dx.shape().back();
   if (m < n || (full_matrices_ && m != n))
     throw NotImplementedError(
-        "[qr] Unimplemented case of QR decomposition derivative. Got a " + std::to_string(m) +
-        "x" + std::to_string(n) + " input with full_matrices=" + flag(full_matrices_) +
+        "[qr] Unimplemented case of QR decomposition derivative. Got a " + std::to_string(m) + "x" +
+        std::to_string(n) + " input with full_matrices=" + flag(full_matrices_) +
         "; expected m >= n, and m == n with full_matrices (JAX's rule has the same limits). "
         "Differentiate qr of the transpose, or use mode='reduced'.");
   Array dx_rinv = tri_solve(r, dx, false, false, false, false);
@@ -427,8 +429,7 @@ std::vector<Array> Qr::jvp(const std::vector<Array>&, const std::vector<Array>& 
   return {dq, dr};
 }
 
-Lowering Qr::partition(const std::vector<ArrayType>& in,
-                              const std::vector<ArrayType>& out) const {
+Lowering Qr::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
   return batch_partition(in, out, 2);
 }
 
@@ -443,9 +444,10 @@ std::vector<ArrayType> Eigh::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& a = in[0];
   const int64_t n = a.shape.back();
   if (a.shape[a.ndim() - 2] != n)
-    throw ValueError("[eigh] Argument to symmetric eigendecomposition must have shape [..., n, n], "
-                     "got shape " +
-                     shape_tuple(a.shape) + ". Got " + a.str() + "; expected square matrices.");
+    throw ValueError(
+        "[eigh] Argument to symmetric eigendecomposition must have shape [..., n, n], "
+        "got shape " +
+        shape_tuple(a.shape) + ". Got " + a.str() + "; expected square matrices.");
   AbstractMesh mesh = rule_mesh(in);
   return {linalg_type(a.shape, a.dtype, mesh, batch),
           linalg_type(with_matrix(a.shape, {n}), a.dtype, mesh, batch)};
@@ -467,7 +469,7 @@ std::vector<Array> Eigh::jvp(const std::vector<Array>&, const std::vector<Array>
 }
 
 Lowering Eigh::partition(const std::vector<ArrayType>& in,
-                              const std::vector<ArrayType>& out) const {
+                         const std::vector<ArrayType>& out) const {
   return batch_partition(in, out, 2);
 }
 
@@ -484,8 +486,10 @@ std::vector<ArrayType> Svd::infer(const std::vector<ArrayType>& in) const {
   AbstractMesh mesh = rule_mesh(in);
   std::vector<ArrayType> out{linalg_type(with_matrix(a.shape, {k}), a.dtype, mesh, batch)};
   if (compute_uv_) {
-    out.push_back(linalg_type(with_matrix(a.shape, {m, full_matrices_ ? m : k}), a.dtype, mesh, batch));
-    out.push_back(linalg_type(with_matrix(a.shape, {full_matrices_ ? n : k, n}), a.dtype, mesh, batch));
+    out.push_back(
+        linalg_type(with_matrix(a.shape, {m, full_matrices_ ? m : k}), a.dtype, mesh, batch));
+    out.push_back(
+        linalg_type(with_matrix(a.shape, {full_matrices_ ? n : k, n}), a.dtype, mesh, batch));
   }
   return out;
 }
@@ -536,8 +540,7 @@ std::vector<Array> Svd::jvp(const std::vector<Array>& primals, const std::vector
   return {ds, dU, mT(dV)};
 }
 
-Lowering Svd::partition(const std::vector<ArrayType>& in,
-                              const std::vector<ArrayType>& out) const {
+Lowering Svd::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
   return batch_partition(in, out, 1);
 }
 

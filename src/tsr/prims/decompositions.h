@@ -24,7 +24,9 @@ class TriangularSolve : public detail::Primitive {
  public:
   /** JAX's flags (conjugate_a has no effect on real dtypes and is not kept). */
   TriangularSolve(bool left_side, bool lower, bool transpose_a, bool unit_diagonal)
-      : left_side_(left_side), lower_(lower), transpose_a_(transpose_a),
+      : left_side_(left_side),
+        lower_(lower),
+        transpose_a_(transpose_a),
         unit_diagonal_(unit_diagonal) {}
   /** Solve op(a) x = b (else x op(a) = b). */
   bool left_side() const { return left_side_; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "tsr/indexing.h"
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/reshape_rule.h"
@@ -12,7 +13,6 @@
 #include "tsr/transforms/ad.h"
 #include "tsr/transforms/ad_rules.h"
 #include "tsr/transforms/batch.h"
-#include "tsr/indexing.h"
 
 namespace tsr::prim {
 using namespace tsr::detail;
@@ -22,8 +22,7 @@ namespace {
 bool register_all() {
   for (const char* n :
        {"reshape", "transpose", "squeeze", "broadcast_in_dim", "slice", "dynamic_slice",
-        "dynamic_update_slice", "pad", "concatenate", "split", "rev"})
-  {
+        "dynamic_update_slice", "pad", "concatenate", "split", "rev"}) {
     register_primitive(n);
     declare_ad(n, AdKind::Linear);
   }
@@ -493,7 +492,9 @@ Array reshape_to(const Array& ct, const ArrayType& x) {
     return bind1(std::make_shared<Reshape>(x.shape, os_of(want)), {ct});
   } catch (const Error&) {
     return ad::or_replicated(
-        [&](const Array& c) { return bind1(std::make_shared<Reshape>(x.shape, std::nullopt), {c}); },
+        [&](const Array& c) {
+          return bind1(std::make_shared<Reshape>(x.shape, std::nullopt), {c});
+        },
         ct);
   }
 }
@@ -538,7 +539,8 @@ std::vector<Array> Transpose::jvp(const std::vector<Array>& primals,
 std::vector<Array> Transpose::transpose(const std::vector<Array>& cts,
                                         const std::vector<LinearIn>&) const {
   std::vector<int> inv(perm_.size());
-  for (size_t i = 0; i < perm_.size(); ++i) inv[static_cast<size_t>(perm_[i])] = static_cast<int>(i);
+  for (size_t i = 0; i < perm_.size(); ++i)
+    inv[static_cast<size_t>(perm_[i])] = static_cast<int>(i);
   return {bind1(std::make_shared<Transpose>(inv), {cts[0]})};
 }
 
@@ -653,8 +655,9 @@ std::vector<Array> Split::transpose(const std::vector<Array>& cts,
     return {bind1(std::make_shared<Concatenate>(axis_), pieces)};
   } catch (const ShardingTypeError&) {
     const ArrayType& t = like.type();
-    NamedSharding rep = t.sharding.with_spec(PartitionSpec(
-        {}, t.sharding.spec().unreduced(), t.sharding.spec().reduced(), t.sharding.spec().unreduced_kind()));
+    NamedSharding rep = t.sharding.with_spec(PartitionSpec({}, t.sharding.spec().unreduced(),
+                                                           t.sharding.spec().reduced(),
+                                                           t.sharding.spec().unreduced_kind()));
     for (auto& p : pieces)
       p = bind1(std::make_shared<Reshard>(rep.normalized(p.ndim()), std::nullopt), {p});
     return {bind1(std::make_shared<Concatenate>(axis_), pieces)};
@@ -759,14 +762,15 @@ detail::Batched Reshape::batch(const std::vector<Array>& args, const std::vector
   // with the batch entry in front (the rule could not always tell on its own).
   return detail::batch_unary_front(
       std::make_shared<Reshape>(prepend(sizes_, detail::batch_axis().size),
-                                out_sharding_ ? detail::batched_sharding(out_sharding_, 0, name())
-                                              : detail::batched_out_sharding(*this, args, dims, 0, 0)),
+                                out_sharding_
+                                    ? detail::batched_sharding(out_sharding_, 0, name())
+                                    : detail::batched_out_sharding(*this, args, dims, 0, 0)),
       args[0], dims[0]);
 }
 detail::Batched Transpose::batch(const std::vector<Array>& args,
                                  const std::vector<int>& dims) const {
-  return detail::batch_unary_front(
-      std::make_shared<Transpose>(prepend(detail::shifted(perm_), 0)), args[0], dims[0]);
+  return detail::batch_unary_front(std::make_shared<Transpose>(prepend(detail::shifted(perm_), 0)),
+                                   args[0], dims[0]);
 }
 detail::Batched Squeeze::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
   return detail::batch_unary_front(std::make_shared<Squeeze>(detail::shifted(dims_)), args[0],
@@ -787,8 +791,7 @@ detail::Batched Slice::batch(const std::vector<Array>& args, const std::vector<i
       args[0], dims[0]);
 }
 detail::Batched Rev::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
-  return detail::batch_unary_front(std::make_shared<Rev>(detail::shifted(dims_)), args[0],
-                                   dims[0]);
+  return detail::batch_unary_front(std::make_shared<Rev>(detail::shifted(dims_)), args[0], dims[0]);
 }
 detail::Batched Split::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
   return detail::batch_unary_front(std::make_shared<Split>(sizes_, axis_ + 1), args[0], dims[0]);

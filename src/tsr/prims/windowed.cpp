@@ -43,7 +43,8 @@ void check_window(const char* prim, const Window& w, const ArrayType& x) {
   if (static_cast<int>(w.dims.size()) != x.ndim())
     throw TypeError(std::string("[") + prim +
                     "] reduce_window got the wrong number of window_dimensions for operand array "
-                    "with " + std::to_string(x.ndim()) + " dimensions; got window_dimensions " +
+                    "with " +
+                    std::to_string(x.ndim()) + " dimensions; got window_dimensions " +
                     tuple_of(w.dims) + ". Got " + x.str() +
                     "; expected one window size per dimension (1 leaves a dimension alone).");
   count("window_strides", w.strides.size());
@@ -89,8 +90,7 @@ PartitionSpec window_layout(const ArrayType& x, const Window& w) {
 }
 
 Batched batch_windowed(const Primitive& p, const std::vector<Array>& args,
-                       const std::vector<int>& dims,
-                       const std::function<PrimPtr()>& with_leading) {
+                       const std::vector<int>& dims, const std::function<PrimPtr()>& with_leading) {
   std::vector<Array> ins;
   for (size_t i = 0; i < args.size(); ++i) ins.push_back(batch_at_front(args[i], dims[i]));
   return {{bind1(with_leading(), ins)}, {0}};
@@ -112,8 +112,9 @@ Shape Window::out_shape(const Shape& in) const {
 std::vector<bool> Window::windowed() const {
   std::vector<bool> r;
   for (size_t d = 0; d < dims.size(); ++d)
-    r.push_back(dims[d] != 1 || strides[d] != 1 || padding[d] != std::pair<int64_t, int64_t>{0, 0} ||
-                base_dilation[d] != 1 || window_dilation[d] != 1);
+    r.push_back(dims[d] != 1 || strides[d] != 1 ||
+                padding[d] != std::pair<int64_t, int64_t>{0, 0} || base_dilation[d] != 1 ||
+                window_dilation[d] != 1);
   return r;
 }
 
@@ -150,9 +151,10 @@ std::vector<ArrayType> ReduceWindow::infer(const std::vector<ArrayType>& in) con
   const ArrayType& x = in.at(0);
   check_window(name(), w_, x);
   if (op_ == WindowOp::Sum && x.dtype == DType::Bool)
-    throw TypeError("[reduce_window_sum] reduce_window_sum does not accept dtype bool. Accepted "
-                    "dtypes are subtypes of number. Got " + x.str() +
-                    "; expected a number. Convert with astype(int32) first.");
+    throw TypeError(
+        "[reduce_window_sum] reduce_window_sum does not accept dtype bool. Accepted "
+        "dtypes are subtypes of number. Got " +
+        x.str() + "; expected a number. Convert with astype(int32) first.");
   no_unreduced(name(), in);
   return {varying_out(w_.out_shape(x.shape), x, "reduce_window", name())};
 }
@@ -201,9 +203,8 @@ std::vector<Array> ReduceWindow::transpose(const std::vector<Array>& cts,
 }
 
 Batched ReduceWindow::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
-  return batch_windowed(*this, args, dims, [&] {
-    return std::make_shared<ReduceWindow>(op_, w_.with_leading_dim());
-  });
+  return batch_windowed(*this, args, dims,
+                        [&] { return std::make_shared<ReduceWindow>(op_, w_.with_leading_dim()); });
 }
 
 // ---- select_and_gather_add ----------------------------------------------------------
@@ -218,8 +219,8 @@ void check_select(const char* prim, const ArrayType& a, const ArrayType& x, cons
                     shape_str(a.shape) + " for an operand of shape " + shape_str(x.shape) +
                     ". Got " + a.str() + "; expected shape " + shape_str(a_shape_expected) + ".");
   if (!is_floating(a.dtype))
-    throw TypeError(std::string("[") + prim + "] " + prim +
-                    " adds float values. Got " + a.str() + "; expected a float array.");
+    throw TypeError(std::string("[") + prim + "] " + prim + " adds float values. Got " + a.str() +
+                    "; expected a float array.");
 }
 }  // namespace
 
@@ -254,8 +255,9 @@ std::vector<Array> SelectAndGatherAdd::jvp(const std::vector<Array>& primals,
 std::vector<Array> SelectAndGatherAdd::transpose(const std::vector<Array>& cts,
                                                  const std::vector<LinearIn>& ins) const {
   if (ins[1].linear())
-    throw NotImplementedError("[transpose] select_and_gather_add is linear in its first operand "
-                              "only. Got a linear selecting operand; expected a known one.");
+    throw NotImplementedError(
+        "[transpose] select_and_gather_add is linear in its first operand "
+        "only. Got a linear selecting operand; expected a known one.");
   Array ct = bind1(std::make_shared<SelectAndScatterAdd>(select_, w_), {cts[0], ins[1].value});
   return {ad::coerce(ct, ins[0].type, name(), "cotangent"), Array()};
 }
@@ -297,8 +299,9 @@ std::vector<Array> SelectAndScatterAdd::jvp(const std::vector<Array>& primals,
 std::vector<Array> SelectAndScatterAdd::transpose(const std::vector<Array>& cts,
                                                   const std::vector<LinearIn>& ins) const {
   if (ins[1].linear())
-    throw NotImplementedError("[transpose] select_and_scatter_add is linear in its first operand "
-                              "only. Got a linear selecting operand; expected a known one.");
+    throw NotImplementedError(
+        "[transpose] select_and_scatter_add is linear in its first operand "
+        "only. Got a linear selecting operand; expected a known one.");
   Array ct = bind1(std::make_shared<SelectAndGatherAdd>(select_, w_), {cts[0], ins[1].value});
   return {ad::coerce(ct, ins[0].type, name(), "cotangent"), Array()};
 }

@@ -10,11 +10,11 @@ namespace tsr::prim {
 
 /** A window over every dimension: sizes, strides, (lo, hi) padding, dilations. */
 struct Window {
-  std::vector<int64_t> dims;                          /**< window_dimensions */
-  std::vector<int64_t> strides;                       /**< window_strides */
-  std::vector<std::pair<int64_t, int64_t>> padding;   /**< (lo, hi) per dim */
-  std::vector<int64_t> base_dilation;                 /**< holes between operand elements */
-  std::vector<int64_t> window_dilation;               /**< holes between window taps */
+  std::vector<int64_t> dims;                        /**< window_dimensions */
+  std::vector<int64_t> strides;                     /**< window_strides */
+  std::vector<std::pair<int64_t, int64_t>> padding; /**< (lo, hi) per dim */
+  std::vector<int64_t> base_dilation;               /**< holes between operand elements */
+  std::vector<int64_t> window_dilation;             /**< holes between window taps */
   /** The output shape over an operand of `in` (JAX's reduce_window_shape_tuple). */
   Shape out_shape(const Shape& in) const;
   /** True where dimension d is touched by the window (not a size-1, stride-1, unpadded,

@@ -30,18 +30,18 @@ void arg_reduce(const KernelArgs& a); /**< argmax / argmin */
 
 void dot_general(const KernelArgs& a); /**< batched contraction (GEMM) */
 
-void cumulative(const KernelArgs& a);   /**< cumsum/cumprod/cummax/cummin/cumlogsumexp */
-void sort(const KernelArgs& a);         /**< multi-operand sort along one dimension */
-void top_k(const KernelArgs& a);        /**< k largest along the last axis, with indices */
-void searchsorted(const KernelArgs& a); /**< insertion indices into a whole 1-D table */
-void cholesky(const KernelArgs& a);         /**< LAPACK potrf, lower factor */
-void triangular_solve(const KernelArgs& a); /**< BLAS trsm */
-void lu(const KernelArgs& a);               /**< LAPACK getrf, zero-based pivots */
-void qr(const KernelArgs& a);               /**< LAPACK geqrf + orgqr */
-void eigh(const KernelArgs& a);             /**< LAPACK syevd */
-void svd(const KernelArgs& a);              /**< LAPACK gesdd */
-void reduce_window(const KernelArgs& a);          /**< windowed sum / max / min */
-void select_and_gather_add(const KernelArgs& a);  /**< tangent at each window's pick */
+void cumulative(const KernelArgs& a);            /**< cumsum/cumprod/cummax/cummin/cumlogsumexp */
+void sort(const KernelArgs& a);                  /**< multi-operand sort along one dimension */
+void top_k(const KernelArgs& a);                 /**< k largest along the last axis, with indices */
+void searchsorted(const KernelArgs& a);          /**< insertion indices into a whole 1-D table */
+void cholesky(const KernelArgs& a);              /**< LAPACK potrf, lower factor */
+void triangular_solve(const KernelArgs& a);      /**< BLAS trsm */
+void lu(const KernelArgs& a);                    /**< LAPACK getrf, zero-based pivots */
+void qr(const KernelArgs& a);                    /**< LAPACK geqrf + orgqr */
+void eigh(const KernelArgs& a);                  /**< LAPACK syevd */
+void svd(const KernelArgs& a);                   /**< LAPACK gesdd */
+void reduce_window(const KernelArgs& a);         /**< windowed sum / max / min */
+void select_and_gather_add(const KernelArgs& a); /**< tangent at each window's pick */
 void select_and_scatter_add(const KernelArgs& a); /**< source added at each window's pick */
 
 void copy_input(const KernelArgs& a); /**< reshape, squeeze, reshard: the bytes unchanged */

@@ -173,8 +173,8 @@ void triangular_solve_t(const KernelArgs& a) {
   for (int64_t b = 0; b < db.batch; ++b)
     trsm(p.left_side() ? kLeft : kRight, p.lower() ? kLower : kUpper,
          p.transpose_a() ? kTrans : kNoTrans, p.unit_diagonal() ? kUnit : kNonUnit,
-         static_cast<int>(db.rows), static_cast<int>(db.cols), am + b * m * m, li(m),
-         out + b * bsz, li(db.cols));
+         static_cast<int>(db.rows), static_cast<int>(db.cols), am + b * m * m, li(m), out + b * bsz,
+         li(db.cols));
 }
 
 template <typename T>
@@ -190,8 +190,8 @@ void lu_t(const KernelArgs& a) {
   BlasLock lock(blas_threads(a.busy_devices));
   for (int64_t b = 0; b < d.batch; ++b) {
     to_col_major(x + b * m * n, cm.data(), m, n);
-    if (k > 0) getrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), cm.data(), li(m),
-                     ipiv.data());
+    if (k > 0)
+      getrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), cm.data(), li(m), ipiv.data());
     from_col_major(cm.data(), m, lu + b * m * n, m, n);
     int32_t* perm = perm_out + b * m;
     std::iota(perm, perm + m, 0);
@@ -218,10 +218,12 @@ void qr_t(const KernelArgs& a) {
   BlasLock lock(blas_threads(a.busy_devices));
   for (int64_t b = 0; b < d.batch; ++b) {
     to_col_major(x + b * m * n, cm.data(), m, n);
-    if (k > 0) geqrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), cm.data(), li(m), tau.data());
+    if (k > 0)
+      geqrf(static_cast<lapack_int>(m), static_cast<lapack_int>(n), cm.data(), li(m), tau.data());
     T* rb = r + b * rr * n;
     for (int64_t i = 0; i < rr; ++i)
-      for (int64_t j = 0; j < n; ++j) rb[i * n + j] = j >= i ? cm[static_cast<size_t>(i + j * m)] : T(0);
+      for (int64_t j = 0; j < n; ++j)
+        rb[i * n + j] = j >= i ? cm[static_cast<size_t>(i + j * m)] : T(0);
     if (m > 0 && qc > 0)
       orgqr(static_cast<lapack_int>(m), static_cast<lapack_int>(qc), static_cast<lapack_int>(k),
             cm.data(), li(m), tau.data());
@@ -244,11 +246,13 @@ void eigh_t(const KernelArgs& a) {
     // Row-major lower is column-major upper; eigenvectors come back as columns of a
     // column-major matrix, i.e. rows here: transpose into v.
     lapack_int info =
-        n ? syevd(p.lower() ? 'U' : 'L', static_cast<lapack_int>(n), z.data(), li(n), w + b * n) : 0;
+        n ? syevd(p.lower() ? 'U' : 'L', static_cast<lapack_int>(n), z.data(), li(n), w + b * n)
+          : 0;
     T* vb = v + b * nn;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
-        vb[i * n + j] = info ? std::numeric_limits<T>::quiet_NaN() : z[static_cast<size_t>(j * n + i)];
+        vb[i * n + j] =
+            info ? std::numeric_limits<T>::quiet_NaN() : z[static_cast<size_t>(j * n + i)];
     if (info)
       for (int64_t i = 0; i < n; ++i) w[b * n + i] = std::numeric_limits<T>::quiet_NaN();
   }
@@ -280,9 +284,9 @@ void svd_t(const KernelArgs& a) {
     std::memcpy(at.data(), x + b * m * n, static_cast<size_t>(m * n) * sizeof(T));
     // The row-major a is the column-major a^T (n x m): a^T = U' S V'^T, so u = V' is
     // V'^T in column-major (written straight into u) and vt = U'^T is U' (into vt).
-    lapack_int info = gesdd(uv ? (full ? 'A' : 'S') : 'N', static_cast<lapack_int>(n),
-                            static_cast<lapack_int>(m), at.data(), li(n), s + b * k, vb, li(n),
-                            ub, li(ku));
+    lapack_int info =
+        gesdd(uv ? (full ? 'A' : 'S') : 'N', static_cast<lapack_int>(n), static_cast<lapack_int>(m),
+              at.data(), li(n), s + b * k, vb, li(n), ub, li(ku));
     if (info) {
       const T nan = std::numeric_limits<T>::quiet_NaN();
       std::fill(s + b * k, s + (b + 1) * k, nan);
