@@ -131,6 +131,39 @@ class NormOrd {
 Array norm(const Array& x, const NormOrd& ord = {}, std::optional<std::vector<int>> axis = {},
            bool keepdims = false);
 
+/** jnp.linalg.matrix_rank: singular values above rtol * the largest count (rtol
+ *  defaults to max(m, n) * eps); a vector's rank is 1 unless it is all zeros. int32. */
+Array matrix_rank(const Array& m, std::optional<double> rtol = {});
+/** jnp.linalg.cond: the condition number in the 2-norm (unset, 2, -2: from the singular
+ *  values) or another matrix norm (|a| |a^-1|, square matrices); inf where singular. */
+Array cond(const Array& x, const NormOrd& p = {});
+/** jnp.linalg.multi_dot: the product of the arrays in the cheapest order (a 1-D first
+ *  or last operand is a row or column vector, dropped from the result). */
+Array multi_dot(const std::vector<Array>& arrays);
+
+/** jax.scipy.linalg.cho_factor's result: the Cholesky factor and which triangle. */
+struct ChoFactor {
+  Array c;            /**< the factor (the other triangle zero) */
+  bool lower = false; /**< c is lower (c c^T = a), else upper (c^T c = a) */
+};
+/** jax.scipy.linalg.cho_factor: the factor cho_solve uses. */
+ChoFactor cho_factor(const Array& a, bool lower = false);
+/** jax.scipy.linalg.cho_solve: x with a x = b from a's Cholesky factor; b is (..., n) or
+ *  (..., n, k). */
+Array cho_solve(const ChoFactor& f, const Array& b);
+
+/** jax.scipy.linalg.lu_factor's result, with the permutation lax.linalg.lu gives. */
+struct LuFactor {
+  Array lu;          /**< L below the diagonal (unit), U on and above */
+  Array piv;         /**< int32 pivots (row i swapped with piv[i]) */
+  Array permutation; /**< int32: a[permutation] = L U */
+};
+/** jax.scipy.linalg.lu_factor: LU with partial pivoting, for lu_solve. */
+LuFactor lu_factor(const Array& a);
+/** jax.scipy.linalg.lu_solve: x with a x = b (trans 0) or a^T x = b (trans 1) from
+ *  lu_factor's result; b is (..., n) or (..., n, k). */
+Array lu_solve(const LuFactor& f, const Array& b, int trans = 0);
+
 /** jnp.linalg.matrix_power: a^n by repeated squaring (n < 0: of inv(a); n = 0: identity). */
 Array matrix_power(const Array& a, int n);
 

@@ -129,6 +129,24 @@ a = mat(4, 4)
 for p in (0, 1, 3, 6, -2):
     case(f"matrix_power_{p}", [a], [np.linalg.matrix_power(a, p)], n=p)
 
+a = mat(3, 6, 4)
+a[1] = np.outer(mat(6), mat(4))  # rank 1
+case("matrix_rank", [a], [np.linalg.matrix_rank(a)])
+a = mat(2, 5, 5)
+for p in ("None", "fro", "1", "inf", "-2"):
+    o = {"None": None, "fro": "fro", "1": 1, "inf": np.inf, "-2": -2}[p]
+    case(f"cond_{p}", [a], [np.linalg.cond(a, o)], ord=p)
+ms = [mat(4), mat(4, 6), mat(6, 3), mat(3, 5), mat(5)]
+case("multi_dot", ms, [np.linalg.multi_dot(ms)])
+a, b = spd(2, 5, 5), mat(2, 5, 3)
+case("cho_solve_lower", [a, b], [np.linalg.solve(a, b)], lower=True)
+case("cho_solve_upper", [a, b], [np.linalg.solve(a, b)], lower=False)
+a, b = mat(5, 5), mat(5, 2)
+case("lu_solve", [a, b], [np.linalg.solve(a, b)], trans=0)
+case("lu_solve_trans", [a, b], [np.linalg.solve(a.T, b)], trans=1)
+b = mat(5)
+case("lu_solve_vector", [a, b], [np.linalg.solve(a, b)], trans=0)
+
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linalg_fixtures.json")
 with open(out, "w") as f:
     json.dump({"generator": "tests/reference/linalg_fixtures.py", "numpy": np.__version__,

@@ -249,6 +249,29 @@ std::vector<Record> decomposition_records() {
   r.back().grad_why = "max of sums of |x|: kinks where rows tie";
   add1({"reduce_sum"}, "norm_vector_3", {{8, 6}},
        [](const Array& x) { return linalg::norm(x, 3, std::vector<int>{1}); });
+  add1({"svd"}, "matrix_rank", {{8, 6, 4}},
+       [](const Array& x) { return linalg::matrix_rank(generic(x)); });
+  add1({"svd"}, "cond", {{8, 4, 4}}, [](const Array& x) { return linalg::cond(generic(x)); });
+  add1({"lu", "triangular_solve"}, "cond_fro", {{8, 4, 4}},
+       [](const Array& x) { return linalg::cond(spd(x), "fro"); });
+  mark_spd();
+  r.push_back({{"dot_general"},
+               "multi_dot",
+               {{{4}}, {{4, 6}}, {{6, 3}}, {{3}}},
+               [](const std::vector<Array>& a) { return std::vector<Array>{linalg::multi_dot(a)}; },
+               {{P(), P(), P(), P()}, {P(), P("x"), P(nullptr, "x"), P()}}});
+  add2({"cholesky", "triangular_solve"}, "cho_solve", {{8, 4, 4}}, {{8, 4, 3}},
+       [](const Array& a, const Array& b) {
+         return linalg::cho_solve(linalg::cho_factor(spd(a), true), b);
+       },
+       {{P(), P()}, {P("x"), P("x")}});
+  mark_spd();
+  add2({"lu", "triangular_solve", "sort"}, "lu_solve_trans", {{8, 4, 4}}, {{8, 4, 2}},
+       [](const Array& a, const Array& b) {
+         return linalg::lu_solve(linalg::lu_factor(spd(a)), b, 1);
+       },
+       {{P(), P()}, {P("y"), P("y")}});
+  mark_spd();
   add1({"dot_general"}, "matrix_power_5", {{8, 4, 4}},
        [](const Array& x) { return linalg::matrix_power(multiply(x, 0.5), 5); });
   add1({"lu", "triangular_solve"}, "matrix_power_negative", {{8, 4, 4}},

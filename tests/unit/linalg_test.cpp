@@ -66,6 +66,20 @@ double parse_ord(const std::string& s) {
 // The function a case names, on inputs `in`.
 std::vector<Array> run(const Case& c, const std::vector<Array>& in) {
   const std::string& n = c.name;
+  if (n == "matrix_rank") return {linalg::matrix_rank(in[0])};
+  if (n.rfind("cond_", 0) == 0) {
+    std::string o = c.params["ord"].get<std::string>();
+    if (o == "None") return {linalg::cond(in[0])};
+    if (o == "fro") return {linalg::cond(in[0], "fro")};
+    return {linalg::cond(in[0], parse_ord(o))};
+  }
+  if (n == "multi_dot") return {linalg::multi_dot(in)};
+  if (n.rfind("cho_solve", 0) == 0) {
+    bool lower = c.params["lower"].get<bool>();
+    return {linalg::cho_solve(linalg::cho_factor(in[0], lower), in[1])};
+  }
+  if (n.rfind("lu_solve", 0) == 0)
+    return {linalg::lu_solve(linalg::lu_factor(in[0]), in[1], c.params["trans"].get<int>())};
   if (n == "cholesky") return {linalg::cholesky(in[0])};
   if (n == "cholesky_upper") return {linalg::cholesky(in[0], true)};
   if (n == "solve_triangular_lower") return {linalg::solve_triangular(in[0], in[1], 0, true)};

@@ -4,6 +4,7 @@
 #include "tsr/linalg.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "tsr/error.h"
@@ -337,6 +338,132 @@ Array norm(const Array& x0, const NormOrd& ord, std::optional<std::vector<int>> 
   }
   throw ValueError("[norm] Invalid order " + std::to_string(p) + " for matrix norm. Got ord=" +
                    std::to_string(p) + "; expected 'fro', 'nuc', inf, -inf, 1, -1, 2 or -2.");
+}
+
+Array matrix_rank(const Array& m0, std::optional<double> rtol) {
+  Array m = inexact(m0);
+  if (m.ndim() < 2) return astype(any(not_equal(m, 0.0)), DType::Int32);
+  Array s = svdvals(m);
+  const int64_t big = std::max(m.shape()[m.ndim() - 2], m.shape().back());
+  const double r = rtol ? *rtol : static_cast<double>(big) * eps_of(m.dtype());
+  Array cut = multiply(max(s, -1, ReduceOptions{true}), r);
+  return sum(astype(greater(s, cut), DType::Int32), -1);
+}
+
+Array cond(const Array& x0, const NormOrd& p) {
+  Array x = inexact(x0);
+  if (x.ndim() < 2)
+    throw ValueError(
+        "[cond] jnp.linalg.cond: input array must have at least 2 dimensions, "
+        "got " +
+        x.type().str() + ". Got rank " + std::to_string(x.ndim()) +
+        "; expected matrices (..., m, n).");
+  const bool two = p.name().empty() && (!p.number() || std::fabs(*p.number()) == 2);
+  Array r;
+  if (two) {
+    Array s = svdvals(x);
+    const int64_t k = s.shape().back();
+    Shape lo(static_cast<size_t>(s.ndim()), 0), hi = s.shape();
+    Shape lo_last = lo, hi_first = hi;
+    hi_first.back() = 1;
+    lo_last.back() = k - 1;
+    Array first = squeeze(slice(s, lo, hi_first), -1), last = squeeze(slice(s, lo_last, hi), -1);
+    r = p.number() && *p.number() < 0 ? divide(last, first) : divide(first, last);
+  } else {
+    if (x.shape()[x.ndim() - 2] != x.shape().back())
+      throw ValueError("[cond] cond(x, p) requires x to be square, got " + shape_str(x.shape()) +
+                       ". Got " + x.type().str() + "; expected (..., n, n) for this p.");
+    std::vector<int> ax{-2, -1};
+    r = multiply(norm(x, p, ax), norm(inv(x), p, ax));
+  }
+  // NaN from a singular matrix (not from NaN input) is inf, as JAX.
+  Array x_nan = any(not_equal(x, x), {x.ndim() - 2, x.ndim() - 1});
+  return where(logical_and(not_equal(r, r), logical_not(x_nan)),
+               std::numeric_limits<double>::infinity(), r);
+}
+
+Array multi_dot(const std::vector<Array>& arrays) {
+  const size_t n = arrays.size();
+  if (n < 2)
+    throw ValueError("[multi_dot] multi_dot requires at least two arrays. Got " +
+                     std::to_string(n) + "; expected two or more (use matmul for two).");
+  std::vector<Array> a = arrays;
+  const bool first_vec = a.front().ndim() == 1, last_vec = a.back().ndim() == 1;
+  if (first_vec) a.front() = expand_dims(a.front(), 0);
+  if (last_vec) a.back() = expand_dims(a.back(), -1);
+  for (size_t i = 0; i < n; ++i)
+    if (a[i].ndim() != 2)
+      throw ValueError(
+          "[multi_dot] multi_dot: arrays must be 2-D (the first and last may be "
+          "1-D). Got " +
+          arrays[i].type().str() + " at position " + std::to_string(i) + "; expected a matrix.");
+  // The classic matrix-chain order: cost[i][j] of the product a[i..j].
+  std::vector<int64_t> dims{a[0].shape()[0]};
+  for (const auto& m : a) dims.push_back(m.shape()[1]);
+  std::vector<std::vector<int64_t>> cost(n, std::vector<int64_t>(n, 0));
+  std::vector<std::vector<size_t>> split(n, std::vector<size_t>(n, 0));
+  for (size_t len = 1; len < n; ++len)
+    for (size_t i = 0; i + len < n; ++i) {
+      const size_t j = i + len;
+      cost[i][j] = std::numeric_limits<int64_t>::max();
+      for (size_t k = i; k < j; ++k) {
+        int64_t c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1];
+        if (c < cost[i][j]) {
+          cost[i][j] = c;
+          split[i][j] = k;
+        }
+      }
+    }
+  std::function<Array(size_t, size_t)> chain = [&](size_t i, size_t j) -> Array {
+    if (i == j) return a[i];
+    return matmul(chain(i, split[i][j]), chain(split[i][j] + 1, j));
+  };
+  Array r = chain(0, n - 1);
+  if (first_vec) r = squeeze(r, 0);
+  if (last_vec) r = squeeze(r, -1);
+  return r;
+}
+
+ChoFactor cho_factor(const Array& a, bool lower) { return {cholesky(a, !lower), lower}; }
+
+Array cho_solve(const ChoFactor& f, const Array& b0) {
+  Array b = inexact(b0);
+  const bool vector = b.ndim() == f.c.ndim() - 1;
+  if (vector) b = expand_dims(b, -1);
+  // a = L L^T: L y = b, L^T x = y (with U = L^T: U^T y = b, U x = y).
+  Array y = triangular_solve(f.c, b, {true, f.lower, !f.lower, false});
+  Array x = triangular_solve(f.c, y, {true, f.lower, f.lower, false});
+  return vector ? squeeze(x, -1) : x;
+}
+
+LuFactor lu_factor(const Array& a) {
+  LuResult r = lu(inexact(a));
+  return {r.lu, r.pivots, r.permutation};
+}
+
+Array lu_solve(const LuFactor& f, const Array& b0, int trans) {
+  if (trans != 0 && trans != 1)
+    throw ValueError("[lu_solve] 'trans' value must be 0 or 1 for real matrices, got " +
+                     std::to_string(trans) + ". Got " + std::to_string(trans) +
+                     "; expected 0 (a x = b) or 1 (a^T x = b).");
+  Array b = inexact(b0);
+  const bool vector = b.ndim() == f.lu.ndim() - 1;
+  if (vector) b = expand_dims(b, -1);
+  auto rows = [&](const Array& v, const Array& idx) {
+    return take_along_axis(v, broadcast_to(expand_dims(idx, -1), v.shape()), v.ndim() - 2);
+  };
+  Array x;
+  if (trans == 0) {
+    // P a = L U: L y = P b, U x = y.
+    Array y = triangular_solve(f.lu, rows(b, f.permutation), {true, true, false, true});
+    x = triangular_solve(f.lu, y, {true, false, false, false});
+  } else {
+    // a^T = U^T L^T P: U^T y = b, L^T z = y, x = P^T z.
+    Array y = triangular_solve(f.lu, b, {true, false, true, false});
+    Array z = triangular_solve(f.lu, y, {true, true, true, true});
+    x = rows(z, argsort(f.permutation, -1));
+  }
+  return vector ? squeeze(x, -1) : x;
 }
 
 Array matrix_power(const Array& a0, int n) {
