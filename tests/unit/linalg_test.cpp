@@ -204,6 +204,20 @@ TEST(Linalg, NotPositiveDefiniteIsNaNBelowAndZeroAbove) {
   EXPECT_EQ(v[1], 0.0);
 }
 
+// NaN inputs go through LAPACK and come out NaN (LAPACKE's NaN pre-check would refuse
+// without factoring and leave lu's pivots unset: the fuzzer found the out-of-range row).
+TEST(Linalg, NaNInputsPropagate) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Array a = array<double>({nan, 1, 2, 3}, {2, 2});
+  auto f = linalg::lu(a);
+  for (int32_t p : f.permutation.to_vector<int32_t>()) EXPECT_TRUE(p == 0 || p == 1);
+  for (int32_t p : f.pivots.to_vector<int32_t>()) EXPECT_TRUE(p == 0 || p == 1);
+  EXPECT_TRUE(std::isnan(linalg::svdvals(a).to_vector<double>()[0]));
+  EXPECT_TRUE(std::isnan(linalg::eigvalsh(a).to_vector<double>()[0]));
+  EXPECT_TRUE(std::isnan(linalg::qr(a).R.to_vector<double>()[0]));
+  EXPECT_TRUE(std::isnan(linalg::cholesky(a).to_vector<double>()[0]));
+}
+
 TEST(Linalg, SingularMatrices) {
   Array s = array<double>({1, 2, 2, 4, 1, 1, 1, 1, 1}, {3, 3});
   auto r = linalg::slogdet(slice(concatenate({s, s}, 0), {0, 0}, {3, 3}));

@@ -11,6 +11,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "tsr/backends/cpu/blas_lock.h"
@@ -30,12 +31,16 @@ namespace {
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112, kUpper = 121, kLower = 122;
 constexpr int kNonUnit = 131, kUnit = 132, kLeft = 141, kRight = 142;
 
-// Overloads picking the s/d routine.
+// Overloads picking the s/d routine. LAPACKE's _work entry points call LAPACK
+// directly: the high-level ones first scan the input for NaN and then return an error
+// without factoring (leaving pivots unset, which the permutation then indexed with);
+// LAPACK itself propagates NaN into the results, as JAX's kernels do. Workspaces are
+// sized by a query (lwork = -1) per call.
 lapack_int potrf(char uplo, lapack_int n, float* a, lapack_int lda) {
-  return LAPACKE_spotrf(LAPACK_COL_MAJOR, uplo, n, a, lda);
+  return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, uplo, n, a, lda);
 }
 lapack_int potrf(char uplo, lapack_int n, double* a, lapack_int lda) {
-  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, uplo, n, a, lda);
+  return LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, uplo, n, a, lda);
 }
 void trsm(int side, int uplo, int trans, int diag, int m, int n, const float* a, int lda, float* b,
           int ldb) {
@@ -46,38 +51,78 @@ void trsm(int side, int uplo, int trans, int diag, int m, int n, const double* a
   cblas_dtrsm(kRowMajor, side, uplo, trans, diag, m, n, 1.0, a, lda, b, ldb);
 }
 lapack_int getrf(lapack_int m, lapack_int n, float* a, lapack_int lda, lapack_int* piv) {
-  return LAPACKE_sgetrf(LAPACK_COL_MAJOR, m, n, a, lda, piv);
+  return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, piv);
 }
 lapack_int getrf(lapack_int m, lapack_int n, double* a, lapack_int lda, lapack_int* piv) {
-  return LAPACKE_dgetrf(LAPACK_COL_MAJOR, m, n, a, lda, piv);
+  return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m, n, a, lda, piv);
 }
-lapack_int geqrf(lapack_int m, lapack_int n, float* a, lapack_int lda, float* tau) {
-  return LAPACKE_sgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
+
+// A workspace query's answer (stored in the first work element) as a size.
+template <typename T>
+lapack_int wsize(T w) {
+  return std::max<lapack_int>(1, static_cast<lapack_int>(w));
 }
-lapack_int geqrf(lapack_int m, lapack_int n, double* a, lapack_int lda, double* tau) {
-  return LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, a, lda, tau);
+
+template <typename T>
+lapack_int geqrf(lapack_int m, lapack_int n, T* a, lapack_int lda, T* tau) {
+  T q = 0;
+  auto call = [&](T* work, lapack_int lwork) {
+    if constexpr (std::is_same_v<T, float>)
+      return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+    else
+      return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, a, lda, tau, work, lwork);
+  };
+  call(&q, -1);
+  std::vector<T> work(static_cast<size_t>(wsize(q)));
+  return call(work.data(), static_cast<lapack_int>(work.size()));
 }
-lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, float* a, lapack_int lda,
-                 const float* tau) {
-  return LAPACKE_sorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
+template <typename T>
+lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, T* a, lapack_int lda, const T* tau) {
+  T q = 0;
+  auto call = [&](T* work, lapack_int lwork) {
+    if constexpr (std::is_same_v<T, float>)
+      return LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+    else
+      return LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, a, lda, tau, work, lwork);
+  };
+  call(&q, -1);
+  std::vector<T> work(static_cast<size_t>(wsize(q)));
+  return call(work.data(), static_cast<lapack_int>(work.size()));
 }
-lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* a, lapack_int lda,
-                 const double* tau) {
-  return LAPACKE_dorgqr(LAPACK_COL_MAJOR, m, n, k, a, lda, tau);
+template <typename T>
+lapack_int syevd(char uplo, lapack_int n, T* a, lapack_int lda, T* w) {
+  T q = 0;
+  lapack_int iq = 0;
+  auto call = [&](T* work, lapack_int lwork, lapack_int* iwork, lapack_int liwork) {
+    if constexpr (std::is_same_v<T, float>)
+      return LAPACKE_ssyevd_work(LAPACK_COL_MAJOR, 'V', uplo, n, a, lda, w, work, lwork, iwork,
+                                 liwork);
+    else
+      return LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'V', uplo, n, a, lda, w, work, lwork, iwork,
+                                 liwork);
+  };
+  call(&q, -1, &iq, -1);
+  std::vector<T> work(static_cast<size_t>(wsize(q)));
+  std::vector<lapack_int> iwork(static_cast<size_t>(std::max<lapack_int>(1, iq)));
+  return call(work.data(), static_cast<lapack_int>(work.size()), iwork.data(),
+              static_cast<lapack_int>(iwork.size()));
 }
-lapack_int syevd(char uplo, lapack_int n, float* a, lapack_int lda, float* w) {
-  return LAPACKE_ssyevd(LAPACK_COL_MAJOR, 'V', uplo, n, a, lda, w);
-}
-lapack_int syevd(char uplo, lapack_int n, double* a, lapack_int lda, double* w) {
-  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', uplo, n, a, lda, w);
-}
-lapack_int gesdd(char jobz, lapack_int m, lapack_int n, float* a, lapack_int lda, float* s,
-                 float* u, lapack_int ldu, float* vt, lapack_int ldvt) {
-  return LAPACKE_sgesdd(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt);
-}
-lapack_int gesdd(char jobz, lapack_int m, lapack_int n, double* a, lapack_int lda, double* s,
-                 double* u, lapack_int ldu, double* vt, lapack_int ldvt) {
-  return LAPACKE_dgesdd(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt);
+template <typename T>
+lapack_int gesdd(char jobz, lapack_int m, lapack_int n, T* a, lapack_int lda, T* s, T* u,
+                 lapack_int ldu, T* vt, lapack_int ldvt) {
+  T q = 0;
+  std::vector<lapack_int> iwork(static_cast<size_t>(8 * std::max<lapack_int>(1, std::min(m, n))));
+  auto call = [&](T* work, lapack_int lwork) {
+    if constexpr (std::is_same_v<T, float>)
+      return LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
+                                 lwork, iwork.data());
+    else
+      return LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work,
+                                 lwork, iwork.data());
+  };
+  call(&q, -1);
+  std::vector<T> work(static_cast<size_t>(wsize(q)));
+  return call(work.data(), static_cast<lapack_int>(work.size()));
 }
 
 // Rows and columns of a block's matrices, and how many matrices it holds.
@@ -103,6 +148,16 @@ template <typename T>
 void from_col_major(const T* src, int64_t ld, T* dst, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = src[i + j * ld];
+}
+
+// True when a block holds a NaN: eigh and svd then give NaN outputs without calling
+// LAPACK, whose iterative eigen- and singular-value solvers may return finite garbage
+// (or fail to converge) on NaN input.
+template <typename T>
+bool has_nan(const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] != x[i]) return true;
+  return false;
 }
 
 // Runs f<T> for the block's float dtype (the rule admits float32 and float64 only).
@@ -197,6 +252,7 @@ void lu_t(const KernelArgs& a) {
     std::iota(perm, perm + m, 0);
     for (int64_t i = 0; i < k; ++i) {
       int32_t pi = static_cast<int32_t>(ipiv[static_cast<size_t>(i)] - 1);
+      if (pi < 0 || pi >= m) pi = static_cast<int32_t>(i);  // never index out of the rows
       piv_out[b * k + i] = pi;
       std::swap(perm[i], perm[pi]);
     }
@@ -245,9 +301,11 @@ void eigh_t(const KernelArgs& a) {
     std::memcpy(z.data(), x + b * nn, static_cast<size_t>(nn) * sizeof(T));
     // Row-major lower is column-major upper; eigenvectors come back as columns of a
     // column-major matrix, i.e. rows here: transpose into v.
-    lapack_int info =
-        n ? syevd(p.lower() ? 'U' : 'L', static_cast<lapack_int>(n), z.data(), li(n), w + b * n)
-          : 0;
+    lapack_int info = has_nan(z.data(), nn)
+                          ? 1
+                          : (n ? syevd(p.lower() ? 'U' : 'L', static_cast<lapack_int>(n), z.data(),
+                                       li(n), w + b * n)
+                               : 0);
     T* vb = v + b * nn;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j)
@@ -285,8 +343,10 @@ void svd_t(const KernelArgs& a) {
     // The row-major a is the column-major a^T (n x m): a^T = U' S V'^T, so u = V' is
     // V'^T in column-major (written straight into u) and vt = U'^T is U' (into vt).
     lapack_int info =
-        gesdd(uv ? (full ? 'A' : 'S') : 'N', static_cast<lapack_int>(n), static_cast<lapack_int>(m),
-              at.data(), li(n), s + b * k, vb, li(n), ub, li(ku));
+        has_nan(at.data(), m * n)
+            ? 1
+            : gesdd(uv ? (full ? 'A' : 'S') : 'N', static_cast<lapack_int>(n),
+                    static_cast<lapack_int>(m), at.data(), li(n), s + b * k, vb, li(n), ub, li(ku));
     if (info) {
       const T nan = std::numeric_limits<T>::quiet_NaN();
       std::fill(s + b * k, s + (b + 1) * k, nan);
