@@ -48,8 +48,7 @@ prim::Window make_window(const Array& x, const Shape& dims, const WindowOptions&
   if (static_cast<int>(r) == x.ndim() && w.strides.size() == r && w.window_dilation.size() == r) {
     // JAX pads from the window as dilated (not from the base dilation).
     Shape dilated = dims;
-    for (size_t d = 0; d < r; ++d)
-      dilated[d] = dims[d] == 0 ? 0 : 1 + w.window_dilation[d] * (dims[d] - 1);
+    for (size_t d = 0; d < r; ++d) dilated[d] = prim::dilated_size(dims[d], w.window_dilation[d]);
     w.padding = padtype_to_pads(x.shape(), dilated, w.strides, o.padding);
   } else
     w.padding = o.padding.type().empty() ? o.padding.pads()
@@ -163,8 +162,8 @@ std::optional<std::vector<Halo>> halos_of(const Array& x, const prim::Window& w)
     const int64_t k = entry_size(e[static_cast<size_t>(d)], am);
     const int64_t n = x.shape()[static_cast<size_t>(d)], L = n / k,
                   S = w.strides[static_cast<size_t>(d)];
-    const int64_t Wd =
-        1 + w.window_dilation[static_cast<size_t>(d)] * (w.dims[static_cast<size_t>(d)] - 1);
+    const int64_t Wd = prim::dilated_size(w.dims[static_cast<size_t>(d)],
+                                          w.window_dilation[static_cast<size_t>(d)]);
     const int64_t lo = w.padding[static_cast<size_t>(d)].first, hi = Wd - S - lo;
     if (w.base_dilation[static_cast<size_t>(d)] != 1 || L % S != 0 ||
         out[static_cast<size_t>(d)] * S != n || lo < 0 || hi < 0 || lo > L || hi > L)

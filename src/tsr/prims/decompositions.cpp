@@ -29,12 +29,6 @@ bool register_all() {
 }
 const bool registered = register_all();
 
-std::string shape_tuple(const Shape& s) {
-  std::string r = "(";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (s.size() == 1 ? ",)" : ")");
-}
-
 // JAX's linalg_shape_rule and dtype rule, then linalg_sharding_rule: every input has
 // rank >= 2, a float32/float64 dtype shared by all, the same batch shape, unsharded
 // matrix dimensions (unless `sharded_ok`) and the same batch entries, which it returns.
@@ -44,8 +38,8 @@ std::vector<PartitionEntry> check_linalg(const char* name, const std::vector<Arr
     const ArrayType& t = in[i];
     if (t.ndim() < 2)
       throw TypeError(std::string("[") + name + "] Input " + std::to_string(i) + " to " + name +
-                      " must have rank at least 2, but got shape=" + shape_tuple(t.shape) +
-                      ". Got " + t.str() + "; expected an array of matrices (..., m, n).");
+                      " must have rank at least 2, but got shape=" + p_ints(t.shape) + ". Got " +
+                      t.str() + "; expected an array of matrices (..., m, n).");
     if (!is_floating(t.dtype))
       throw TypeError(std::string("[") + name + "] " + name + " does not accept dtype " +
                       dtype_name(t.dtype) + ". Accepted dtypes are subtypes of floating. Got " +
@@ -119,7 +113,7 @@ void square(const char* name, const ArrayType& t, const std::string& what) {
   int64_t m = t.shape[t.ndim() - 2], n = t.shape[t.ndim() - 1];
   if (m != n)
     throw ValueError(std::string("[") + name + "] " + what +
-                     " must be a square matrix. Got shape " + shape_tuple({m, n}) + " (" + t.str() +
+                     " must be a square matrix. Got shape " + p_ints({m, n}) + " (" + t.str() +
                      "); expected (..., n, n).");
 }
 
@@ -227,8 +221,8 @@ std::vector<ArrayType> TriangularSolve::infer(const std::vector<ArrayType>& in) 
   int64_t common = left_side_ ? b.shape[r - 2] : b.shape[r - 1];
   if (a.shape.back() != common)
     throw ValueError("[triangular_solve] Incompatible shapes for arguments to triangular_solve: " +
-                     shape_tuple({a.shape[a.ndim() - 2], a.shape.back()}) + " and " +
-                     shape_tuple({b.shape[r - 2], b.shape[r - 1]}) + ". Got " + a.str() + " and " +
+                     p_ints({a.shape[a.ndim() - 2], a.shape.back()}) + " and " +
+                     p_ints({b.shape[r - 2], b.shape[r - 1]}) + ". Got " + a.str() + " and " +
                      b.str() + "; expected b's " + (left_side_ ? "rows" : "columns") +
                      " to equal a's size (left_side=" + flag(left_side_) + ").");
   // JAX's _tri_solve_sharding: batch entries equal, the contracting dims unsharded;
@@ -447,7 +441,7 @@ std::vector<ArrayType> Eigh::infer(const std::vector<ArrayType>& in) const {
     throw ValueError(
         "[eigh] Argument to symmetric eigendecomposition must have shape [..., n, n], "
         "got shape " +
-        shape_tuple(a.shape) + ". Got " + a.str() + "; expected square matrices.");
+        p_ints(a.shape) + ". Got " + a.str() + "; expected square matrices.");
   AbstractMesh mesh = rule_mesh(in);
   return {linalg_type(a.shape, a.dtype, mesh, batch),
           linalg_type(with_matrix(a.shape, {n}), a.dtype, mesh, batch)};

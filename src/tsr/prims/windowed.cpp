@@ -27,17 +27,13 @@ bool register_all() {
 }
 const bool registered = register_all();
 
-int64_t dilate(int64_t n, int64_t d) { return n == 0 ? 0 : 1 + d * (n - 1); }
-
-std::string tuple_of(const std::vector<int64_t>& v) { return p_ints(v); }
-
 // JAX's _common_reduce_window_shape_rule checks, named for `prim`.
 void check_window(const char* prim, const Window& w, const ArrayType& x) {
   auto count = [&](const char* what, size_t n) {
     if (n != w.dims.size())
       throw TypeError(std::string("[") + prim + "] reduce_window got inconsistent " + what +
                       " and window_dimensions; got " + what + " of length " + std::to_string(n) +
-                      " and window_dimensions " + tuple_of(w.dims) +
+                      " and window_dimensions " + p_ints(w.dims) +
                       ". Give one entry per operand dimension.");
   };
   if (static_cast<int>(w.dims.size()) != x.ndim())
@@ -45,7 +41,7 @@ void check_window(const char* prim, const Window& w, const ArrayType& x) {
                     "] reduce_window got the wrong number of window_dimensions for operand array "
                     "with " +
                     std::to_string(x.ndim()) + " dimensions; got window_dimensions " +
-                    tuple_of(w.dims) + ". Got " + x.str() +
+                    p_ints(w.dims) + ". Got " + x.str() +
                     "; expected one window size per dimension (1 leaves a dimension alone).");
   count("window_strides", w.strides.size());
   count("padding", w.padding.size());
@@ -55,7 +51,7 @@ void check_window(const char* prim, const Window& w, const ArrayType& x) {
     for (int64_t e : v)
       if (e <= 0)
         throw TypeError(std::string("[") + prim + "] reduce_window " + what +
-                        " must have every element be positive, got " + tuple_of(v) + ". Got " +
+                        " must have every element be positive, got " + p_ints(v) + ". Got " +
                         x.str() + "; expected sizes >= 1.");
   };
   positive("window_dimensions", w.dims);
@@ -102,8 +98,8 @@ Batched batch_windowed(const Primitive& p, const std::vector<Array>& args,
 Shape Window::out_shape(const Shape& in) const {
   Shape out(in.size());
   for (size_t d = 0; d < in.size(); ++d) {
-    int64_t padded = dilate(in[d], base_dilation[d]) + padding[d].first + padding[d].second;
-    int64_t win = dilate(dims[d], window_dilation[d]);
+    int64_t padded = dilated_size(in[d], base_dilation[d]) + padding[d].first + padding[d].second;
+    int64_t win = dilated_size(dims[d], window_dilation[d]);
     out[d] = padded < win ? 0 : (padded - win) / strides[d] + 1;
   }
   return out;
@@ -134,9 +130,9 @@ std::string Window::params() const {
     pads += (i ? ", " : "") + std::string("(") + std::to_string(padding[i].first) + ", " +
             std::to_string(padding[i].second) + ")";
   pads += padding.size() == 1 ? ",)" : ")";
-  return "window_dimensions=" + tuple_of(dims) + " window_strides=" + tuple_of(strides) +
-         " padding=" + pads + " base_dilation=" + tuple_of(base_dilation) +
-         " window_dilation=" + tuple_of(window_dilation);
+  return "window_dimensions=" + p_ints(dims) + " window_strides=" + p_ints(strides) +
+         " padding=" + pads + " base_dilation=" + p_ints(base_dilation) +
+         " window_dilation=" + p_ints(window_dilation);
 }
 
 // ---- reduce_window -----------------------------------------------------------------
@@ -188,9 +184,9 @@ std::vector<Array> ReduceWindow::transpose(const std::vector<Array>& cts,
   const size_t r = in_shape.size();
   std::vector<std::tuple<int64_t, int64_t, int64_t>> cfg;
   for (size_t d = 0; d < r; ++d) {
-    int64_t lhs = dilate(in_shape[d], w_.base_dilation[d]);
-    int64_t rhs = dilate(w_.dims[d], w_.window_dilation[d]);
-    int64_t outd = dilate(out_shape[d], w_.strides[d]);
+    int64_t lhs = dilated_size(in_shape[d], w_.base_dilation[d]);
+    int64_t rhs = dilated_size(w_.dims[d], w_.window_dilation[d]);
+    int64_t outd = dilated_size(out_shape[d], w_.strides[d]);
     int64_t before = rhs - w_.padding[d].first - 1;
     int64_t after = lhs + rhs - 1 - outd - before;
     cfg.emplace_back(before, after, w_.strides[d] - 1);
@@ -207,26 +203,54 @@ Batched ReduceWindow::batch(const std::vector<Array>& args, const std::vector<in
                         [&] { return std::make_shared<ReduceWindow>(op_, w_.with_leading_dim()); });
 }
 
-// ---- select_and_gather_add ----------------------------------------------------------
+// ---- select_and_gather_add / select_and_scatter_add --------------------------------
 
-namespace {
-// (tangent-or-source, operand): equal dtypes (the first any float), the operand's window.
-void check_select(const char* prim, const ArrayType& a, const ArrayType& x, const Window& w,
-                  const Shape& a_shape_expected) {
-  check_window(prim, w, x);
-  if (a.shape != a_shape_expected)
-    throw TypeError(std::string("[") + prim + "] " + prim + " got a first operand of shape " +
+void WindowSelect::check(const ArrayType& a, const ArrayType& x, const Shape& a_shape) const {
+  check_window(name(), w_, x);
+  if (a.shape != a_shape)
+    throw TypeError(std::string("[") + name() + "] " + name() + " got a first operand of shape " +
                     shape_str(a.shape) + " for an operand of shape " + shape_str(x.shape) +
-                    ". Got " + a.str() + "; expected shape " + shape_str(a_shape_expected) + ".");
+                    ". Got " + a.str() + "; expected shape " + shape_str(a_shape) + ".");
   if (!is_floating(a.dtype))
-    throw TypeError(std::string("[") + prim + "] " + prim + " adds float values. Got " + a.str() +
-                    "; expected a float array.");
+    throw TypeError(std::string("[") + name() + "] " + name() + " adds float values. Got " +
+                    a.str() + "; expected a float array.");
 }
-}  // namespace
+
+Lowering WindowSelect::partition(const std::vector<ArrayType>& in,
+                                 const std::vector<ArrayType>&) const {
+  PartitionSpec s = window_layout(in[1], w_);
+  return {{s, s}, {s}};
+}
+
+std::string WindowSelect::params() const {
+  return std::string("select_prim=") + (select_ == WindowOp::Max ? "ge " : "le ") + w_.params();
+}
+
+// Linear in operand 0; the selecting operand's own tangent does not matter.
+std::vector<Array> WindowSelect::jvp(const std::vector<Array>& primals,
+                                     const std::vector<Array>& tangents,
+                                     std::vector<Array>&) const {
+  if (!tangents[0].valid()) return {Array()};
+  return {bind1(shared_from_this(), {tangents[0], primals[1]})};
+}
+
+std::vector<Array> WindowSelect::transpose(const std::vector<Array>& cts,
+                                           const std::vector<LinearIn>& ins) const {
+  if (ins[1].linear())
+    throw NotImplementedError(std::string("[transpose] ") + name() +
+                              " is linear in its first operand only. Got a linear selecting "
+                              "operand; expected a known one.");
+  Array ct = bind1(transposed(), {cts[0], ins[1].value});
+  return {ad::coerce(ct, ins[0].type, name(), "cotangent"), Array()};
+}
+
+Batched WindowSelect::batch(const std::vector<Array>& args, const std::vector<int>& dims) const {
+  return batch_windowed(*this, args, dims, [&] { return with_window(w_.with_leading_dim()); });
+}
 
 std::vector<ArrayType> SelectAndGatherAdd::infer(const std::vector<ArrayType>& in) const {
   const ArrayType &t = in.at(0), &x = in.at(1);
-  check_select(name(), t, x, w_, x.shape);
+  check(t, x, x.shape);
   no_unreduced(name(), in);
   ArrayType o = varying_out(w_.out_shape(x.shape), x, "reduce_window", name());
   o.dtype = t.dtype;
@@ -234,83 +258,26 @@ std::vector<ArrayType> SelectAndGatherAdd::infer(const std::vector<ArrayType>& i
   return {o};
 }
 
-Lowering SelectAndGatherAdd::partition(const std::vector<ArrayType>& in,
-                                       const std::vector<ArrayType>&) const {
-  PartitionSpec s = window_layout(in[1], w_);
-  return {{s, s}, {s}};
+PrimPtr SelectAndGatherAdd::with_window(Window w) const {
+  return std::make_shared<SelectAndGatherAdd>(select_, std::move(w));
 }
-
-std::string SelectAndGatherAdd::params() const {
-  return std::string("select_prim=") + (select_ == WindowOp::Max ? "ge " : "le ") + w_.params();
+PrimPtr SelectAndGatherAdd::transposed() const {
+  return std::make_shared<SelectAndScatterAdd>(select_, w_);
 }
-
-std::vector<Array> SelectAndGatherAdd::jvp(const std::vector<Array>& primals,
-                                           const std::vector<Array>& tangents,
-                                           std::vector<Array>&) const {
-  // Linear in the tangent operand; the selecting operand's own tangent does not matter.
-  if (!tangents[0].valid()) return {Array()};
-  return {bind1(shared_from_this(), {tangents[0], primals[1]})};
-}
-
-std::vector<Array> SelectAndGatherAdd::transpose(const std::vector<Array>& cts,
-                                                 const std::vector<LinearIn>& ins) const {
-  if (ins[1].linear())
-    throw NotImplementedError(
-        "[transpose] select_and_gather_add is linear in its first operand "
-        "only. Got a linear selecting operand; expected a known one.");
-  Array ct = bind1(std::make_shared<SelectAndScatterAdd>(select_, w_), {cts[0], ins[1].value});
-  return {ad::coerce(ct, ins[0].type, name(), "cotangent"), Array()};
-}
-
-Batched SelectAndGatherAdd::batch(const std::vector<Array>& args,
-                                  const std::vector<int>& dims) const {
-  return batch_windowed(*this, args, dims, [&] {
-    return std::make_shared<SelectAndGatherAdd>(select_, w_.with_leading_dim());
-  });
-}
-
-// ---- select_and_scatter_add ---------------------------------------------------------
 
 std::vector<ArrayType> SelectAndScatterAdd::infer(const std::vector<ArrayType>& in) const {
   const ArrayType &src = in.at(0), &x = in.at(1);
-  check_select(name(), src, x, w_, w_.out_shape(x.shape));
+  check(src, x, w_.out_shape(x.shape));
   no_unreduced(name(), in);
   // Spec §12.15: the operand's sharding.
   return {make_type(x.shape, src.dtype, src.weak, rule_mesh(in), entries_of(x))};
 }
 
-Lowering SelectAndScatterAdd::partition(const std::vector<ArrayType>& in,
-                                        const std::vector<ArrayType>&) const {
-  PartitionSpec s = window_layout(in[1], w_);
-  return {{s, s}, {s}};
+PrimPtr SelectAndScatterAdd::with_window(Window w) const {
+  return std::make_shared<SelectAndScatterAdd>(select_, std::move(w));
 }
-
-std::string SelectAndScatterAdd::params() const {
-  return std::string("select_prim=") + (select_ == WindowOp::Max ? "ge " : "le ") + w_.params();
-}
-
-std::vector<Array> SelectAndScatterAdd::jvp(const std::vector<Array>& primals,
-                                            const std::vector<Array>& tangents,
-                                            std::vector<Array>&) const {
-  if (!tangents[0].valid()) return {Array()};
-  return {bind1(shared_from_this(), {tangents[0], primals[1]})};
-}
-
-std::vector<Array> SelectAndScatterAdd::transpose(const std::vector<Array>& cts,
-                                                  const std::vector<LinearIn>& ins) const {
-  if (ins[1].linear())
-    throw NotImplementedError(
-        "[transpose] select_and_scatter_add is linear in its first operand "
-        "only. Got a linear selecting operand; expected a known one.");
-  Array ct = bind1(std::make_shared<SelectAndGatherAdd>(select_, w_), {cts[0], ins[1].value});
-  return {ad::coerce(ct, ins[0].type, name(), "cotangent"), Array()};
-}
-
-Batched SelectAndScatterAdd::batch(const std::vector<Array>& args,
-                                   const std::vector<int>& dims) const {
-  return batch_windowed(*this, args, dims, [&] {
-    return std::make_shared<SelectAndScatterAdd>(select_, w_.with_leading_dim());
-  });
+PrimPtr SelectAndScatterAdd::transposed() const {
+  return std::make_shared<SelectAndGatherAdd>(select_, w_);
 }
 
 }  // namespace tsr::prim

@@ -87,7 +87,7 @@ struct Walk {
     for (size_t d = 0; d < r; ++d) {
       out_n *= out[d];
       win_n *= w.dims[d];
-      const int64_t dil_in = in[d] == 0 ? 0 : 1 + w.base_dilation[d] * (in[d] - 1);
+      const int64_t dil_in = prim::dilated_size(in[d], w.base_dilation[d]);
       taps[d].resize(static_cast<size_t>(out[d] * w.dims[d]));
       for (int64_t o = 0; o < out[d]; ++o)
         for (int64_t k = 0; k < w.dims[d]; ++k) {
