@@ -10,6 +10,7 @@ PACKAGES=(
   ccache                      # faster rebuilds
   libopenblas-dev             # GEMM (OpenBLAS, pthreads build)
   liblapacke-dev              # tsr::linalg (LAPACKE over OpenBLAS's LAPACK)
+  libdnnl-dev                 # convolutions (oneDNN)
   libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
   python3 python3-venv        # tests/reference: JAX in a venv (never a library dependency)
   nlohmann-json3-dev          # checkpoint sidecars (JSON)

@@ -5,6 +5,7 @@
 #include "tsr/auto_axes.h"
 #include "tsr/collectives.h"
 #include "tsr/control_flow.h"
+#include "tsr/conv.h"
 #include "tsr/device.h"
 #include "tsr/distributed.h"
 #include "tsr/dtype.h"

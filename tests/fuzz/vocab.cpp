@@ -928,6 +928,36 @@ Step d_window(Gen& g) {
       });
 }
 
+// ---- convolution -------------------------------------------------------------------
+// x as (batch, feature, spatial...) (rank < 3: leading size-1 dims added) convolved with
+// a fixed replicated kernel: 2 output features, windows of 1-3, strides 1-2, SAME or
+// VALID, rhs dilation; a sharded feature dim is the rule's refusal, a sharded spatial
+// dim a halo exchange, a gather or E9.
+Step d_conv(Gen& g) {
+  const int r = std::max(g.rank(), 3);
+  const bool same = g.r.coin(0.5);
+  Shape win, strides, rdil;
+  for (int d = 2; d < r; ++d) {
+    win.push_back(g.r.range(1, 3));
+    strides.push_back(g.r.coin(0.7) ? 1 : 2);
+    rdil.push_back(g.r.coin(0.8) ? 1 : 2);
+  }
+  g.c.reorders = true;
+  return mk(std::string("conv_general_dilated(x, w") + str(win) + ", strides " + str(strides) +
+                ", " + (same ? "SAME" : "VALID") + ", rhs_dilation " + str(rdil) + ")",
+            [=](const Ctx&, const Array& x0, const Ins&) {
+              Array x = is_floating(x0.dtype()) ? x0 : astype(x0, float32);
+              while (x.ndim() < r) x = expand_dims(x, 0);
+              Shape ws{2, x.shape()[1]};
+              ws.insert(ws.end(), win.begin(), win.end());
+              int64_t n = 1;
+              for (int64_t d : ws) n *= d;
+              Array w = reshape(sin(astype(arange(0, static_cast<double>(n)), x.dtype())), ws);
+              return conv_general_dilated(x, w, strides, same ? "SAME" : "VALID",
+                                          {.rhs_dilation = rdil});
+            });
+}
+
 // ---- creation (ignore x) ---------------------------------------------------------
 Step d_full(Gen& g) {
   Shape s = g.shape();
@@ -1424,6 +1454,7 @@ const std::vector<OpDef>& vocabulary() {
       {"searchsorted", 2, false, false, d_searchsorted},
       {"linalg", 1, true, false, d_linalg},
       {"reduce_window", 1, false, false, d_window},
+      {"conv_general_dilated", 1, false, false, d_conv},
       {"zeros/ones/full/iota", 0, false, false, d_full},
       {"arange/linspace/eye", 0, false, false, d_arange},
       {"broadcasted_iota", 0, false, false, d_broadcasted_iota},

@@ -5,6 +5,7 @@
 
 #include "tsr/core/trace.h"
 #include "tsr/error.h"
+#include "tsr/ops/halo.h"
 #include "tsr/ops/ops_common.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/windowed.h"
@@ -128,62 +129,29 @@ Array pool(const Array& x, const ArrayLike& init, WindowReducer op, const Shape&
   return batch == 0 ? squeeze(y, 0) : y;
 }
 
-// ---- halo exchange -----------------------------------------------------------------
-// A windowed dimension sharded over k devices is computed in place when every device's
-// outputs are the windows starting in its own block (block L = stride * outputs per
-// device): each device takes `lo` rows from its left neighbour and `hi` from its right
-// one by ppermute (the mesh's ends get the identity: padding), then reduces its grown
-// block with no padding on that dimension. Dimensions are exchanged one after the
-// other, so the corners of a 2-D window come with the second exchange.
-struct Halo {
-  int dim;
-  std::vector<std::string> axes;
-  int64_t k, lo, hi;
-};
+// ---- halo exchange (ops/halo.h) -----------------------------------------------------
 
-// The halos of x's sharded windowed dims, or none when the window does not fit the rule
-// above (then the kernel's layout gathers the dimension instead).
+// The halos of x's sharded windowed dims, or none when a dimension does not fit the
+// exchange (then the kernel's layout gathers it instead) or none needs one.
 std::optional<std::vector<Halo>> halos_of(const Array& x, const prim::Window& w) {
   const ArrayType& t = x.type();
-  if (t.sharding.mesh().empty() || !t.sharding.spec().unreduced().empty() ||
-      !t.sharding.spec().reduced().empty())
-    return std::nullopt;
-  const AbstractMesh& am = t.sharding.mesh();
-  for (const auto& n : am.axis_names())
-    if (am.axis_type(n) != AxisType::Explicit) return std::nullopt;
-  if (static_cast<int>(w.dims.size()) != x.ndim()) return std::nullopt;
+  if (!halo_applies(t) || static_cast<int>(w.dims.size()) != x.ndim()) return std::nullopt;
   auto e = entries_of(t);
   const Shape out = w.out_shape(x.shape());
   const std::vector<bool> windowed = w.windowed();
   std::vector<Halo> hs;
   for (int d = 0; d < x.ndim(); ++d) {
-    if (!windowed[static_cast<size_t>(d)] || e[static_cast<size_t>(d)].is_none()) continue;
-    const auto& ax = e[static_cast<size_t>(d)].axes();
-    const int64_t k = entry_size(e[static_cast<size_t>(d)], am);
-    const int64_t n = x.shape()[static_cast<size_t>(d)], L = n / k,
-                  S = w.strides[static_cast<size_t>(d)];
-    const int64_t Wd = prim::dilated_size(w.dims[static_cast<size_t>(d)],
-                                          w.window_dilation[static_cast<size_t>(d)]);
-    const int64_t lo = w.padding[static_cast<size_t>(d)].first, hi = Wd - S - lo;
-    if (w.base_dilation[static_cast<size_t>(d)] != 1 || L % S != 0 ||
-        out[static_cast<size_t>(d)] * S != n || lo < 0 || hi < 0 || lo > L || hi > L)
-      return std::nullopt;
-    // Windows that tile each block need nothing from the neighbours (the primitive's
-    // own layout keeps such a dimension sharded).
-    if (lo == 0 && hi == 0) continue;
-    hs.push_back({d, std::vector<std::string>(ax.begin(), ax.end()), k, lo, hi});
+    const size_t u = static_cast<size_t>(d);
+    if (!windowed[u] || e[u].is_none()) continue;
+    if (w.base_dilation[u] != 1) return std::nullopt;
+    HaloNeed need = halo_need(d, e[u], t.sharding.mesh(), x.shape()[u], out[u],
+                              prim::dilated_size(w.dims[u], w.window_dilation[u]), w.strides[u],
+                              w.padding[u].first);
+    if (need.gather) return std::nullopt;
+    if (need.halo) hs.push_back(*need.halo);
   }
   if (hs.empty()) return std::nullopt;
   return hs;
-}
-
-// The mesh to run the exchange on: the concrete one x lives on, or under a trace the
-// context mesh when it is x's.
-std::optional<Mesh> halo_mesh(const Array& x) {
-  if (!current_trace() && x.sharding().concrete_mesh()) return *x.sharding().concrete_mesh();
-  Mesh m = get_mesh();
-  if (!m.empty() && m.abstract_mesh() == x.type().sharding.mesh()) return m;
-  return std::nullopt;
 }
 
 Array halo_reduce(const Array& x, prim::WindowOp op, prim::Window w, const std::vector<Halo>& hs,
@@ -194,40 +162,8 @@ Array halo_reduce(const Array& x, prim::WindowOp op, prim::Window w, const std::
   prim::Window local = w;
   for (const auto& h : hs) local.padding[static_cast<size_t>(h.dim)] = {0, 0};
   const PartitionSpec spec = x.type().sharding.spec();
-  auto body = [=](const Array& b0) {
-    Array b = b0;
-    for (const auto& h : hs) {
-      const int64_t L = b.shape()[static_cast<size_t>(h.dim)];
-      const AxisNames axes(h.axes);
-      Array j = axis_index(axes);
-      auto rows = [&](int64_t from, int64_t to) {
-        Shape lo(static_cast<size_t>(b.ndim()), 0), hi = b.shape();
-        lo[static_cast<size_t>(h.dim)] = from;
-        hi[static_cast<size_t>(h.dim)] = to;
-        return slice(b, lo, hi);
-      };
-      std::vector<Array> parts;
-      if (h.lo > 0) {
-        std::vector<std::pair<int, int>> right_shift;
-        for (int64_t i = 0; i + 1 < h.k; ++i)
-          right_shift.emplace_back(static_cast<int>(i), static_cast<int>(i + 1));
-        Array left = ppermute(rows(L - h.lo, L), axes, right_shift);
-        if (identity != 0.0) left = where(equal(j, 0), full_like(left, identity), left);
-        parts.push_back(left);
-      }
-      parts.push_back(b);
-      if (h.hi > 0) {
-        std::vector<std::pair<int, int>> left_shift;
-        for (int64_t i = 1; i < h.k; ++i)
-          left_shift.emplace_back(static_cast<int>(i), static_cast<int>(i - 1));
-        Array right = ppermute(rows(0, h.hi), axes, left_shift);
-        if (identity != 0.0)
-          right = where(equal(j, static_cast<int>(h.k - 1)), full_like(right, identity), right);
-        parts.push_back(right);
-      }
-      b = parts.size() == 1 ? b : concatenate(parts, h.dim);
-    }
-    return bind1(std::make_shared<prim::ReduceWindow>(op, local), {b});
+  auto body = [=](const Array& b) {
+    return bind1(std::make_shared<prim::ReduceWindow>(op, local), {grow_halos(b, hs, identity)});
   };
   return shard_map(
       body, {.mesh = mesh, .in_specs = spec, .out_specs = spec, .name = "reduce_window_halo"})(x);
@@ -244,7 +180,7 @@ Array reduce_window(const Array& x, const ArrayLike& init, WindowReducer op, con
   Array r;
   auto hs = halos_of(x, w);
   std::optional<Mesh> hm = hs ? halo_mesh(x) : std::nullopt;
-  if (hs && hm && !(hm->size() == 1))
+  if (hs && hm)
     r = halo_reduce(x, pop, w, *hs, *hm);
   else
     r = bind1(std::make_shared<prim::ReduceWindow>(pop, w), {x});

@@ -202,4 +202,29 @@ PartitionSpec unshard_dims(const ArrayType& x, const std::vector<bool>& changed)
   return with_sets_of(e, x.sharding.spec());
 }
 
+// lax._validate_preferred_element_type: a float product rounded to int per
+// device and then summed would differ from the oracle, so it is refused.
+void check_preferred(const char* prim, DType in, DType out) {
+  auto bad = [&](const std::string& what, const std::string& fix) {
+    throw TypeError(std::string("[") + prim + "] " + what + " Got input dtype " + dtype_name(in) +
+                    " and preferred_element_type=" + dtype_name(out) + ". " + fix);
+  };
+  bool int_in = is_integer(in), float_in = is_floating(in);
+  if (int_in && is_floating(out)) {
+  } else {
+    if ((int_in && !is_integer(out)) || (float_in && !is_floating(out)))
+      bad("Input type is incompatible with `preferred_element_type`. The compatible "
+          "combinations of (input_type, preferred_element_type) are (integral, integral), "
+          "(integral, floating), (floating, floating), (complex, complex.",
+          "Convert the result with astype after the product instead.");
+    if (int_in && !is_unsigned(in) && is_unsigned(out))
+      bad("`preferred_element_type` must have the same signedness as the original type.",
+          "Pick a signed preferred_element_type.");
+  }
+  if (itemsize(out) < itemsize(in))
+    bad("`preferred_element_type` must not be narrower than the original type.",
+        "Pick a type at least as wide as the inputs, or astype the result.");
+}
+
+
 }  // namespace tsr::detail

@@ -84,4 +84,8 @@ ArrayType varying_out(const Shape& out, const ArrayType& x, const char* name, co
  *  windowed kernel needs. */
 PartitionSpec unshard_dims(const ArrayType& x, const std::vector<bool>& changed);
 
+/** lax._validate_preferred_element_type for `prim`: the combinations JAX accepts
+ *  (TypeError naming the input dtype and preferred_element_type otherwise). */
+void check_preferred(const char* prim, DType in, DType out);
+
 }  // namespace tsr::detail

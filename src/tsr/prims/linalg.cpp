@@ -123,30 +123,6 @@ void check_dot_dims(const DotDims& d, const Shape& ls, const Shape& rs) {
         "Transpose or reshape an operand so the contracted sizes agree.");
 }
 
-// lax._validate_preferred_element_type: a float product rounded to int per
-// device and then summed would differ from the oracle, so it is refused.
-void check_preferred(DType in, DType out) {
-  auto bad = [&](const std::string& what, const std::string& fix) {
-    throw TypeError("[dot_general] " + what + " Got input dtype " + dtype_name(in) +
-                    " and preferred_element_type=" + dtype_name(out) + ". " + fix);
-  };
-  bool int_in = is_integer(in), float_in = is_floating(in);
-  if (int_in && is_floating(out)) {
-  } else {
-    if ((int_in && !is_integer(out)) || (float_in && !is_floating(out)))
-      bad("Input type is incompatible with `preferred_element_type`. The compatible "
-          "combinations of (input_type, preferred_element_type) are (integral, integral), "
-          "(integral, floating), (floating, floating), (complex, complex.",
-          "Convert the result with astype after the product instead.");
-    if (int_in && !is_unsigned(in) && is_unsigned(out))
-      bad("`preferred_element_type` must have the same signedness as the original type.",
-          "Pick a signed preferred_element_type.");
-  }
-  if (itemsize(out) < itemsize(in))
-    bad("`preferred_element_type` must not be narrower than the original type.",
-        "Pick a type at least as wide as the inputs, or astype the result.");
-}
-
 }  // namespace
 
 std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const {
@@ -158,7 +134,7 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
                                 "Got ") +
                     dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                     "; expected equal dtypes. The tsr::matmul front-end promotes for you.");
-  check_preferred(l.dtype, out_dtype_);
+  check_preferred("dot_general", l.dtype, out_dtype_);
   // Linear in each operand: one sum-unreduced operand times one replicated over
   // those axes gives a sum-unreduced product (JAX refuses any unreduced operand).
   const auto& ul = unreduced_of(l);

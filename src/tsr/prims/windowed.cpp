@@ -60,10 +60,6 @@ void check_window(const char* prim, const Window& w, const ArrayType& x) {
   positive("window_dilation", w.window_dilation);
 }
 
-const char* op_name(WindowOp op) {
-  return op == WindowOp::Sum ? "sum" : op == WindowOp::Max ? "max" : "min";
-}
-
 // A window's kernel layout: the operand's entries with the windowed dims unsharded,
 // except a dimension whose windows tile each device's block exactly (no padding, no
 // dilation, window == stride, the block a multiple of the stride): there every device

@@ -43,6 +43,7 @@ void svd(const KernelArgs& a);                   /**< LAPACK gesdd */
 void reduce_window(const KernelArgs& a);         /**< windowed sum / max / min */
 void select_and_gather_add(const KernelArgs& a); /**< tangent at each window's pick */
 void select_and_scatter_add(const KernelArgs& a); /**< source added at each window's pick */
+void conv_general_dilated(const KernelArgs& a);   /**< convolution (oneDNN, or the direct loop) */
 
 void copy_input(const KernelArgs& a); /**< reshape, squeeze, reshard: the bytes unchanged */
 void transpose(const KernelArgs& a);

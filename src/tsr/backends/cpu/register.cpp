@@ -88,6 +88,7 @@ void register_cpu_kernels() {
   reg("svd", cpu::svd);
 
   // Windowed reductions and pooling gradients.
+  reg("conv_general_dilated", cpu::conv_general_dilated);
   reg("reduce_window_sum", cpu::reduce_window);
   reg("reduce_window_max", cpu::reduce_window);
   reg("reduce_window_min", cpu::reduce_window);
