@@ -23,6 +23,8 @@ namespace {
 constexpr int64_t N = 32, H = 56, W = 56, C = 64;
 const ConvLayout kNHWC{"NHWC", "HWIO", "NHWC"};
 
+Array relu(const Array& x) { return maximum(x, 0.0); }
+
 Array block(const Array& x, const Array& w1, const Array& w2) {
   Array h = relu(conv_general_dilated(x, w1, {1, 1}, "SAME", {.dimension_numbers = kNHWC}));
   return relu(add(conv_general_dilated(h, w2, {1, 1}, "SAME", {.dimension_numbers = kNHWC}), x));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "tsr/ops.h"
 #include "tsr/prims/common.h"
@@ -178,9 +179,35 @@ std::vector<ArrayType> ConvGeneralDilated::infer(const std::vector<ArrayType>& i
                     l.str() + "; expected a number. Convert with astype(int32) first.");
   const DType dt = preferred_.value_or(l.dtype);
   if (preferred_) check_preferred(kName, l.dtype, *preferred_);
-  no_unreduced(kName, in);
+  // Linear in each operand: one sum-unreduced operand (a cotangent) against one
+  // replicated over those axes gives a sum-unreduced result, as dot_general.
+  const auto &ul = unreduced_of(l), &ur = unreduced_of(r);
+  const ArrayType* uop = !ul.empty() ? &l : !ur.empty() ? &r : nullptr;
+  std::set<std::string> U = uop ? unreduced_of(*uop) : std::set<std::string>{};
+  if (uop) {
+    const ArrayType& other = uop == &l ? r : l;
+    if ((!ul.empty() && !ur.empty()) ||
+        uop->sharding.spec().unreduced_kind() != UnreducedKind::Sum || !replicated_over(other, U))
+      throw ShardingTypeError(
+          "[conv_general_dilated] lhs or rhs passed to conv_general_dilated cannot be unreduced. "
+          "Got lhs=" + l.str() + " and rhs=" + r.str() +
+          "; expected at most one unreduced operand (of kind sum) and the other replicated over "
+          "its axes. Reduce it first with reshard(x, P(...)).");
+    if (dt != uop->dtype)
+      throw ShardingTypeError(
+          "[conv_general_dilated] an unreduced operand cannot be convolved into another dtype. "
+          "Got " + uop->str() + " with preferred_element_type=" + dtype_name(dt) +
+          "; expected its own dtype. Reduce it first with reshard(x, P(...)).");
+  }
+  auto with_partial = [&](ArrayType o) {
+    if (U.empty()) return o;
+    const PartitionSpec& sp = o.sharding.spec();
+    o.sharding = NamedSharding(o.sharding.mesh(),
+                               PartitionSpec(sp.entries(), U, sp.reduced(), UnreducedKind::Sum));
+    return o;
+  };
   const bool weak = l.weak && r.weak;
-  if (out_sharding_) return {make_type(shape, dt, weak, *out_sharding_)};
+  if (out_sharding_) return {with_partial(make_type(shape, dt, weak, *out_sharding_))};
   auto le = entries_of(l), re = entries_of(r);
   const bool rhs_replicated =
       std::all_of(re.begin(), re.end(), [](const PartitionEntry& e) { return e.is_none(); });
@@ -206,7 +233,7 @@ std::vector<ArrayType> ConvGeneralDilated::infer(const std::vector<ArrayType>& i
   ArrayType o = varying_out(shape, mapped, "conv_general_dilated", kName);
   o.dtype = dt;
   o.weak = weak;
-  return {o};
+  return {with_partial(o)};
 }
 
 // The kernel computes any block of the batch and of the output features, and a spatial
@@ -220,7 +247,10 @@ Lowering ConvGeneralDilated::partition(const std::vector<ArrayType>& in,
   const size_t rank = l.shape.size();
   auto le = entries_of(l), re = entries_of(r);
   std::vector<PartitionEntry> li(rank), ri(rank), oi(rank);
-  std::set<std::string> used;
+  // An unreduced operand's axes stay partial in the result; no layout shards over them.
+  std::set<std::string> partial = unreduced_of(l);
+  partial.insert(unreduced_of(r).begin(), unreduced_of(r).end());
+  std::set<std::string> used = partial;
   auto take_entry = [&](const PartitionEntry& e) {
     for (const auto& a : e.axes())
       if (used.count(a)) return false;
@@ -245,7 +275,6 @@ Lowering ConvGeneralDilated::partition(const std::vector<ArrayType>& in,
   const bool ungrouped = p_.feature_group_count == 1 && p_.batch_group_count == 1;
   if (ungrouped && !re[ro].is_none() && take_entry(re[ro]))
     ri[ro] = oi[static_cast<size_t>(p_.dn.out[1])] = re[ro];
-  std::set<std::string> partial;
   if (ungrouped && !le[lf].is_none() && le[lf] == re[rin] && take_entry(le[lf])) {
     li[lf] = ri[rin] = le[lf];
     for (const auto& a : le[lf].axes()) partial.insert(a);
@@ -285,6 +314,12 @@ std::vector<Array> ConvGeneralDilated::jvp(const std::vector<Array>& primals,
 
 namespace {
 
+// A reshape whose sharding rule may refuse (merging into a sharded minor dim): then
+// the operand is gathered first (same values).
+Array reshape_or_gather(const Array& x, const Shape& s) {
+  return ad::or_replicated([&](const Array& v) { return reshape(v, s); }, x);
+}
+
 // lax/convolution.py's _reshape_axis_into: axis src merged into dst (dst counted after
 // src is removed), src major.
 Array reshape_axis_into(int src, int dst, const Array& x) {
@@ -298,7 +333,7 @@ Array reshape_axis_into(int src, int dst, const Array& x) {
   s[static_cast<size_t>(dst)] *= x.shape()[static_cast<size_t>(src)];
   bool id = true;
   for (size_t i = 0; i < perm.size(); ++i) id = id && perm[i] == static_cast<int>(i);
-  return reshape(id ? x : transpose(x, perm), s);
+  return reshape_or_gather(id ? x : transpose(x, perm), s);
 }
 
 // _reshape_axis_out_of: axis src split into (size1, rest).
@@ -307,7 +342,7 @@ Array reshape_axis_out_of(int src, int64_t size1, const Array& x) {
   const int64_t n = s[static_cast<size_t>(src)];
   s[static_cast<size_t>(src)] = n / size1;
   s.insert(s.begin() + src, size1);
-  return reshape(x, s);
+  return reshape_or_gather(x, s);
 }
 
 // The cotangent's declared sharding: the operand's (sets dropped: the convolution sums
@@ -385,11 +420,7 @@ std::vector<Array> ConvGeneralDilated::transpose(const std::vector<Array>& cts,
     if (w.dtype() != g.dtype()) w = astype(w, g.dtype());
     Array out = conv(g, w, t, bgc > 1 ? std::nullopt : ct_sharding(x.type), preferred_);
     if (bgc > 1)  // the groups move from the features back into the batch
-      out = ad::or_replicated(
-          [&](const Array& o) {
-            return reshape_axis_into(ls[1], ls[0], reshape_axis_out_of(ls[1], bgc, o));
-          },
-          out);
+      out = reshape_axis_into(ls[1], ls[0], reshape_axis_out_of(ls[1], bgc, out));
     return {ad::coerce(out, ct_type(x.type), name(), "cotangent"), Array()};
   }
   // _conv_general_dilated_transpose_rhs
@@ -418,8 +449,30 @@ Batched ConvGeneralDilated::batch(const std::vector<Array>& args,
   const int lb = dims[0], rb = dims[1];
   const auto &ls = p_.dn.lhs, &rs = p_.dn.rhs, &os = p_.dn.out;
   ConvParams p = p_;
+  // The result's dim D takes the batch (major): a sharded batch makes the merged operand
+  // dims sharded, which the rule only accepts with an out_sharding, so one is given:
+  // the per-example result's sharding with the batch's entry on D (JAX's
+  // get_out_sharding when an out_sharding exists; JAX refuses otherwise).
+  int out_dim = -1;
   auto with = [&](const Array& a, const Array& b, const ConvParams& q) {
-    return conv(a, b, q, out_sharding_, preferred_);
+    std::optional<NamedSharding> osh = out_sharding_;
+    const Array& bx = lb >= 0 ? lhs : rhs;
+    const PartitionEntry be = entries_of(bx.type())[static_cast<size_t>(lb >= 0 ? lb : rb)];
+    if (!be.is_none()) {
+      if (!osh) {
+        ArrayType t = per_example_out(*this, args, dims)[0];
+        if (!t.sharding.mesh().empty()) osh = t.sharding;
+      }
+      if (osh) {
+        std::vector<PartitionEntry> e = osh->spec().entries();
+        e.resize(static_cast<size_t>(a.ndim()));
+        if (e[static_cast<size_t>(out_dim)].is_none()) {
+          e[static_cast<size_t>(out_dim)] = be;
+          osh = NamedSharding(osh->mesh(), with_sets_of(e, osh->spec()));
+        }
+      }
+    }
+    return conv(a, b, q, osh, preferred_);
   };
   const int64_t B = lb >= 0 ? lhs.shape()[static_cast<size_t>(lb)]
                             : rhs.shape()[static_cast<size_t>(rb)];
@@ -441,9 +494,11 @@ Batched ConvGeneralDilated::batch(const std::vector<Array>& args,
       p.feature_group_count *= B;
     }
     Array nr = reshape_axis_into(rb, rs[0], rhs);
+    out_dim = os[1];
     Array out = reshape_axis_out_of(os[1], B, with(nl, nr, p));
     return {{out}, {os[1]}};
   }
+  out_dim = lb >= 0 ? os[0] : os[1];
   if (lb >= 0) {
     if (p.batch_group_count == 1) {
       Array out = reshape_axis_out_of(os[0], B, with(reshape_axis_into(lb, ls[0], lhs), rhs, p));
