@@ -56,17 +56,21 @@ void BM_ResNetBlockForward(benchmark::State& st) {
   f(in.x, in.w1, in.w2).block_until_ready();
   for (auto _ : st) f(in.x, in.w1, in.w2).block_until_ready();
 }
-BENCHMARK(BM_ResNetBlockForward)->ArgName("devices")->Arg(1)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ResNetBlockForward)
+    ->ArgName("devices")
+    ->Arg(1)
+    ->Arg(4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_ResNetBlockForwardBackward(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
   std::optional<MeshScope> scope;
   if (n > 1) scope.emplace(make_mesh({n}, {"x"}));
   Inputs in = inputs(n);
-  auto f = jit(grad([](const Array& x, const Array& w1, const Array& w2) {
-                 return sum(block(x, w1, w2));
-               },
-               argnums<0, 1, 2>));
+  auto f = jit(
+      grad([](const Array& x, const Array& w1, const Array& w2) { return sum(block(x, w1, w2)); },
+           argnums<0, 1, 2>));
   auto run = [&] {
     auto [gx, g1, g2] = f(in.x, in.w1, in.w2);
     gx.block_until_ready();
@@ -101,17 +105,17 @@ struct OneDnnBlock {
   std::vector<float> x, w1, w2;
 
   OneDnnBlock() {
-    auto conv_desc = convolution_forward::desc(prop_kind::forward_training,
-                                               algorithm::convolution_direct, any_src, any_wei,
-                                               any_src, one, zero, pad, pad);
+    auto conv_desc =
+        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
+                                  any_src, any_wei, any_src, one, zero, pad, pad);
     fwd = convolution_forward::primitive_desc(conv_desc, eng);
     bwd_data = convolution_backward_data::primitive_desc(
         convolution_backward_data::desc(algorithm::convolution_direct, any_src, any_wei, any_src,
                                         one, zero, pad, pad),
         eng, fwd);
     bwd_wei = convolution_backward_weights::primitive_desc(
-        convolution_backward_weights::desc(algorithm::convolution_direct, any_src, any_wei,
-                                           any_src, one, zero, pad, pad),
+        convolution_backward_weights::desc(algorithm::convolution_direct, any_src, any_wei, any_src,
+                                           one, zero, pad, pad),
         eng, fwd);
     x.assign(static_cast<size_t>(N * H * W * C), 0.5f);
     w1.assign(static_cast<size_t>(9 * C * C), 0.01f);
@@ -126,13 +130,14 @@ struct OneDnnBlock {
   memory user(const memory::desc& d, std::vector<float>& v) { return memory(d, eng, v.data()); }
   memory conv(const memory& a, const memory& w) {
     memory o(fwd.dst_desc(), eng);
-    convolution_forward(fwd).execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, o}});
+    convolution_forward(fwd).execute(s,
+                                     {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, o}});
     return o;
   }
   void relu(memory& a) {
     auto pd = eltwise_forward::primitive_desc(
-        eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu,
-                              a.get_desc(), 0.f),
+        eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu, a.get_desc(),
+                              0.f),
         eng);
     eltwise_forward(pd).execute(s, {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, a}});
   }
@@ -142,11 +147,12 @@ struct OneDnnBlock {
                               y.get_desc(), 0.f),
         eng);
     auto pd = eltwise_backward::primitive_desc(
-        eltwise_backward::desc(algorithm::eltwise_relu_use_dst_for_bwd, dy.get_desc(),
-                               y.get_desc(), 0.f),
+        eltwise_backward::desc(algorithm::eltwise_relu_use_dst_for_bwd, dy.get_desc(), y.get_desc(),
+                               0.f),
         eng, fpd);
     memory dx(pd.diff_src_desc(), eng);
-    eltwise_backward(pd).execute(s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DST, y}, {DNNL_ARG_DIFF_SRC, dx}});
+    eltwise_backward(pd).execute(
+        s, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DST, y}, {DNNL_ARG_DIFF_SRC, dx}});
     return dx;
   }
   void add_to(memory& a, const memory& b) {

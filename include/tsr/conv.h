@@ -51,13 +51,13 @@ ConvDimensionNumbers conv_dimension_numbers(const Shape& lhs_shape, const Shape&
 
 /** Optional parameters of conv_general_dilated (empty dilations: ones). */
 struct ConvOptions {
-  Shape lhs_dilation = {};                     /**< transposed convolution */
-  Shape rhs_dilation = {};                     /**< atrous convolution */
-  ConvLayout dimension_numbers = {};           /**< layouts */
-  int64_t feature_group_count = 1;             /**< grouped / depthwise convolution */
-  int64_t batch_group_count = 1;               /**< grouped filter gradients */
+  Shape lhs_dilation = {};                          /**< transposed convolution */
+  Shape rhs_dilation = {};                          /**< atrous convolution */
+  ConvLayout dimension_numbers = {};                /**< layouts */
+  int64_t feature_group_count = 1;                  /**< grouped / depthwise convolution */
+  int64_t batch_group_count = 1;                    /**< grouped filter gradients */
   std::optional<DType> preferred_element_type = {}; /**< accumulation and result dtype */
-  ShardingArg out_sharding = {};               /**< result sharding (needed when rhs is sharded) */
+  ShardingArg out_sharding = {}; /**< result sharding (needed when rhs is sharded) */
 };
 
 /** lax.conv_general_dilated: an n-d convolution of lhs (rank n + 2) with the kernel rhs;
@@ -77,11 +77,11 @@ Array conv_with_general_padding(const Array& lhs, const Array& rhs, const Shape&
 
 /** Optional parameters of conv_transpose. */
 struct ConvTransposeOptions {
-  Shape rhs_dilation = {};                     /**< atrous convolution */
-  ConvLayout dimension_numbers = {};           /**< default: NHWC / HWIO / NHWC by rank */
-  bool transpose_kernel = false;               /**< flip and swap I/O as TF's Conv2DTranspose */
+  Shape rhs_dilation = {};           /**< atrous convolution */
+  ConvLayout dimension_numbers = {}; /**< default: NHWC / HWIO / NHWC by rank */
+  bool transpose_kernel = false;     /**< flip and swap I/O as TF's Conv2DTranspose */
   std::optional<DType> preferred_element_type = {}; /**< accumulation and result dtype */
-  bool use_consistent_padding = false;         /**< pairs are the forward conv's padding */
+  bool use_consistent_padding = false;              /**< pairs are the forward conv's padding */
 };
 
 /** lax.conv_transpose: the fractionally strided convolution (gradient-shaped output). */

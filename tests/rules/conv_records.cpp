@@ -31,41 +31,52 @@ std::vector<Record> conv_records() {
   };
   // NHWC images 8 x 8 x 8 x 4.
   const In img{{8, 8, 8, 4}};
-  add2("conv_3x3_same_nhwc", img, {{3, 3, 4, 6}},
-       [](const Array& x, const Array& w) {
-         return conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = kNHWC});
-       },
-       {{P(), P()}, {P("x"), P()}, {P(Axes{"x", "y"}), P()}, {P(nullptr, "y"), P()},
-        {P("x", "y"), P()}},
-       true);
+  add2(
+      "conv_3x3_same_nhwc", img, {{3, 3, 4, 6}},
+      [](const Array& x, const Array& w) {
+        return conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = kNHWC});
+      },
+      {{P(), P()},
+       {P("x"), P()},
+       {P(Axes{"x", "y"}), P()},
+       {P(nullptr, "y"), P()},
+       {P("x", "y"), P()}},
+      true);
   add2("conv_3x3_stride2_valid_nchw", {{8, 4, 9, 9}}, {{6, 4, 3, 3}},
-       [](const Array& x, const Array& w) { return conv(x, w, {2, 2}, "VALID"); },
+       [](const Array& x, const Array& w) {
+         return conv(x, w, {2, 2}, "VALID");
+       },
        {{P(), P()}, {P("x"), P()}, {P("y"), P()}});
-  add2("conv_grouped_rhs_dilated", img, {{2, 2, 2, 6}},
-       [](const Array& x, const Array& w) {
-         return conv_general_dilated(
-             x, w, {1, 1}, "SAME",
-             {.rhs_dilation = {2, 1}, .dimension_numbers = kNHWC, .feature_group_count = 2});
-       },
-       {{P(), P()}, {P("x"), P()}, {P(nullptr, nullptr, "y"), P()}}, true);
-  add2("conv_depthwise_stride2_same", img, {{3, 3, 1, 8}},
-       [](const Array& x, const Array& w) {
-         return conv_general_dilated(x, w, {2, 2}, "SAME",
-                                     {.dimension_numbers = kNHWC, .feature_group_count = 4});
-       },
-       {{P(), P()}, {P("x"), P()}, {P(nullptr, "y"), P()}}, true);
+  add2(
+      "conv_grouped_rhs_dilated", img, {{2, 2, 2, 6}},
+      [](const Array& x, const Array& w) {
+        return conv_general_dilated(
+            x, w, {1, 1}, "SAME",
+            {.rhs_dilation = {2, 1}, .dimension_numbers = kNHWC, .feature_group_count = 2});
+      },
+      {{P(), P()}, {P("x"), P()}, {P(nullptr, nullptr, "y"), P()}}, true);
+  add2(
+      "conv_depthwise_stride2_same", img, {{3, 3, 1, 8}},
+      [](const Array& x, const Array& w) {
+        return conv_general_dilated(x, w, {2, 2}, "SAME",
+                                    {.dimension_numbers = kNHWC, .feature_group_count = 4});
+      },
+      {{P(), P()}, {P("x"), P()}, {P(nullptr, "y"), P()}}, true);
   add2("conv_patchify_2x2_stride2", {{8, 8, 8, 3}}, {{2, 2, 3, 4}},
        [](const Array& x, const Array& w) {
          return conv_general_dilated(x, w, {2, 2}, "VALID", {.dimension_numbers = kNHWC});
        },
        {{P(), P()}, {P("x"), P()}, {P(nullptr, "y"), P()}, {P("x", nullptr, "y"), P()}});
   add2("conv_transpose_stride2_same", {{8, 4, 4, 4}}, {{3, 3, 4, 3}},
-       [](const Array& x, const Array& w) { return conv_transpose(x, w, {2, 2}, "SAME"); },
+       [](const Array& x, const Array& w) {
+         return conv_transpose(x, w, {2, 2}, "SAME");
+       },
        {{P(), P()}, {P("x"), P()}, {P(Axes{"x", "y"}), P()}});
   add2("conv_1d_explicit_padding_lhs_dilation", {{8, 5, 3}}, {{3, 3, 2}},
        [](const Array& x, const Array& w) {
-         return conv_general_dilated(x, w, {1}, Padding{{2, 1}},
-                                     {.lhs_dilation = {2}, .dimension_numbers = {"NWC", "WIO", "NWC"}});
+         return conv_general_dilated(
+             x, w, {1}, Padding{{2, 1}},
+             {.lhs_dilation = {2}, .dimension_numbers = {"NWC", "WIO", "NWC"}});
        },
        {{P(), P()}, {P("x"), P()}});
   add2("conv_nchw_in_nhwc_out", {{8, 3, 6, 6}}, {{3, 3, 3, 4}},
@@ -83,13 +94,14 @@ std::vector<Record> conv_records() {
          if (!tw.sharding.mesh().empty()) {
            std::vector<PartitionEntry> e(4);
            e[0] = tx.sharding.spec().entries().empty() ? PartitionEntry()
-                                                         : tx.sharding.spec().entries()[0];
+                                                       : tx.sharding.spec().entries()[0];
            if (tw.sharding.spec().entries().size() == 4) e[3] = tw.sharding.spec().entries()[3];
            o.out_sharding = NamedSharding(tw.sharding.mesh(), PartitionSpec(e));
          }
          return conv_general_dilated(x, w, {1, 1}, "SAME", o);
        },
-       {{P(), P()}, {P(), P(nullptr, nullptr, nullptr, "x")},
+       {{P(), P()},
+        {P(), P(nullptr, nullptr, nullptr, "x")},
         {P("x"), P(nullptr, nullptr, nullptr, "y")}});
   return r;
 }

@@ -108,9 +108,9 @@ void check(const Case& c, DType dt, bool sharded) {
   std::vector<double> wv(c.y.size());
   for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<double>(i % 7) - 3.0;
   Array w = astype(array<double>(wv, c.y_shape), dt);
-  auto [gl, gr] = grad(
-      [&](const Array& a, const Array& b) { return sum(multiply(run(c, a, b), w)); },
-      argnums<0, 1>)(l, r);
+  auto [gl, gr] =
+      grad([&](const Array& a, const Array& b) { return sum(multiply(run(c, a, b), w)); },
+           argnums<0, 1>)(l, r);
   expect_near_all(c.grad_lhs, astype(gl, float64).to_vector<double>(), what + " d/dlhs", rtol);
   expect_near_all(c.grad_rhs, astype(gr, float64).to_vector<double>(), what + " d/drhs", rtol);
 }
@@ -138,36 +138,45 @@ TEST(Conv, DimensionNumbersFromLayoutStrings) {
 
 TEST(Conv, ErrorsNameTheFix) {
   Array x = zeros({2, 3, 8, 8}), w = zeros({4, 3, 3, 3});
-  EXPECT_HAS(error_of<TypeError>([&] {
-               conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NCHW", "OIHW", "NHW"}});
+  EXPECT_HAS(
+      error_of<TypeError>([&] {
+        conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NCHW", "OIHW", "NHW"}});
+      }),
+      "convolution dimension_numbers[2] must have len equal to the ndim of lhs and rhs");
+  EXPECT_HAS(
+      error_of<TypeError>([&] {
+        conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NCHW", "OIHW", "NCHH"}});
+      }),
+      "convolution dimension_numbers[2] cannot have duplicate characters, got NCHH");
+  EXPECT_HAS(
+      error_of<TypeError>([&] {
+        conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"XCHW", "OIHW", "NCHW"}});
+      }),
+      "must contain the characters 'N' and 'C' exactly once");
+  EXPECT_HAS(error_of<ValueError>([&] {
+               conv(x, zeros({4, 2, 3, 3}), {1, 1}, "SAME");
              }),
-             "convolution dimension_numbers[2] must have len equal to the ndim of lhs and rhs");
-  EXPECT_HAS(error_of<TypeError>([&] {
-               conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NCHW", "OIHW", "NCHH"}});
-             }),
-             "convolution dimension_numbers[2] cannot have duplicate characters, got NCHH");
-  EXPECT_HAS(error_of<TypeError>([&] {
-               conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"XCHW", "OIHW", "NCHW"}});
-             }),
-             "must contain the characters 'N' and 'C' exactly once");
-  EXPECT_HAS(error_of<ValueError>([&] { conv(x, zeros({4, 2, 3, 3}), {1, 1}, "SAME"); }),
              "conv_general_dilated lhs feature dimension size divided by feature_group_count "
              "must equal the rhs input feature dimension size, but 3 // 1 != 2");
-  EXPECT_HAS(error_of<ValueError>([&] {
-               conv_general_dilated(x, zeros({4, 1, 3, 3}), {1, 1}, "SAME",
-                                    {.feature_group_count = 2});
-             }),
-             "feature_group_count must divide lhs feature dimension size, but 2 does not divide 3");
+  EXPECT_HAS(
+      error_of<ValueError>([&] {
+        conv_general_dilated(x, zeros({4, 1, 3, 3}), {1, 1}, "SAME", {.feature_group_count = 2});
+      }),
+      "feature_group_count must divide lhs feature dimension size, but 2 does not divide 3");
   EXPECT_HAS(error_of<ValueError>([&] { conv(x, w, {1}, "SAME"); }),
              "window and window_strides must have the same number of dimensions, but got 2 and 1");
-  EXPECT_HAS(error_of<TypeError>([&] { conv(x, astype(w, float16), {1, 1}, "SAME"); }),
+  EXPECT_HAS(error_of<TypeError>([&] {
+               conv(x, astype(w, float16), {1, 1}, "SAME");
+             }),
              "conv_general_dilated requires arguments to have the same dtypes, got float32, "
              "float16");
   EXPECT_HAS(error_of<ValueError>([&] {
                conv_general_dilated(x, w, {1, 1}, "SAME", {.lhs_dilation = {2, 2}});
              }),
              "String padding is not implemented for transposed convolution");
-  EXPECT_HAS(error_of<ValueError>([&] { conv(x, w, {1, 1}, Padding{{-9, 0}, {0, 0}}); }),
+  EXPECT_HAS(error_of<ValueError>([&] {
+               conv(x, w, {1, 1}, Padding{{-9, 0}, {0, 0}});
+             }),
              "Negative padding is larger than the size of the corresponding dimension");
   EXPECT_HAS(error_of<TypeError>([&] {
                conv(x, w, {1, 1}, "VALID", int32);
@@ -196,17 +205,18 @@ TEST(Conv, ShardingFollowsTheDimensionNumbers) {
   Mesh m = make_mesh({2}, {"x"});
   Array x = device_put(ones({4, 3, 6, 6}), NamedSharding(m, P("x")));
   Array w = device_put(ones({3, 3, 3, 5}), NamedSharding(m, P()));
-  Array y = conv_general_dilated(x, w, {1, 1}, "SAME",
-                                 {.dimension_numbers = {"NCHW", "HWIO", "NHWC"}});
+  Array y =
+      conv_general_dilated(x, w, {1, 1}, "SAME", {.dimension_numbers = {"NCHW", "HWIO", "NHWC"}});
   EXPECT_EQ(typeof(y).str(), "f32[4@x,6,6,5]");
   // An output-feature-sharded kernel with an out_sharding: each device computes its
   // features.
   Array x2 = device_put(ones({4, 6, 6, 3}), NamedSharding(m, P()));
   Array w2 = device_put(ones({3, 3, 3, 4}), NamedSharding(m, P(nullptr, nullptr, nullptr, "x")));
   auto f = jit([m](const Array& a, const Array& b) {
-    return conv_general_dilated(a, b, {1, 1}, "SAME",
-                                {.dimension_numbers = {"NHWC", "HWIO", "NHWC"},
-                                 .out_sharding = NamedSharding(m, P(nullptr, nullptr, nullptr, "x"))});
+    return conv_general_dilated(
+        a, b, {1, 1}, "SAME",
+        {.dimension_numbers = {"NHWC", "HWIO", "NHWC"},
+         .out_sharding = NamedSharding(m, P(nullptr, nullptr, nullptr, "x"))});
   });
   std::string text = f.lower(x2, w2).local;
   EXPECT_EQ(text.find("all_gather"), std::string::npos) << text;
@@ -294,9 +304,10 @@ TEST(Conv, Bfloat16AndPreferredFloat32) {
   std::vector<int32_t> yi =
       conv_general_dilated(xi, wi, {1, 1}, "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}})
           .to_vector<int32_t>();
-  std::vector<float> yr = conv_general_dilated(astype(xi, float32), astype(wi, float32), {1, 1},
-                                               "SAME", {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}})
-                              .to_vector<float>();
+  std::vector<float> yr =
+      conv_general_dilated(astype(xi, float32), astype(wi, float32), {1, 1}, "SAME",
+                           {.dimension_numbers = {"NHWC", "HWIO", "NHWC"}})
+          .to_vector<float>();
   for (size_t i = 0; i < yr.size(); ++i) EXPECT_EQ(static_cast<float>(yi[i]), yr[i]) << i;
 }
 

@@ -44,9 +44,10 @@ ConvDimensionNumbers permutations(const std::array<std::string, 3>& dn) {
     return r;
   };
   if (!(spatial(dn[0], 0) == spatial(dn[1], 1) && spatial(dn[1], 1) == spatial(dn[2], 2)))
-    throw TypeError("[conv_general_dilated] convolution dimension_numbers elements must each have "
-                    "the same set of spatial characters, got " +
-                    names_str(dn) + ". Use the same spatial letters in all three.");
+    throw TypeError(
+        "[conv_general_dilated] convolution dimension_numbers elements must each have "
+        "the same set of spatial characters, got " +
+        names_str(dn) + ". Use the same spatial letters in all three.");
   const std::string& rhs = dn[1];
   auto getperm = [&](const std::string& s, int i) {
     std::vector<int> sp;
@@ -56,7 +57,8 @@ ConvDimensionNumbers permutations(const std::array<std::string, 3>& dn) {
       std::stable_sort(sp.begin(), sp.end(), [&](int a, int b) {
         return rhs.find(s[static_cast<size_t>(a)]) < rhs.find(s[static_cast<size_t>(b)]);
       });
-    std::vector<int> r{static_cast<int>(s.find(pairs[i][0])), static_cast<int>(s.find(pairs[i][1]))};
+    std::vector<int> r{static_cast<int>(s.find(pairs[i][0])),
+                       static_cast<int>(s.find(pairs[i][1]))};
     r.insert(r.end(), sp.begin(), sp.end());
     return r;
   };
@@ -81,9 +83,9 @@ std::optional<std::vector<Halo>> conv_halos(const Array& lhs, const Array& rhs,
     if (p.lhs_dilation[s] != 1) return std::nullopt;
     const int64_t win =
         prim::dilated_size(rhs.shape()[static_cast<size_t>(p.dn.rhs[i])], p.rhs_dilation[s]);
-    HaloNeed need = halo_need(static_cast<int>(d), e[d], t.sharding.mesh(), lhs.shape()[d],
-                              out[static_cast<size_t>(p.dn.out[i])], win, p.strides[s],
-                              p.padding[s].first);
+    HaloNeed need =
+        halo_need(static_cast<int>(d), e[d], t.sharding.mesh(), lhs.shape()[d],
+                  out[static_cast<size_t>(p.dn.out[i])], win, p.strides[s], p.padding[s].first);
     if (need.gather) return std::nullopt;
     if (need.halo) hs.push_back(*need.halo);
   }
@@ -121,9 +123,11 @@ Array bind_conv(const Array& lhs, const Array& rhs, const prim::ConvParams& p,
 ConvDimensionNumbers ConvLayout::numbers(const Shape& lhs, const Shape& rhs) const {
   if (dn_) return *dn_;
   if (lhs.size() != rhs.size())
-    throw TypeError("[conv_general_dilated] convolution requires lhs and rhs ndim to be equal, "
-                    "got " + std::to_string(lhs.size()) + " and " + std::to_string(rhs.size()) +
-                    ". Give both operands rank n + 2.");
+    throw TypeError(
+        "[conv_general_dilated] convolution requires lhs and rhs ndim to be equal, "
+        "got " +
+        std::to_string(lhs.size()) + " and " + std::to_string(rhs.size()) +
+        ". Give both operands rank n + 2.");
   if (!names_) {
     std::vector<int> iota(lhs.size());
     for (size_t i = 0; i < iota.size(); ++i) iota[i] = static_cast<int>(i);
@@ -158,13 +162,14 @@ Array conv_general_dilated(const Array& lhs, const Array& rhs, const Shape& wind
   p.batch_group_count = o.batch_group_count;
   if (!padding.type().empty()) {
     if (std::any_of(p.lhs_dilation.begin(), p.lhs_dilation.end(), [](int64_t d) { return d != 1; }))
-      throw ValueError("[conv_general_dilated] String padding is not implemented for transposed "
-                       "convolution using this op. Please either exactly specify the required "
-                       "padding or use conv_transpose. Got padding '" + padding.type() +
-                       "' with lhs_dilation " + p_ints(p.lhs_dilation) + ".");
+      throw ValueError(
+          "[conv_general_dilated] String padding is not implemented for transposed "
+          "convolution using this op. Please either exactly specify the required "
+          "padding or use conv_transpose. Got padding '" +
+          padding.type() + "' with lhs_dilation " + p_ints(p.lhs_dilation) + ".");
     const bool ok_ranks = lhs.ndim() == rhs.ndim() && dn.lhs_spec.size() == lhs.shape().size() &&
-                          dn.rhs_spec.size() == rhs.shape().size() &&
-                          p.rhs_dilation.size() == ns && window_strides.size() == ns;
+                          dn.rhs_spec.size() == rhs.shape().size() && p.rhs_dilation.size() == ns &&
+                          window_strides.size() == ns;
     if (ok_ranks) {
       Shape in, win;
       for (size_t i = 0; i < ns; ++i) {
@@ -238,17 +243,20 @@ Array conv_transpose(const Array& lhs, const Array& rhs0, const Shape& strides,
   const size_t ns = static_cast<size_t>(nd - 2);
   Shape rhs_dilation = o.rhs_dilation.empty() ? Shape(ns, 1) : o.rhs_dilation;
   if (strides.size() != ns || rhs_dilation.size() != ns)
-    throw ValueError("[conv_transpose] strides and rhs_dilation need one entry per spatial "
-                     "dimension. Got strides " + p_ints(strides) + " and rhs_dilation " +
-                     p_ints(rhs_dilation) + "; expected " + std::to_string(ns) + " entries each.");
+    throw ValueError(
+        "[conv_transpose] strides and rhs_dilation need one entry per spatial "
+        "dimension. Got strides " +
+        p_ints(strides) + " and rhs_dilation " + p_ints(rhs_dilation) + "; expected " +
+        std::to_string(ns) + " entries each.");
   std::string t = padding.type();
   for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   Padding pads = padding;
   if (o.use_consistent_padding || t == "SAME" || t == "VALID") {
     if (padding.type().empty() && padding.pads().size() != ns)
-      throw ValueError("[conv_transpose] padding needs one (lo, hi) pair per spatial dimension. "
-                       "Got " + std::to_string(padding.pads().size()) + "; expected " +
-                       std::to_string(ns) + ".");
+      throw ValueError(
+          "[conv_transpose] padding needs one (lo, hi) pair per spatial dimension. "
+          "Got " +
+          std::to_string(padding.pads().size()) + "; expected " + std::to_string(ns) + ".");
     if (!padding.type().empty() && t != "SAME" && t != "VALID")
       throw ValueError("[conv_transpose] Invalid padding mode: " + padding.type() +
                        ". Got it with use_consistent_padding; expected 'SAME', 'VALID' or pairs.");
@@ -256,9 +264,9 @@ Array conv_transpose(const Array& lhs, const Array& rhs0, const Shape& strides,
     for (size_t i = 0; i < ns; ++i) {
       const int64_t k = prim::dilated_size(rhs0.shape()[static_cast<size_t>(dn.rhs_spec[i + 2])],
                                            rhs_dilation[i]);
-      p.push_back(transpose_padding(k, strides[i], t,
-                                    padding.type().empty() ? padding.pads()[i]
-                                                           : std::pair<int64_t, int64_t>{0, 0}));
+      p.push_back(transpose_padding(
+          k, strides[i], t,
+          padding.type().empty() ? padding.pads()[i] : std::pair<int64_t, int64_t>{0, 0}));
     }
     pads = p;
   }

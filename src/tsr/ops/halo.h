@@ -23,8 +23,8 @@ struct Halo {
 /** What a windowed dimension needs on a mesh: nothing (unsharded, or windows that tile
  *  each block), a halo, or a gather (the window does not fit the exchange). */
 struct HaloNeed {
-  bool gather = false;       /**< the exchange cannot serve this dimension */
-  std::optional<Halo> halo;  /**< the exchange, when one is needed */
+  bool gather = false;      /**< the exchange cannot serve this dimension */
+  std::optional<Halo> halo; /**< the exchange, when one is needed */
 };
 
 /** The need of dimension `dim` of size n sharded over `e`: outputs `out` of windows of

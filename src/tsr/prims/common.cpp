@@ -226,5 +226,4 @@ void check_preferred(const char* prim, DType in, DType out) {
         "Pick a type at least as wide as the inputs, or astype the result.");
 }
 
-
 }  // namespace tsr::detail

@@ -65,21 +65,23 @@ Shape take(const Shape& s, const std::vector<int>& idx) {
 Shape ConvParams::out_shape(const Shape& ls, const Shape& rs) const {
   const ConvParams& p = *this;
   if (ls.size() != rs.size())
-    value_error("conv_general_dilated lhs and rhs must have the same number of dimensions, but "
-                "got " + shape_str(ls) + " and " + shape_str(rs),
-                "Give both operands rank n + 2 for n spatial dimensions.");
+    value_error(
+        "conv_general_dilated lhs and rhs must have the same number of dimensions, but "
+        "got " +
+            shape_str(ls) + " and " + shape_str(rs),
+        "Give both operands rank n + 2 for n spatial dimensions.");
   const size_t r = ls.size();
   if (r < 2)
     value_error("conv_general_dilated needs operands of rank >= 2, got " + shape_str(ls),
                 "Give (batch, feature, spatial...) operands.");
   for (const auto* spec : {&p.dn.lhs, &p.dn.rhs, &p.dn.out})
     if (!is_perm(*spec, r))
-      throw TypeError("[conv_general_dilated] convolution dimension_numbers must each be a "
-                      "permutation of the operand dimensions. Got lhs_spec=" +
-                      ints(p.dn.lhs) + ", rhs_spec=" + ints(p.dn.rhs) + ", out_spec=" +
-                      ints(p.dn.out) + " for rank " + std::to_string(r) +
-                      "; expected permutations of 0.." + std::to_string(r - 1) +
-                      ". Build them with conv_dimension_numbers.");
+      throw TypeError(
+          "[conv_general_dilated] convolution dimension_numbers must each be a "
+          "permutation of the operand dimensions. Got lhs_spec=" +
+          ints(p.dn.lhs) + ", rhs_spec=" + ints(p.dn.rhs) + ", out_spec=" + ints(p.dn.out) +
+          " for rank " + std::to_string(r) + "; expected permutations of 0.." +
+          std::to_string(r - 1) + ". Build them with conv_dimension_numbers.");
   if (p.feature_group_count <= 0)
     value_error("conv_general_dilated feature_group_count must be a positive integer, got " +
                     std::to_string(p.feature_group_count),
@@ -88,57 +90,71 @@ Shape ConvParams::out_shape(const Shape& ls, const Shape& rs) const {
   const int64_t rhs_in = rs[static_cast<size_t>(p.dn.rhs[1])];
   const int64_t rhs_out = rs[static_cast<size_t>(p.dn.rhs[0])];
   if (lhs_features % p.feature_group_count)
-    value_error("conv_general_dilated feature_group_count must divide lhs feature dimension "
-                "size, but " + std::to_string(p.feature_group_count) + " does not divide " +
-                    std::to_string(lhs_features),
-                "Pick a group count that divides the input features.");
+    value_error(
+        "conv_general_dilated feature_group_count must divide lhs feature dimension "
+        "size, but " +
+            std::to_string(p.feature_group_count) + " does not divide " +
+            std::to_string(lhs_features),
+        "Pick a group count that divides the input features.");
   if (lhs_features / p.feature_group_count != rhs_in)
-    value_error("conv_general_dilated lhs feature dimension size divided by feature_group_count "
-                "must equal the rhs input feature dimension size, but " +
-                    std::to_string(lhs_features) + " // " +
-                    std::to_string(p.feature_group_count) + " != " + std::to_string(rhs_in),
-                "Give the kernel lhs_features / feature_group_count input features.");
+    value_error(
+        "conv_general_dilated lhs feature dimension size divided by feature_group_count "
+        "must equal the rhs input feature dimension size, but " +
+            std::to_string(lhs_features) + " // " + std::to_string(p.feature_group_count) +
+            " != " + std::to_string(rhs_in),
+        "Give the kernel lhs_features / feature_group_count input features.");
   if (rhs_out % p.feature_group_count)
-    value_error("conv_general_dilated rhs output feature dimension size must be a multiple of "
-                "feature_group_count, but " + std::to_string(rhs_out) +
-                    " is not a multiple of " + std::to_string(p.feature_group_count),
-                "Give the kernel a multiple of the group count output features.");
+    value_error(
+        "conv_general_dilated rhs output feature dimension size must be a multiple of "
+        "feature_group_count, but " +
+            std::to_string(rhs_out) + " is not a multiple of " +
+            std::to_string(p.feature_group_count),
+        "Give the kernel a multiple of the group count output features.");
   if (p.batch_group_count <= 0)
     value_error("conv_general_dilated batch_group_count must be a positive integer, got " +
                     std::to_string(p.batch_group_count),
                 "Pass 1 for no batch grouping.");
   const int64_t lhs_batch = ls[static_cast<size_t>(p.dn.lhs[0])];
   if (p.batch_group_count > 1 && lhs_batch % p.batch_group_count)
-    value_error("conv_general_dilated batch_group_count must divide lhs batch dimension size, "
-                "but " + std::to_string(p.batch_group_count) + " does not divide " +
-                    std::to_string(lhs_batch),
-                "Pick a batch group count that divides the batch.");
+    value_error(
+        "conv_general_dilated batch_group_count must divide lhs batch dimension size, "
+        "but " +
+            std::to_string(p.batch_group_count) + " does not divide " + std::to_string(lhs_batch),
+        "Pick a batch group count that divides the batch.");
   if (rhs_out % p.batch_group_count)
-    value_error("conv_general_dilated rhs output feature dimension size must be a multiple of "
-                "batch_group_count, but " + std::to_string(rhs_out) +
-                    " is not a multiple of " + std::to_string(p.batch_group_count),
-                "Give the kernel a multiple of the batch group count output features.");
+    value_error(
+        "conv_general_dilated rhs output feature dimension size must be a multiple of "
+        "batch_group_count, but " +
+            std::to_string(rhs_out) + " is not a multiple of " +
+            std::to_string(p.batch_group_count),
+        "Give the kernel a multiple of the batch group count output features.");
   if (p.batch_group_count > 1 && p.feature_group_count > 1)
-    value_error("At most one of batch_group_count and feature_group_count may be > 1, got "
-                "batch_group_count=" + std::to_string(p.batch_group_count) +
-                    " and feature_group_count=" + std::to_string(p.feature_group_count),
-                "Set one of them to 1.");
+    value_error(
+        "At most one of batch_group_count and feature_group_count may be > 1, got "
+        "batch_group_count=" +
+            std::to_string(p.batch_group_count) +
+            " and feature_group_count=" + std::to_string(p.feature_group_count),
+        "Set one of them to 1.");
   const size_t ns = r - 2;
   if (p.strides.size() != ns)
-    value_error("conv_general_dilated window and window_strides must have the same number of "
-                "dimensions, but got " + std::to_string(ns) + " and " +
-                    std::to_string(p.strides.size()),
-                "Give one stride per spatial dimension.");
+    value_error(
+        "conv_general_dilated window and window_strides must have the same number of "
+        "dimensions, but got " +
+            std::to_string(ns) + " and " + std::to_string(p.strides.size()),
+        "Give one stride per spatial dimension.");
   if (p.padding.size() != ns)
-    throw TypeError("[conv_general_dilated] Wrong number of explicit pads for convolution: "
-                    "expected " + std::to_string(ns) + ", got " +
-                    std::to_string(p.padding.size()) +
-                    ". Give one (lo, hi) pair per spatial dimension.");
+    throw TypeError(
+        "[conv_general_dilated] Wrong number of explicit pads for convolution: "
+        "expected " +
+        std::to_string(ns) + ", got " + std::to_string(p.padding.size()) +
+        ". Give one (lo, hi) pair per spatial dimension.");
   if (p.lhs_dilation.size() != ns || p.rhs_dilation.size() != ns)
-    value_error("conv_general_dilated lhs_dilation and rhs_dilation need one entry per spatial "
-                "dimension, got " + p_ints(p.lhs_dilation) + " and " + p_ints(p.rhs_dilation) +
-                    " for " + std::to_string(ns) + " spatial dimensions",
-                "Give one dilation per spatial dimension (1: none).");
+    value_error(
+        "conv_general_dilated lhs_dilation and rhs_dilation need one entry per spatial "
+        "dimension, got " +
+            p_ints(p.lhs_dilation) + " and " + p_ints(p.rhs_dilation) + " for " +
+            std::to_string(ns) + " spatial dimensions",
+        "Give one dilation per spatial dimension (1: none).");
   for (const auto* v : {&p.strides, &p.lhs_dilation, &p.rhs_dilation})
     for (int64_t e : *v)
       if (e <= 0)
@@ -151,13 +167,15 @@ Shape ConvParams::out_shape(const Shape& ls, const Shape& rs) const {
   ot[0] = p.batch_group_count > 1 ? lt[0] / p.batch_group_count : lt[0];
   ot[1] = rt[0];
   for (size_t i = 0; i < ns; ++i) {
-    const int64_t padded = dilated_size(lt[i + 2], p.lhs_dilation[i]) + p.padding[i].first +
-                           p.padding[i].second;
+    const int64_t padded =
+        dilated_size(lt[i + 2], p.lhs_dilation[i]) + p.padding[i].first + p.padding[i].second;
     if (padded < 0)
-      value_error("Negative padding is larger than the size of the corresponding dimension: got "
-                  "padding=" + p_ints({p.padding[i].first, p.padding[i].second}) +
-                      " for lhs spatial size " + std::to_string(lt[i + 2]),
-                  "Pad less negatively.");
+      value_error(
+          "Negative padding is larger than the size of the corresponding dimension: got "
+          "padding=" +
+              p_ints({p.padding[i].first, p.padding[i].second}) + " for lhs spatial size " +
+              std::to_string(lt[i + 2]),
+          "Pad less negatively.");
     const int64_t win = dilated_size(rt[i + 2], p.rhs_dilation[i]);
     ot[i + 2] = padded < win ? 0 : (padded - win) / p.strides[i] + 1;
   }
@@ -190,13 +208,15 @@ std::vector<ArrayType> ConvGeneralDilated::infer(const std::vector<ArrayType>& i
         uop->sharding.spec().unreduced_kind() != UnreducedKind::Sum || !replicated_over(other, U))
       throw ShardingTypeError(
           "[conv_general_dilated] lhs or rhs passed to conv_general_dilated cannot be unreduced. "
-          "Got lhs=" + l.str() + " and rhs=" + r.str() +
+          "Got lhs=" +
+          l.str() + " and rhs=" + r.str() +
           "; expected at most one unreduced operand (of kind sum) and the other replicated over "
           "its axes. Reduce it first with reshard(x, P(...)).");
     if (dt != uop->dtype)
       throw ShardingTypeError(
           "[conv_general_dilated] an unreduced operand cannot be convolved into another dtype. "
-          "Got " + uop->str() + " with preferred_element_type=" + dtype_name(dt) +
+          "Got " +
+          uop->str() + " with preferred_element_type=" + dtype_name(dt) +
           "; expected its own dtype. Reduce it first with reshard(x, P(...)).");
   }
   auto with_partial = [&](ArrayType o) {
@@ -214,7 +234,8 @@ std::vector<ArrayType> ConvGeneralDilated::infer(const std::vector<ArrayType>& i
   if (!rhs_replicated || !le[static_cast<size_t>(p_.dn.lhs[1])].is_none())
     throw ShardingTypeError(
         "[conv_general_dilated] Please specify the output sharding via `out_sharding` parameter "
-        "of `conv_general_dilated`. Got lhs=" + l.str() + " and rhs=" + r.str() +
+        "of `conv_general_dilated`. Got lhs=" +
+        l.str() + " and rhs=" + r.str() +
         "; expected a replicated rhs and an unsharded lhs feature dimension (lhs_spec[1]=" +
         std::to_string(p_.dn.lhs[1]) + "), or an out_sharding.");
   // The varying-out rule over lhs mapped into the output's layout: out dim out_spec[i]
@@ -268,8 +289,8 @@ Lowering ConvGeneralDilated::partition(const std::vector<ArrayType>& in,
     const int64_t k = entry_size(le[d], mesh), n = l.shape[d];
     const int64_t w = r.shape[static_cast<size_t>(p_.dn.rhs[i])];
     const bool tiles = p_.padding[s] == std::pair<int64_t, int64_t>{0, 0} &&
-                       p_.lhs_dilation[s] == 1 && p_.rhs_dilation[s] == 1 &&
-                       w == p_.strides[s] && n % k == 0 && (n / k) % p_.strides[s] == 0;
+                       p_.lhs_dilation[s] == 1 && p_.rhs_dilation[s] == 1 && w == p_.strides[s] &&
+                       n % k == 0 && (n / k) % p_.strides[s] == 0;
     if (tiles && take_entry(le[d])) li[d] = oi[static_cast<size_t>(p_.dn.out[i])] = le[d];
   }
   const bool ungrouped = p_.feature_group_count == 1 && p_.batch_group_count == 1;
@@ -474,8 +495,8 @@ Batched ConvGeneralDilated::batch(const std::vector<Array>& args,
     }
     return conv(a, b, q, osh, preferred_);
   };
-  const int64_t B = lb >= 0 ? lhs.shape()[static_cast<size_t>(lb)]
-                            : rhs.shape()[static_cast<size_t>(rb)];
+  const int64_t B =
+      lb >= 0 ? lhs.shape()[static_cast<size_t>(lb)] : rhs.shape()[static_cast<size_t>(rb)];
   if (B == 0) {
     Shape l1 = lhs.shape(), r1 = rhs.shape();
     if (lb >= 0) l1.erase(l1.begin() + lb);

@@ -94,8 +94,7 @@ struct Exec {
   std::unordered_map<int, dnnl::memory> args;
   std::vector<std::pair<dnnl::memory, dnnl::memory>> outs;  // (primitive's, user's)
 
-  void in(int arg, const dnnl::memory::desc& want, const dnnl::memory::desc& user,
-          const void* p) {
+  void in(int arg, const dnnl::memory::desc& want, const dnnl::memory::desc& user, const void* p) {
     dnnl::memory u(user, engine(), const_cast<void*>(p));
     if (want == user) {
       args[arg] = u;
@@ -146,8 +145,8 @@ bool crop(View& lhs, const void*& ptr, size_t item, std::vector<int64_t>& pad_l,
   for (size_t i = 0; i < pad_l.size(); ++i) {
     const size_t d = i + 2;
     if (pad_l[i] < 0) {
-      ptr = static_cast<const char*>(ptr) + static_cast<size_t>(-pad_l[i]) *
-                                                static_cast<size_t>(lhs.strides[d]) * item;
+      ptr = static_cast<const char*>(ptr) +
+            static_cast<size_t>(-pad_l[i]) * static_cast<size_t>(lhs.strides[d]) * item;
       lhs.dims[d] += pad_l[i];
       pad_l[i] = 0;
     }
@@ -212,8 +211,8 @@ bool dnnl_backward_weights(const KernelArgs& a, const ConvParams& p, dnnl::memor
   const dims_t stride(p.rhs_dilation.begin(), p.rhs_dilation.end());
   const dims_t dil = minus_one(p.strides);
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
-                                     dnnl::algorithm::convolution_direct, any(src, it),
-                                     any(dw, it), any(ddst, it), stride, dil, pl, pr);
+                                     dnnl::algorithm::convolution_direct, any(src, it), any(dw, it),
+                                     any(ddst, it), stride, dil, pl, pr);
   dnnl::convolution_forward::primitive_desc fpd(fd, engine());
   // The activations in the user's layout when an optimised implementation takes it (the
   // reorders to a blocked layout cost a tenth of the convolution), else oneDNN's choice.
@@ -274,8 +273,8 @@ bool dnnl_backward_data(const KernelArgs& a, const ConvParams& p, dnnl::memory::
   const dims_t stride(p.lhs_dilation.begin(), p.lhs_dilation.end());
   const dims_t dil = minus_one(p.rhs_dilation);
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training,
-                                     dnnl::algorithm::convolution_direct, any(dsrc, it),
-                                     any(w, it), any(ddst, it), stride, dil, pl, pr);
+                                     dnnl::algorithm::convolution_direct, any(dsrc, it), any(w, it),
+                                     any(ddst, it), stride, dil, pl, pr);
   dnnl::convolution_forward::primitive_desc fpd(fd, engine());
   dnnl::convolution_backward_data::desc bd(dnnl::algorithm::convolution_direct, any(dsrc, ot),
                                            any(w, it), any(ddst, it), stride, dil, pl, pr);
@@ -313,10 +312,11 @@ bool try_dnnl(const KernelArgs& a, const ConvParams& p) {
 
 // An operand converted to A and laid out (dim 0, dim 1, spatial...) contiguously.
 template <typename A>
-std::vector<A> canonical(const void* p, DType dt, const Shape& shape, const std::vector<int>& spec) {
-  constexpr DType at = std::is_same_v<A, double>    ? DType::Float64
-                       : std::is_same_v<A, float>   ? DType::Float32
-                                                    : DType::Int64;
+std::vector<A> canonical(const void* p, DType dt, const Shape& shape,
+                         const std::vector<int>& spec) {
+  constexpr DType at = std::is_same_v<A, double>  ? DType::Float64
+                       : std::is_same_v<A, float> ? DType::Float32
+                                                  : DType::Int64;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<A> conv(static_cast<size_t>(n));
@@ -398,9 +398,9 @@ void direct(const KernelArgs& a, const ConvParams& p) {
       }
   }
   // Back to the output's layout and dtype.
-  constexpr DType at = std::is_same_v<A, double>    ? DType::Float64
-                       : std::is_same_v<A, float>   ? DType::Float32
-                                                    : DType::Int64;
+  constexpr DType at = std::is_same_v<A, double>  ? DType::Float64
+                       : std::is_same_v<A, float> ? DType::Float32
+                                                  : DType::Int64;
   const Shape extent(ov.dims.begin(), ov.dims.end());
   const std::vector<int64_t> src_strides = row_major_strides(extent);
   std::vector<A> perm(out.size());
