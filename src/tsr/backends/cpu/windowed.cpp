@@ -105,11 +105,17 @@ struct Walk {
   // f(out_offset, in_offset) for every tap of every outer output position that falls on
   // an operand element (padding and holes are skipped), taps in row-major window order;
   // offsets are element offsets of the inner runs.
+  // Over the outer output positions [begin, end) only (a thread's share).
   template <typename F>
-  void each(F&& f) const {
+  void each(F&& f, int64_t begin = 0, int64_t end = -1) const {
+    if (end < 0) end = out_n;
     std::vector<int64_t> o(r, 0), k(r, 0), stride(r, 1);
     for (size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * in_shape[d];
-    for (int64_t of = 0; of < out_n; ++of) {
+    for (int64_t rem = begin, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
+      o[static_cast<size_t>(d)] = rem % out_shape[static_cast<size_t>(d)];
+      rem /= out_shape[static_cast<size_t>(d)];
+    }
+    for (int64_t of = begin; of < end; ++of) {
       std::fill(k.begin(), k.end(), 0);
       for (int64_t t = 0; t < win_n; ++t) {
         int64_t in_flat = 0;
@@ -141,31 +147,51 @@ void reduce_window_t(const KernelArgs& a) {
   const WindowOp op = p.op();
   const int64_t n = walk.inner;
   const C init = op == WindowOp::Sum ? C(0) : op == WindowOp::Max ? lowest<C>() : highest<C>();
-  std::vector<C> acc(static_cast<size_t>(walk.out_elements()), init);
-  C* ac = acc.data();
-  // One loop per monoid over the inner run, so that each vectorises.
-  if (op == WindowOp::Sum) {
-    walk.each([&](int64_t o, int64_t i) {
-      for (int64_t j = 0; j < n; ++j) ac[o + j] = static_cast<C>(ac[o + j] + widen(x[i + j]));
-    });
-  } else if (op == WindowOp::Max) {
-    walk.each([&](int64_t o, int64_t i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const C v = widen(x[i + j]);
-        // NaN propagates, as lax.max (v != v is NaN).
-        ac[o + j] = (v > ac[o + j] || v != v) ? v : ac[o + j];
-      }
-    });
+  // Accumulate in the output itself when it has the accumulation type.
+  std::vector<C> acc;
+  C* ac;
+  if constexpr (std::is_same_v<C, T>) {
+    ac = out;
   } else {
-    walk.each([&](int64_t o, int64_t i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const C v = widen(x[i + j]);
-        ac[o + j] = (v < ac[o + j] || v != v) ? v : ac[o + j];
-      }
-    });
+    acc.resize(static_cast<size_t>(walk.out_elements()));
+    ac = acc.data();
   }
-  const int64_t total = walk.out_elements();
-  for (int64_t o = 0; o < total; ++o) out[o] = narrow<T>(ac[o]);
+  // The outer output positions split over the kernel's threads; one loop per monoid
+  // over the inner run, so that each vectorises.
+  parallel_ranges(walk.out_n, kernel_threads(a.busy_devices),
+                  std::max<int64_t>(1, kParallelMin / std::max<int64_t>(1, n * walk.win_n)), 1,
+                  [&](int64_t b, int64_t e) {
+                    std::fill(ac + b * n, ac + e * n, init);
+                    if (op == WindowOp::Sum) {
+                      walk.each(
+                          [&](int64_t o, int64_t i) {
+                            for (int64_t j = 0; j < n; ++j)
+                              ac[o + j] = static_cast<C>(ac[o + j] + widen(x[i + j]));
+                          },
+                          b, e);
+                    } else if (op == WindowOp::Max) {
+                      walk.each(
+                          [&](int64_t o, int64_t i) {
+                            for (int64_t j = 0; j < n; ++j) {
+                              const C v = widen(x[i + j]);
+                              // NaN propagates, as lax.max (v != v is NaN).
+                              ac[o + j] = (v > ac[o + j] || v != v) ? v : ac[o + j];
+                            }
+                          },
+                          b, e);
+                    } else {
+                      walk.each(
+                          [&](int64_t o, int64_t i) {
+                            for (int64_t j = 0; j < n; ++j) {
+                              const C v = widen(x[i + j]);
+                              ac[o + j] = (v < ac[o + j] || v != v) ? v : ac[o + j];
+                            }
+                          },
+                          b, e);
+                    }
+                    if constexpr (!std::is_same_v<C, T>)
+                      for (int64_t o = b * n; o < e * n; ++o) out[o] = narrow<T>(ac[o]);
+                  });
 }
 
 // The operand element each window selects, per element of the output (-1: padding).
@@ -174,23 +200,29 @@ void reduce_window_t(const KernelArgs& a) {
 // earlier tap, padding never replaces, and an all -inf window selects nothing (a zero
 // tangent), as JAX's CPU lowering does.
 template <typename T>
-std::vector<int64_t> selected(const Walk& walk, const T* x, WindowOp op) {
+std::vector<int64_t> selected(const Walk& walk, const T* x, WindowOp op, int threads) {
   using C = typename Acc<T>::type;
   const C identity = op == WindowOp::Max ? lowest<C>() : highest<C>();
   const int64_t n = walk.inner;
   std::vector<int64_t> pick(static_cast<size_t>(walk.out_elements()), -1);
   std::vector<C> best(static_cast<size_t>(walk.out_elements()), identity);
-  walk.each([&](int64_t o, int64_t i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const C v = widen(x[i + j]);
-      C& b = best[static_cast<size_t>(o + j)];
-      const bool keep = op == WindowOp::Max ? b >= v : b <= v;
-      if (!keep) {
-        b = v;
-        pick[static_cast<size_t>(o + j)] = i + j;
-      }
-    }
-  });
+  parallel_ranges(walk.out_n, threads,
+                  std::max<int64_t>(1, kParallelMin / std::max<int64_t>(1, n * walk.win_n)), 1,
+                  [&](int64_t b, int64_t e) {
+                    walk.each(
+                        [&](int64_t o, int64_t i) {
+                          for (int64_t j = 0; j < n; ++j) {
+                            const C v = widen(x[i + j]);
+                            C& bv = best[static_cast<size_t>(o + j)];
+                            const bool keep = op == WindowOp::Max ? bv >= v : bv <= v;
+                            if (!keep) {
+                              bv = v;
+                              pick[static_cast<size_t>(o + j)] = i + j;
+                            }
+                          }
+                        },
+                        b, e);
+                  });
   return pick;
 }
 
@@ -198,7 +230,7 @@ template <typename S, typename T>
 void gather_add_t(const KernelArgs& a) {
   const auto& p = static_cast<const prim::SelectAndGatherAdd&>(*a.prim);
   Walk walk((*a.in)[1].shape, (*a.out)[0].shape, p.window());
-  std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select());
+  std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select(), kernel_threads(a.busy_devices));
   const S* t = a.i<S>(0);
   S* out = a.o<S>(0);
   for (int64_t o = 0; o < walk.out_elements(); ++o) {
@@ -211,7 +243,7 @@ template <typename S, typename T>
 void scatter_add_t(const KernelArgs& a) {
   const auto& p = static_cast<const prim::SelectAndScatterAdd&>(*a.prim);
   Walk walk((*a.in)[1].shape, (*a.in)[0].shape, p.window());
-  std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select());
+  std::vector<int64_t> pick = selected(walk, a.i<T>(1), p.select(), kernel_threads(a.busy_devices));
   using C = typename Acc<S>::type;
   const S* src = a.i<S>(0);
   int64_t n = 1;
