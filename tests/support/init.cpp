@@ -20,7 +20,12 @@ struct TsrEnvironment : ::testing::Environment {
     // Process 0 prints every test; the others only their failures.
     if (tsr::process_index() != 0) GTEST_FLAG_SET(brief, true);
   }
-  void TearDown() override { tsr::distributed::shutdown(); }
+  // Work still queued (tests that discard results) finishes before exit: oneDNN's
+  // statics are destroyed by exit while a device may still be in a convolution.
+  void TearDown() override {
+    tsr::synchronize();
+    tsr::distributed::shutdown();
+  }
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new TsrEnvironment);
 }  // namespace

@@ -14,12 +14,16 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/convolution.h"
 #include "tsr/prims/windowed.h"
+#include "tsr/runtime/runtime.h"
 
 extern "C" void omp_set_num_threads(int);
 
@@ -64,9 +68,10 @@ std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
   return std::nullopt;
 }
 
+// Never destroyed: oneDNN's own statics may be gone first at exit.
 dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
 }
 
 // Set TSR_CONV_DIRECT=1 to run every convolution on the direct loop (tests compare
@@ -287,8 +292,38 @@ bool dnnl_backward_data(const KernelArgs& a, const ConvParams& p, dnnl::memory::
   return true;
 }
 
+// Work still queued at exit must finish before oneDNN's statics are destroyed. They are
+// C++ function-local statics, destroyed in reverse order of construction together with
+// the atexit handlers, and oneDNN creates some whenever it builds a kernel it has not
+// built before; the runtime's own drain, registered when it started, then runs too
+// late (a program returning from main with convolutions of new shapes queued crashed
+// or hung). So after each new configuration a drain is registered again: it runs
+// before the statics that configuration created are destroyed.
+void drain_at_exit_after(const KernelArgs& a, const ConvParams& p) {
+  std::string key = p.dn.lhs.empty() ? "" : std::to_string(p.dn.lhs[0]);
+  for (const auto* t : {&(*a.in)[0], &(*a.in)[1], &(*a.out)[0]}) {
+    key += "|" + std::to_string(static_cast<int>(t->dtype));
+    for (int64_t d : t->shape) key += "," + std::to_string(d);
+  }
+  for (const auto* v : {&p.strides, &p.lhs_dilation, &p.rhs_dilation})
+    for (int64_t d : *v) key += ";" + std::to_string(d);
+  for (const auto& [lo, hi] : p.padding) key += ":" + std::to_string(lo) + "," + std::to_string(hi);
+  for (const auto* v : {&p.dn.lhs, &p.dn.rhs, &p.dn.out})
+    for (int d : *v) key += "/" + std::to_string(d);
+  key += "#" + std::to_string(p.feature_group_count) + "," + std::to_string(p.batch_group_count);
+  static std::mutex mu;
+  static auto* seen = new std::unordered_set<std::string>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen->insert(key).second) std::atexit([] { Runtime::get().synchronize(); });
+}
+
 bool try_dnnl(const KernelArgs& a, const ConvParams& p) {
   if (direct_only()) return false;
+  struct Drain {
+    const KernelArgs& a;
+    const ConvParams& p;
+    ~Drain() { drain_at_exit_after(a, p); }
+  } drain{a, p};
   auto it = dnnl_type((*a.in)[0].dtype), ot = dnnl_type((*a.out)[0].dtype);
   if (!it || !ot) return false;
   if (numel(view((*a.out)[0].shape, p.dn.out).dims) == 0) return false;

@@ -109,6 +109,7 @@ struct Walk {
   template <typename F>
   void each(F&& f, int64_t begin = 0, int64_t end = -1) const {
     if (end < 0) end = out_n;
+    if (begin >= end) return;  // nothing to do (an empty output has a size-0 dim)
     std::vector<int64_t> o(r, 0), k(r, 0), stride(r, 1);
     for (size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * in_shape[d];
     for (int64_t rem = begin, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
