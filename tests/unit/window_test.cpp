@@ -162,4 +162,21 @@ TEST(Window, ShardedSpatialDimExchangesHalos) {
   }
 }
 
+// The mesh's ends are padded with the monoid's identity in the operand's dtype: for a
+// bool max that is false (the fuzzer found -inf converted to bool, which is true).
+TEST(Window, HaloPaddingOfBoolIsTheIdentity) {
+  Mesh m = make_mesh({2}, {"x"});
+  MeshScope scope(m);
+  std::vector<bool> v(32);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (i * 7 + 3) % 5 == 0;
+  Array x0 = array(v, {4, 8});
+  for (auto op : {WindowReducer::max, WindowReducer::min}) {
+    const double init = op == WindowReducer::max ? -inf : inf;
+    auto f = [&](const Array& a) { return reduce_window(a, init, op, {3, 2}, {{1, 1}, "SAME"}); };
+    std::vector<bool> want = f(x0).to_vector<bool>();
+    EXPECT_EQ(f(device_put(x0, P("x"))).to_vector<bool>(), want);
+    EXPECT_EQ(jit(f)(device_put(x0, P("x"))).to_vector<bool>(), want);
+  }
+}
+
 }  // namespace

@@ -156,9 +156,13 @@ std::optional<std::vector<Halo>> halos_of(const Array& x, const prim::Window& w)
 
 Array halo_reduce(const Array& x, prim::WindowOp op, prim::Window w, const std::vector<Halo>& hs,
                   const Mesh& mesh) {
-  const double identity = op == prim::WindowOp::Sum   ? 0.0
-                          : op == prim::WindowOp::Max ? -std::numeric_limits<double>::infinity()
-                                                      : std::numeric_limits<double>::infinity();
+  // The padding the mesh's ends receive: the monoid's identity in x's dtype (for bool
+  // max / min that is false / true: -inf as a bool would be true).
+  const bool is_bool = x.dtype() == DType::Bool;
+  const double identity = op == prim::WindowOp::Sum ? 0.0
+                          : op == prim::WindowOp::Max
+                              ? (is_bool ? 0.0 : -std::numeric_limits<double>::infinity())
+                              : (is_bool ? 1.0 : std::numeric_limits<double>::infinity());
   prim::Window local = w;
   for (const auto& h : hs) local.padding[static_cast<size_t>(h.dim)] = {0, 0};
   const PartitionSpec spec = x.type().sharding.spec();
