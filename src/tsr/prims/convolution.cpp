@@ -328,9 +328,7 @@ std::string ConvGeneralDilated::params() const {
 std::vector<Array> ConvGeneralDilated::jvp(const std::vector<Array>& primals,
                                            const std::vector<Array>& tangents,
                                            std::vector<Array>&) const {
-  const Array &x = primals[0], &y = primals[1], &tx = tangents[0], &ty = tangents[1];
-  return {ad::add(tx.valid() ? ad::rebind(*this, {tx, y})[0] : Array(),
-                  ty.valid() ? ad::rebind(*this, {x, ty})[0] : Array())};
+  return ad::bilinear_jvp(*this, primals, tangents);
 }
 
 namespace {
@@ -412,11 +410,7 @@ Array conv(const Array& a, const Array& b, ConvParams p, std::optional<NamedShar
 std::vector<Array> ConvGeneralDilated::transpose(const std::vector<Array>& cts,
                                                  const std::vector<LinearIn>& ins) const {
   const LinearIn &x = ins[0], &y = ins[1];
-  if (x.linear() && y.linear())
-    throw NotImplementedError(
-        "[transpose] both operands of 'conv_general_dilated' depend on the linear inputs, so the "
-        "function is not linear in them. Got a convolution of two linear values; expected one "
-        "operand that does not depend on the inputs.");
+  ad::check_bilinear_transpose(*this, ins, "a convolution");
   const Array& g = cts[0];
   const auto &ls = p_.dn.lhs, &rs = p_.dn.rhs, &os = p_.dn.out;
   if (x.linear()) {  // _conv_general_dilated_transpose_lhs

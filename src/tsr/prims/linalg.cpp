@@ -279,9 +279,7 @@ std::string DotGeneral::params() const {
 
 std::vector<Array> DotGeneral::jvp(const std::vector<Array>& primals,
                                    const std::vector<Array>& tangents, std::vector<Array>&) const {
-  const Array &x = primals[0], &y = primals[1], &tx = tangents[0], &ty = tangents[1];
-  return {ad::add(tx.valid() ? ad::rebind(*this, {tx, y})[0] : Array(),
-                  ty.valid() ? ad::rebind(*this, {x, ty})[0] : Array())};
+  return ad::bilinear_jvp(*this, primals, tangents);
 }
 
 namespace {
@@ -375,11 +373,7 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
 std::vector<Array> DotGeneral::transpose(const std::vector<Array>& cts,
                                          const std::vector<LinearIn>& ins) const {
   const LinearIn &x = ins[0], &y = ins[1];
-  if (x.linear() && y.linear())
-    throw NotImplementedError(
-        "[transpose] both operands of 'dot_general' depend on the linear inputs, so the "
-        "function is not linear in them. Got a product of two linear values; expected one "
-        "operand that does not depend on the inputs.");
+  ad::check_bilinear_transpose(*this, ins, "a product");
   const auto& d = dims_;
   if (x.linear())
     return {transpose_lhs(cts[0], x.type, y.value, d.lhs_contract, d.rhs_contract, d.lhs_batch,

@@ -257,6 +257,24 @@ std::vector<Array> linear_jvp(const Primitive& p, const std::vector<Array>& prim
   return rebind(p, t);
 }
 
+std::vector<Array> bilinear_jvp(const Primitive& p, const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents) {
+  const Array &x = primals[0], &y = primals[1], &tx = tangents[0], &ty = tangents[1];
+  return {add(tx.valid() ? rebind(p, {tx, y})[0] : Array(),
+              ty.valid() ? rebind(p, {x, ty})[0] : Array())};
+}
+
+void check_bilinear_transpose(const Primitive& p, const std::vector<LinearIn>& ins,
+                              const char* what) {
+  if (ins[0].linear() && ins[1].linear())
+    throw NotImplementedError(std::string("[transpose] both operands of '") + p.name() +
+                              "' depend on the linear inputs, so the function is not linear in "
+                              "them. Got " +
+                              what +
+                              " of two linear values; expected one operand that does not depend "
+                              "on the inputs.");
+}
+
 Array or_replicated(const std::function<Array(const Array&)>& f, const Array& x) {
   try {
     return f(x);

@@ -31,6 +31,14 @@ Array unbroadcast(const Array& ct, const ArrayType& operand);
  *  tangents (zeros instantiated). */
 std::vector<Array> linear_jvp(const Primitive& p, const std::vector<Array>& primals,
                               const std::vector<Array>& tangents);
+/** The jvp of a primitive bilinear in its two inputs (dot_general, convolution):
+ *  p(tx, y) + p(x, ty), symbolic zeros skipped. */
+std::vector<Array> bilinear_jvp(const Primitive& p, const std::vector<Array>& primals,
+                                const std::vector<Array>& tangents);
+/** A bilinear primitive's transpose refusal when both operands are linear
+ *  (NotImplementedError naming `what`, e.g. "a product"). */
+void check_bilinear_transpose(const Primitive& p, const std::vector<LinearIn>& ins,
+                              const char* what);
 /** Binds the primitive `p` itself (its own parameters) to `in`. */
 std::vector<Array> rebind(const Primitive& p, const std::vector<Array>& in);
 /** A sum of ct over `axes` with the result typed exactly `want` (sharding included). */
