@@ -58,7 +58,7 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION "JAX's parallel-array model in C++ (developm
 ${TSR_DEB_ABOUT}\nThis package holds the headers, the static library, and the CMake\n\
 (find_package(Tessera)) and pkg-config (tsr) files.")
 # The static library's dependencies, for find_package and pkg-config --static.
-set(TSR_DEV_DEPENDS "tessera (= ${PROJECT_VERSION}), liblapacke-dev, libdnnl-dev, libopenblas-dev, libsleef-dev, nlohmann-json3-dev, libisal-dev")
+set(TSR_DEV_DEPENDS "tessera (= ${PROJECT_VERSION}), liblapacke-dev, libdnnl-dev, ocl-icd-opencl-dev, libopenblas-dev, libsleef-dev, nlohmann-json3-dev, libisal-dev")
 if(TSR_MPI)
   string(APPEND TSR_DEV_DEPENDS ", libopenmpi-dev")
 endif()

@@ -11,6 +11,7 @@ PACKAGES=(
   libopenblas-dev             # GEMM (OpenBLAS, pthreads build)
   liblapacke-dev              # tsr::linalg (LAPACKE over OpenBLAS's LAPACK)
   libdnnl-dev                 # convolutions (oneDNN)
+  ocl-icd-opencl-dev          # oneDNN's CMake package finds OpenCL (a recommends, not a depends)
   libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
   python3 python3-venv        # tests/reference: JAX in a venv (never a library dependency)
   nlohmann-json3-dev          # checkpoint sidecars (JSON)
