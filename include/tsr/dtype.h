@@ -1,5 +1,6 @@
 #pragma once
 /** Element types, their sizes and names, and JAX's type-promotion lattice. */
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <ostream>
@@ -22,10 +23,12 @@ enum class DType : uint8_t {
   Int16,  // appended so that the values above keep their numbers
   UInt16,
   UInt64,
+  Complex64,  // two float32: real, imaginary
+  Complex128, // two float64
 };
 
 /** Number of DType values; DType values are 0..kNumDTypes-1. */
-inline constexpr int kNumDTypes = 13;
+inline constexpr int kNumDTypes = 15;
 
 inline constexpr DType bool_ = DType::Bool;        /**< boolean, one byte per element */
 inline constexpr DType int8 = DType::Int8;         /**< signed 8-bit integer */
@@ -40,6 +43,8 @@ inline constexpr DType float16 = DType::Float16;   /**< IEEE binary16 */
 inline constexpr DType bfloat16 = DType::BFloat16; /**< brain float (8-bit exponent) */
 inline constexpr DType float32 = DType::Float32;   /**< IEEE binary32 */
 inline constexpr DType float64 = DType::Float64;   /**< IEEE binary64 */
+inline constexpr DType complex64 = DType::Complex64;   /**< two float32 (std::complex<float>) */
+inline constexpr DType complex128 = DType::Complex128; /**< two float64 (std::complex<double>) */
 
 /** True when t is one of the enum's values (not a `static_cast<DType>(77)`). */
 bool is_valid_dtype(DType t);
@@ -54,6 +59,15 @@ const char* dtype_name(DType t);
 const char* dtype_short_name(DType t);
 /** True for float16, bfloat16, float32, float64. */
 bool is_floating(DType t);
+/** True for complex64 and complex128. */
+bool is_complex(DType t);
+/** True for the floating and complex types (JAX's `inexact`). */
+bool is_inexact(DType t);
+/** The real type of a complex one (complex64 -> float32); other types unchanged. */
+DType real_dtype(DType t);
+/** The complex type holding t: float64 -> complex128, complex types unchanged, anything
+ *  else complex64 (as lax.complex of float32 parts). */
+DType complex_dtype(DType t);
 /** True for the signed and unsigned integer types (not bool). */
 bool is_integer(DType t);
 /** True for the unsigned integer types. */
@@ -172,14 +186,32 @@ template <>
 struct dtype_of<double> {
   static constexpr DType value = DType::Float64;
 };
+template <>
+struct dtype_of<std::complex<float>> {
+  static constexpr DType value = DType::Complex64;
+};
+template <>
+struct dtype_of<std::complex<double>> {
+  static constexpr DType value = DType::Complex128;
+};
 /** The DType of C++ type T. */
 template <typename T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
 
-/** Calls f(T{}) with the C++ type T that stores dtype t (bool stored as bool). */
+namespace detail {
+/** Raises the internal error for a complex dtype reaching a real-only dispatch. */
+[[noreturn]] void complex_not_dispatched(DType t);
+}  // namespace detail
+
+/** Calls f(T{}) with the C++ type T that stores the real dtype t (bool stored as bool).
+ *  Complex dtypes raise an internal error: the generic kernels compare and cast, so a
+ *  kernel that takes complex tests is_complex and calls dispatch_complex itself. */
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
+    case DType::Complex64:
+    case DType::Complex128:
+      detail::complex_not_dispatched(t);
     case DType::Bool:
       return f(bool{});
     case DType::Int8:
@@ -208,6 +240,13 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
       return f(uint64_t{});
   }
   return f(float{});
+}
+
+/** Calls f(std::complex<float>{}) or f(std::complex<double>{}) for a complex dtype. */
+template <typename F>
+decltype(auto) dispatch_complex(DType t, F&& f) {
+  if (t == DType::Complex128) return f(std::complex<double>{});
+  return f(std::complex<float>{});
 }
 
 }  // namespace tsr

@@ -94,10 +94,25 @@ Array full_like(const Array& x, const Array& fill_value, std::optional<DType> dt
 // ---- elementwise ---------------------------------------------------------------
 /** -x. */
 Array neg(const Array& x);
-/** |x|. */
+/** |x| (of a complex x: its modulus, a real array). */
 Array abs(const Array& x);
-/** -1, 0 or 1. */
+/** -1, 0 or 1 (of a complex x: x / |x|, 0 at 0). */
 Array sign(const Array& x);
+/** jnp.real: the real part of a complex array; a real array unchanged. */
+Array real(const Array& x);
+/** jnp.imag: the imaginary part of a complex array; zeros for a real array. */
+Array imag(const Array& x);
+/** jnp.conj: the complex conjugate; a real array unchanged. */
+Array conj(const Array& x);
+/** jnp.conjugate (the same as conj). */
+Array conjugate(const Array& x);
+/** lax.complex: x + i y (promoted; integers and half types become float32, float64
+ *  stays): a complex64 or complex128 array. */
+Array complex(const ArrayLike& x, const ArrayLike& y);
+/** jnp.angle: the argument atan2(imag, real) in radians (in degrees with deg). */
+Array angle(const Array& z, bool deg = false);
+/** jnp.iscomplexobj: true for a complex64 / complex128 array. */
+bool iscomplexobj(const Array& x);
 /** Round down. */
 Array floor(const Array& x);
 /** Round up. */

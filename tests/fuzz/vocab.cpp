@@ -961,6 +961,28 @@ Step d_conv(Gen& g) {
             });
 }
 
+// ---- complex -----------------------------------------------------------------------
+// z = complex(x, sin x) through a few complex ops and back to a real array (real, imag
+// or abs), so the chain goes on: elementwise, so every layout of x is kept.
+Step d_complex(Gen& g) {
+  const int op = g.r.below(3);
+  static const char* names[] = {"real(exp(z) * conj(z))", "abs(square(z) + z)",
+                                "imag(log(z + 2) / (1 + z))"};
+  return mk(std::string("complex(x, sin(x)) -> ") + names[op],
+            [=](const Ctx&, const Array& x0, const Ins&) {
+              Array x = x0.dtype() == float64 ? x0 : astype(x0, float32);
+              Array z = complex(x, sin(x));
+              switch (op) {
+                case 0:
+                  return real(multiply(exp(tanh(z)), conj(z)));
+                case 1:
+                  return abs(add(square(z), z));
+                default:
+                  return imag(divide(log(add(z, 2.0)), add(z, 1.0)));
+              }
+            });
+}
+
 // ---- creation (ignore x) ---------------------------------------------------------
 Step d_full(Gen& g) {
   Shape s = g.shape();
@@ -1458,6 +1480,7 @@ const std::vector<OpDef>& vocabulary() {
       {"linalg", 1, true, false, d_linalg},
       {"reduce_window", 1, false, false, d_window},
       {"conv_general_dilated", 1, false, false, d_conv},
+      {"complex", 1, false, false, d_complex},
       {"zeros/ones/full/iota", 0, false, false, d_full},
       {"arange/linspace/eye", 0, false, false, d_arange},
       {"broadcasted_iota", 0, false, false, d_broadcasted_iota},

@@ -12,28 +12,30 @@ using namespace tsr;
 
 namespace {
 
-// Rows/cols in this order: b1 u8 u16 u32 u64 i8 i16 i32 i64 bf16 f16 f32 f64: JAX's
-// jnp.promote_types with x64 enabled (jax/_src/dtypes.py lattice); uint64 with a
-// signed integer meets at JAX's weak "float", which is float64.
-const DType kOrder[] = {bool_, uint8, uint16,   uint32,  uint64,  int8,   int16,
-                        int32, int64, bfloat16, float16, float32, float64};
-constexpr int kN = 13;
+// Rows/cols in this order: b1 u8 u16 u32 u64 i8 i16 i32 i64 bf16 f16 f32 f64 c64 c128:
+// JAX 0.10.2's jnp.promote_types with x64 enabled, printed by a script (jax/_src/dtypes.py
+// lattice); uint64 with a signed integer meets at JAX's weak "float", which is float64.
+const DType kOrder[] = {bool_, uint8,    uint16,  uint32,  uint64,  int8,      int16,     int32,
+                        int64, bfloat16, float16, float32, float64, complex64, complex128};
+constexpr int kN = 15;
 // Row i, column j: promote_types(kOrder[i], kOrder[j]), by short name.
 const char* kTable[kN] = {
-    // b1 u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64
-    "bool u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64",
-    "u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64",
-    "u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64",
-    "u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64",
-    "u64  u64  u64  u64  u64  f64  f64  f64  f64  bf16 f16  f32  f64",
-    "i8   i16  i32  i64  f64  i8   i16  i32  i64  bf16 f16  f32  f64",
-    "i16  i16  i32  i64  f64  i16  i16  i32  i64  bf16 f16  f32  f64",
-    "i32  i32  i32  i64  f64  i32  i32  i32  i64  bf16 f16  f32  f64",
-    "i64  i64  i64  i64  f64  i64  i64  i64  i64  bf16 f16  f32  f64",
-    "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64",
-    "f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64",
-    "f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64",
-    "f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64",
+    // b1 u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128
+    "bool u8   u16  u32  u64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128",
+    "u8   u8   u16  u32  u64  i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128",
+    "u16  u16  u16  u32  u64  i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128",
+    "u32  u32  u32  u32  u64  i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128",
+    "u64  u64  u64  u64  u64  f64  f64  f64  f64  bf16 f16  f32  f64  c64  c128",
+    "i8   i16  i32  i64  f64  i8   i16  i32  i64  bf16 f16  f32  f64  c64  c128",
+    "i16  i16  i32  i64  f64  i16  i16  i32  i64  bf16 f16  f32  f64  c64  c128",
+    "i32  i32  i32  i64  f64  i32  i32  i32  i64  bf16 f16  f32  f64  c64  c128",
+    "i64  i64  i64  i64  f64  i64  i64  i64  i64  bf16 f16  f32  f64  c64  c128",
+    "bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 bf16 f32  f32  f64  c64  c128",
+    "f16  f16  f16  f16  f16  f16  f16  f16  f16  f32  f16  f32  f64  c64  c128",
+    "f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f32  f64  c64  c128",
+    "f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  f64  c128 c128",
+    "c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c64  c128 c64  c128",
+    "c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128 c128",
 };
 
 std::string cell(int i, int j) {
@@ -86,6 +88,27 @@ TEST(DType, WeakTypes) {
   EXPECT_EQ(promote_types(u64_i8, TypedDType{float16, false}), (TypedDType{float16, false}));
   EXPECT_EQ(promote_types(TypedDType{uint64, false}, wi), (TypedDType{uint64, false}));
   EXPECT_EQ(promote_types(TypedDType{uint64, false}, wf), (TypedDType{float32, true}));
+  // Complex: a weak float defers to a strong complex; a weak complex meets a strong
+  // float at its complex type (JAX: float32(1) * 1j is complex64).
+  EXPECT_EQ(promote_types(wf, TypedDType{complex64, false}), (TypedDType{complex64, false}));
+  EXPECT_EQ(promote_types(TypedDType{complex64, true}, TypedDType{float32, false}),
+            (TypedDType{complex64, false}));
+  EXPECT_EQ(promote_types(TypedDType{complex64, true}, wf), (TypedDType{complex64, true}));
+}
+
+TEST(DType, ComplexHelpers) {
+  EXPECT_EQ(itemsize(complex64), 8);
+  EXPECT_EQ(itemsize(complex128), 16);
+  EXPECT_STREQ(dtype_name(complex64), "complex64");
+  EXPECT_STREQ(dtype_short_name(complex128), "c128");
+  EXPECT_TRUE(is_complex(complex64) && is_inexact(complex128) && is_inexact(float16));
+  EXPECT_FALSE(is_floating(complex64) || is_complex(float64) || is_inexact(int32));
+  EXPECT_EQ(real_dtype(complex64), float32);
+  EXPECT_EQ(real_dtype(complex128), float64);
+  EXPECT_EQ(real_dtype(int8), int8);
+  EXPECT_EQ(complex_dtype(float64), complex128);
+  EXPECT_EQ(complex_dtype(bfloat16), complex64);
+  EXPECT_EQ((dtype_v<std::complex<double>>), complex128);
 }
 
 TEST(DType, NamesAndSizes) {

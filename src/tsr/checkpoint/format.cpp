@@ -19,8 +19,9 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-// safetensors names (https://github.com/huggingface/safetensors), indexed by DType.
-constexpr std::array<std::pair<DType, const char*>, 13> kDTypeNames = {{
+// safetensors names (https://github.com/huggingface/safetensors), indexed by DType;
+// C64 is safetensors' complex64, C128 ours in its style (safetensors has none).
+constexpr std::array<std::pair<DType, const char*>, 15> kDTypeNames = {{
     {DType::Bool, "BOOL"},
     {DType::Int8, "I8"},
     {DType::Int16, "I16"},
@@ -34,6 +35,8 @@ constexpr std::array<std::pair<DType, const char*>, 13> kDTypeNames = {{
     {DType::BFloat16, "BF16"},
     {DType::Float32, "F32"},
     {DType::Float64, "F64"},
+    {DType::Complex64, "C64"},
+    {DType::Complex128, "C128"},
 }};
 
 nlohmann::ordered_json mesh_json(const MeshInfo& m) {

@@ -146,6 +146,13 @@ std::string safetensors_header(const Info& info, const std::vector<Pending>& blo
 // A block's bytes on the host (one copy of that device's buffer).
 template <typename F>
 void with_bytes(const Array& a, F&& f) {
+  if (is_complex(a.dtype())) {
+    dispatch_complex(a.dtype(), [&](auto tag) {
+      std::vector<decltype(tag)> v = a.to_vector<decltype(tag)>();
+      f(static_cast<const void*>(v.data()), v.size() * sizeof(tag));
+    });
+    return;
+  }
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using H = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;  // bool as bytes

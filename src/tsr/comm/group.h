@@ -72,18 +72,22 @@ class Group {
   int size() const { return impl_->size(); }
   /** See GroupImpl::all_reduce. */
   void all_reduce(const void* in, void* out, int64_t count, DType dt, ReduceOp op) const {
+    dt = reduced_wire(dt, count, op, "all_reduce");
     impl_->all_reduce(rank_, in, out, count, dt, op);
   }
   /** See GroupImpl::all_gather. */
   void all_gather(const void* in, void* out, int64_t count, DType dt) const {
+    dt = wire(dt, count);
     impl_->all_gather(rank_, in, out, count, dt);
   }
   /** See GroupImpl::reduce_scatter. */
   void reduce_scatter(const void* in, void* out, int64_t count, DType dt, ReduceOp op) const {
+    dt = reduced_wire(dt, count, op, "reduce_scatter");
     impl_->reduce_scatter(rank_, in, out, count, dt, op);
   }
   /** See GroupImpl::all_to_all. */
   void all_to_all(const void* in, void* out, int64_t count, DType dt) const {
+    dt = wire(dt, count);
     impl_->all_to_all(rank_, in, out, count, dt);
   }
   /** See GroupImpl::all_to_allv. */
@@ -96,10 +100,12 @@ class Group {
   /** See GroupImpl::permute. */
   void permute(const void* in, void* out, int64_t count, DType dt,
                const std::vector<std::pair<int, int>>& pairs) const {
+    dt = wire(dt, count);
     impl_->permute(rank_, in, out, count, dt, pairs);
   }
   /** See GroupImpl::broadcast. */
   void broadcast(const void* in, void* out, int64_t count, DType dt, int root) const {
+    dt = wire(dt, count);
     impl_->broadcast(rank_, in, out, count, dt, root);
   }
   /** See GroupImpl::barrier. */
@@ -112,6 +118,19 @@ class Group {
   const std::shared_ptr<GroupImpl>& impl() const { return impl_; }
 
  private:
+  // A complex value travels as its real and imaginary parts: twice the elements of
+  // the real type, so every implementation sums it without a complex case.
+  static DType wire(DType dt, int64_t& count) {
+    if (!is_complex(dt)) return dt;
+    count *= 2;
+    return real_dtype(dt);
+  }
+  // Only sums are defined part by part; complex max / min / prod are refused.
+  static DType reduced_wire(DType dt, int64_t& count, ReduceOp op, const char* what) {
+    if (is_complex(dt) && op != ReduceOp::Sum) complex_op_refused(dt, op, what);
+    return wire(dt, count);
+  }
+  [[noreturn]] static void complex_op_refused(DType dt, ReduceOp op, const char* what);
   std::shared_ptr<GroupImpl> impl_;
   int rank_ = 0;
 };

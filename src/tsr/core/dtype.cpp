@@ -28,28 +28,35 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
     {"int16", "i16", 2},
     {"uint16", "u16", 2},
     {"uint64", "u64", 8},
+    {"complex64", "c64", 8},
+    {"complex128", "c128", 16},
 }};
 
 // JAX's promotion lattice (jax/_src/dtypes.py, _type_promotion_lattice with
-// strict=False, x64=True), without the 2/4-bit integers and complex types.
-enum Node : int { B1, IW, FW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, kNodes };
+// strict=False, x64=True), without the 2/4-bit integers and the float8 types.
+enum Node : int {
+  B1, IW, FW, CW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, C64, C128, kNodes
+};
 
-constexpr std::array<std::array<int, 2>, kNodes> kEdges = {{
-    {IW, -1},     // b1
-    {U8, I8},     // i*
-    {BF16, F16},  // f*
-    {I16, U16},   // u8
-    {I32, U32},   // u16
-    {I64, U64},   // u32
-    {FW, -1},     // u64
-    {I16, -1},    // i8
-    {I32, -1},    // i16
-    {I64, -1},    // i32
-    {FW, -1},     // i64
-    {F32, -1},    // bf16
-    {F32, -1},    // f16
-    {F64, -1},    // f32
-    {-1, -1},     // f64
+constexpr std::array<std::array<int, 3>, kNodes> kEdges = {{
+    {IW, -1, -1},     // b1
+    {U8, I8, -1},     // i*
+    {BF16, F16, CW},  // f*
+    {C64, -1, -1},    // c*
+    {I16, U16, -1},   // u8
+    {I32, U32, -1},   // u16
+    {I64, U64, -1},   // u32
+    {FW, -1, -1},     // u64
+    {I16, -1, -1},    // i8
+    {I32, -1, -1},    // i16
+    {I64, -1, -1},    // i32
+    {FW, -1, -1},     // i64
+    {F32, -1, -1},    // bf16
+    {F32, -1, -1},    // f16
+    {F64, C64, -1},   // f32
+    {C128, -1, -1},   // f64
+    {C128, -1, -1},   // c64
+    {-1, -1, -1},     // c128
 }};
 
 using UpperSets = std::array<uint32_t, kNodes>;
@@ -101,6 +108,10 @@ int node_of(DType t) {
       return F32;
     case DType::Float64:
       return F64;
+    case DType::Complex64:
+      return C64;
+    case DType::Complex128:
+      return C128;
   }
   return F32;
 }
@@ -137,6 +148,11 @@ DType dtype_of_node(int n) {
       return DType::Float32;
     case F64:
       return DType::Float64;
+    case CW:  // weak "complex": x64's default complex
+    case C128:
+      return DType::Complex128;
+    case C64:
+      return DType::Complex64;
     default:
       break;
   }
@@ -172,6 +188,24 @@ const char* dtype_short_name(DType t) {
 bool is_floating(DType t) {
   return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
+bool is_complex(DType t) { return t == DType::Complex64 || t == DType::Complex128; }
+bool is_inexact(DType t) { return is_floating(t) || is_complex(t); }
+DType real_dtype(DType t) {
+  return t == DType::Complex64 ? DType::Float32 : t == DType::Complex128 ? DType::Float64 : t;
+}
+DType complex_dtype(DType t) {
+  return t == DType::Float64 || t == DType::Complex128 ? DType::Complex128 : DType::Complex64;
+}
+
+namespace detail {
+void complex_not_dispatched(DType t) {
+  throw BackendError(std::string("[dispatch_dtype] a ") + dtype_name(t) +
+                      " value reached a kernel written for real types. Got " + dtype_name(t) +
+                      "; expected a real dtype. This is a bug in Tessera: the primitive's rule "
+                      "should have refused complex operands (please report it).");
+}
+}  // namespace detail
+
 bool is_unsigned(DType t) {
   return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
 }
@@ -185,8 +219,8 @@ DType dtype_from_name(const std::string& name) {
     if (name == kInfo[i].name || name == kInfo[i].short_name) return static_cast<DType>(i);
   throw ValueError("[dtype] unknown dtype name. Got '" + name +
                    "'; expected one of bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-                   "uint64, float16, bfloat16, float32, float64 (or their short forms such as "
-                   "f32).");
+                   "uint64, float16, bfloat16, float32, float64, complex64, complex128 (or their "
+                   "short forms such as f32, c64).");
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
@@ -196,10 +230,10 @@ DType promote_types(DType a, DType b) { return dtype_of_node(lub(node_of(a), nod
 TypedDType promote_types(TypedDType a, TypedDType b) {
   auto node = [](TypedDType t) {
     if (!t.weak || t.dtype == DType::Bool) return node_of(t.dtype);
-    return is_floating(t.dtype) ? int{FW} : int{IW};
+    return is_complex(t.dtype) ? int{CW} : is_floating(t.dtype) ? int{FW} : int{IW};
   };
   int n = lub(node(a), node(b));
-  if (n == IW || n == FW) {
+  if (n == IW || n == FW || n == CW) {
     // A weak result keeps the widest weak input dtype (int32/float32 for C++ scalars).
     // Two strong inputs meet at a weak node only for uint64 + signed int: JAX gives
     // its default float (float64 with x64), weakly typed.
@@ -208,6 +242,7 @@ TypedDType promote_types(TypedDType a, TypedDType b) {
               : b.weak         ? b.dtype
                                : dtype_of_node(n);
     if (n == FW && !is_floating(d)) d = DType::Float32;
+    if (n == CW && !is_complex(d)) d = complex_dtype(d);
     return {d, true};
   }
   return {dtype_of_node(n), false};

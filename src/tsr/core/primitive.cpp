@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "tsr/backends/kernel.h"
 #include "tsr/error.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/pcast.h"
@@ -87,6 +88,24 @@ std::vector<std::tuple<std::string, AdKind, std::string>>& ad_registry() {
 }
 }  // namespace
 
+namespace {
+std::set<std::string>& complex_registry() {
+  static std::set<std::string> r;
+  return r;
+}
+}  // namespace
+
+bool declare_complex(const char* name) {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  complex_registry().insert(name);
+  return true;
+}
+
+bool complex_declared(const char* name) {
+  std::lock_guard<std::mutex> lock(registry_mu());
+  return complex_registry().count(name) > 0;
+}
+
 bool declare_ad(const char* name, AdKind kind, const char* why) {
   std::lock_guard<std::mutex> lock(registry_mu());
   ad_registry().emplace_back(name, kind, why);
@@ -107,6 +126,20 @@ std::string types_list(const std::vector<ArrayType>& in) {
   for (size_t i = 0; i < in.size(); ++i) s += (i ? ", " : "") + in[i].str();
   return s;
 }
+
+// Primitives without kernels (jit, shard_map, control flow) carry complex values
+// through; one with a kernel must have declared that its kernel takes them.
+void check_complex(const Primitive& prim, const std::vector<ArrayType>& types) {
+  for (const auto& t : types) {
+    if (!is_complex(t.dtype)) continue;
+    if (!has_kernel(prim.name()) || complex_declared(prim.name())) return;
+    throw NotImplementedError(std::string("[") + prim.name() + "] " + dtype_name(t.dtype) +
+                              " is not supported by " + prim.name() + " yet. Got " + t.str() +
+                              "; expected a real dtype. Compute on the real and imaginary parts "
+                              "(tsr::real, tsr::imag) and combine them with tsr::complex.");
+  }
+}
+
 
 }  // namespace
 
@@ -160,8 +193,10 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
                          "you), or pass check_vma=false to shard_map.");
       }
     }
+  check_complex(prim, in);
   try {
     std::vector<ArrayType> out = prim.infer(in);
+    check_complex(prim, out);
     if (vma)
       for (auto& t : out) t.vma = *vma;
     // Operands unreduced / reduced over manual axes (pcast): sharding §9's rules.

@@ -137,6 +137,13 @@ bool declare_ad(const char* name, AdKind kind, const char* why = "");
 /** Every declaration: name -> (kind, reason). */
 std::vector<std::tuple<std::string, AdKind, std::string>> ad_declarations();
 
+/** Declares that a primitive's rule and CPU kernel take complex operands and results.
+ *  A primitive with a kernel that its family has not declared refuses complex types
+ *  in the rule driver (NotImplementedError), so no generic kernel meets std::complex. */
+bool declare_complex(const char* name);
+/** True when the primitive was declared with declare_complex. */
+bool complex_declared(const char* name);
+
 /** The registry of primitive names (for printing, and the coverage test). */
 const std::vector<std::string>& registered_primitives();
 /** Registers a name once (done by each family's static registrar). */

@@ -38,7 +38,7 @@ PrimPtr binary_prim(BinaryOp op) {
 }
 
 Array unary(UnaryOp op, const Array& x, bool to_float) {
-  if (to_float && !is_floating(x.dtype()))
+  if (to_float && !is_inexact(x.dtype()))
     return bind1(unary_prim(op), {convert(x, DType::Float32)});
   return bind1(unary_prim(op), {x});
 }
@@ -100,6 +100,8 @@ Array sigmoid(const Array& x) { return logistic(x); }
 Array erf(const Array& x) { return unary(UnaryOp::Erf, x, true); }
 Array erfinv(const Array& x) { return unary(UnaryOp::ErfInv, x, true); }
 Array isfinite(const Array& x) {
+  // jnp.isfinite of a complex number: both parts finite.
+  if (is_complex(x.dtype())) return logical_and(isfinite(real(x)), isfinite(imag(x)));
   if (!is_floating(x.dtype())) return full_like(x, 1, DType::Bool);
   return unary(UnaryOp::IsFinite, x, false);
 }
@@ -119,7 +121,7 @@ Array multiply(const ArrayLike& a, const ArrayLike& b) {
 }
 Array divide(const ArrayLike& a, const ArrayLike& b) {
   std::vector<Array> v = promote({a, b}, "div");
-  if (!is_floating(v[0].dtype()))  // true division, as jnp.divide
+  if (!is_inexact(v[0].dtype()))  // true division, as jnp.divide
     for (auto& x : v) x = convert(x, DType::Float32, x.type().weak);
   v = promote_ranks(v);
   return bind1(std::make_shared<prim::Binary>(BinaryOp::Div), v);

@@ -435,7 +435,7 @@ Indexer to_gather(const Array& x, const std::vector<Entry>& ent, bool contiguous
 }
 
 double default_fill(DType t) {
-  if (is_floating(t)) return std::numeric_limits<double>::quiet_NaN();
+  if (is_inexact(t)) return std::numeric_limits<double>::quiet_NaN();
   switch (t) {
     case DType::Bool:
       return 1;

@@ -141,7 +141,7 @@ Array kron(const Array& a0, const Array& b0) {
 Array isclose(const ArrayLike& a, const ArrayLike& b, double rtol, double atol, bool equal_nan) {
   std::vector<Array> p = promote({a, b}, "isclose");
   const Array &x = p[0], &y = p[1];
-  if (!is_floating(x.dtype())) return equal(x, y);
+  if (!is_inexact(x.dtype())) return equal(x, y);
   Array out = less_equal(abs(subtract(x, y)), add(atol, multiply(rtol, abs(y))));
   Array xi = isinf_(x), yi = isinf_(y);
   // Infinite values are close only to the same infinity.

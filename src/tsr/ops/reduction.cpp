@@ -118,7 +118,7 @@ Array mean(const Array& x, const AxisArg& axis, const ReduceOptions& o) {
   // As jnp.mean: sum and divide in the computation dtype (float32 for the half
   // types), then round once to the result dtype.
   if (o.dtype) check_dtype(*o.dtype, "mean");
-  DType out = o.dtype ? *o.dtype : (is_floating(x.dtype()) ? x.dtype() : DType::Float32);
+  DType out = o.dtype ? *o.dtype : (is_inexact(x.dtype()) ? x.dtype() : DType::Float32);
   DType comp = upcast_half(out);
   Array s = sum(x, std::vector<int>(axes), {o.keepdims, o.out_sharding, comp});
   Array r = divide(s, static_cast<double>(n));
@@ -131,12 +131,17 @@ Array var(const Array& x, const AxisArg& axis, int ddof, const ReduceOptions& o)
   for (int a : axes) n *= x.shape()[a];
   // As jnp.var: every step in float32 for the half types, one rounding at the end.
   if (o.dtype) check_dtype(*o.dtype, "var");
-  DType out = o.dtype ? *o.dtype : (is_floating(x.dtype()) ? x.dtype() : DType::Float32);
-  DType comp = upcast_half(out);
+  // A complex variance is the mean of |x - mean|^2: real (jnp.var).
+  DType out = o.dtype                   ? *o.dtype
+              : is_complex(x.dtype())   ? real_dtype(x.dtype())
+              : is_floating(x.dtype())  ? x.dtype()
+                                        : DType::Float32;
+  DType comp = is_complex(x.dtype()) ? x.dtype() : upcast_half(out);
   Array xf = x.dtype() == comp ? x : astype(x, comp);
   Array m = mean(xf, std::vector<int>(axes), {true, {}, {}});
   Array d = subtract(xf, m);
-  Array s = sum(multiply(d, d), std::vector<int>(axes), {o.keepdims, o.out_sharding, {}});
+  Array sq = is_complex(comp) ? add(square(real(d)), square(imag(d))) : multiply(d, d);
+  Array s = sum(sq, std::vector<int>(axes), {o.keepdims, o.out_sharding, {}});
   Array r = divide(s, static_cast<double>(std::max<int64_t>(n - ddof, 0)));
   return r.dtype() == out ? r : astype(r, out);
 }

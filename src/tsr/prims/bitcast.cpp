@@ -17,12 +17,14 @@ const bool registered =
 std::vector<ArrayType> BitcastConvertType::infer(const std::vector<ArrayType>& in) const {
   const ArrayType& x = in.at(0);
   const int old_bits = 8 * itemsize(x.dtype), new_bits = 8 * itemsize(dtype_);
-  if ((x.dtype == DType::Bool || dtype_ == DType::Bool) && x.dtype != dtype_)
+  if ((x.dtype == DType::Bool || dtype_ == DType::Bool || is_complex(x.dtype) ||
+       is_complex(dtype_)) &&
+      x.dtype != dtype_)
     throw TypeError(
         "[bitcast_convert_type] tsr::bitcast_convert_type does not support bool or complex values "
         "unless the operand and destination types match. Got operand dtype=" +
         std::string(dtype_name(x.dtype)) + ", new_dtype=" + dtype_name(dtype_) +
-        "; expected two non-bool dtypes. Consider using the arr.view() method instead "
+        "; expected two non-bool, non-complex dtypes. Consider using the arr.view() method instead "
         "(Array::view), or compare with 0 / astype for a value conversion.");
   Shape shape = x.shape;
   std::vector<PartitionEntry> e = entries_of(x);

@@ -213,6 +213,11 @@ std::vector<ArrayType> Collective::infer(const std::vector<ArrayType>& in) const
   if (all.size() != axes_.size())
     throw ValueError(pre + "the axis names " + axis_names_tuple(axes_) +
                      " repeat an axis. Got that; expected each axis once.");
+  if (op_ != ReduceOp::Sum && !in.empty() && is_complex(in[0].dtype))
+    throw NotImplementedError(pre + name() + " of a " + dtype_name(in[0].dtype) +
+                              " value is not defined. Got " + in[0].str() +
+                              "; expected a real dtype (complex numbers have no order). Reduce "
+                              "the real and imaginary parts (tsr::real, tsr::imag) separately.");
   if (!groups_.empty() && kind_ != Kind::Psum)
     throw NotImplementedError(pre + name() + " does not take axis_index_groups. Got " +
                               groups_str(groups_) + "; expected none. Drop them.");

@@ -212,7 +212,8 @@ void check_preferred(const char* prim, DType in, DType out) {
   bool int_in = is_integer(in), float_in = is_floating(in);
   if (int_in && is_floating(out)) {
   } else {
-    if ((int_in && !is_integer(out)) || (float_in && !is_floating(out)))
+    if ((int_in && !is_integer(out)) || (float_in && !is_floating(out)) ||
+        (is_complex(in) != is_complex(out)))
       bad("Input type is incompatible with `preferred_element_type`. The compatible "
           "combinations of (input_type, preferred_element_type) are (integral, integral), "
           "(integral, floating), (floating, floating), (complex, complex.",

@@ -49,30 +49,38 @@ bool register_all() {
 const bool registered = register_all();
 
 // The dtype classes lax accepts per unary op (lax.py's standard_unop calls):
-// numbers for neg/sign, signed ints and floats for abs, ints and floats for
-// square, bool and ints for not, floats for the rest. jnp front-ends handle the
-// other dtypes themselves (abs of uint is the identity, square of bool is int).
-enum DClass : unsigned { kBoolC = 1, kSignedC = 2, kUnsignedC = 4, kFloatC = 8 };
+// numbers for neg/sign, signed ints, floats and complex for abs, numbers for square,
+// bool and ints for not, floats and complex for the transcendental functions, floats
+// for the rest. jnp front-ends handle the other dtypes themselves (abs of uint is the
+// identity, square of bool is int).
+enum DClass : unsigned { kBoolC = 1, kSignedC = 2, kUnsignedC = 4, kFloatC = 8, kComplexC = 16 };
 
 unsigned accepted(UnaryOp op) {
   switch (op) {
     case UnaryOp::Neg:
     case UnaryOp::Sign:
-      return kSignedC | kUnsignedC | kFloatC;
-    case UnaryOp::Abs:
-      return kSignedC | kFloatC;
     case UnaryOp::Square:
-      return kSignedC | kUnsignedC | kFloatC;
+      return kSignedC | kUnsignedC | kFloatC | kComplexC;
+    case UnaryOp::Abs:
+      return kSignedC | kFloatC | kComplexC;
     case UnaryOp::Not:
       return kBoolC | kSignedC | kUnsignedC;
-    default:
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Round:
+    case UnaryOp::IsFinite:
+    case UnaryOp::Erf:
+    case UnaryOp::ErfInv:
       return kFloatC;
+    default:
+      return kFloatC | kComplexC;
   }
 }
 
 unsigned class_of(DType t) {
   if (t == DType::Bool) return kBoolC;
   if (is_floating(t)) return kFloatC;
+  if (is_complex(t)) return kComplexC;
   return is_unsigned(t) ? kUnsignedC : kSignedC;
 }
 
@@ -85,6 +93,7 @@ std::string class_names(unsigned c) {
   add(kSignedC, "signedinteger");
   add(kUnsignedC, "unsignedinteger");
   add(kFloatC, "floating");
+  add(kComplexC, "complexfloating");
   return s;
 }
 
@@ -185,13 +194,13 @@ std::vector<PartitionEntry> broadcast_entries(const char* name, const std::vecto
 
 namespace tsr::prim {
 using namespace tsr::detail;
-namespace {
 
 // Spec §9 for binary ops, extended to every op that is linear in an operand:
 // add/sub of two sum-unreduced values on the same axes, max/min of two values
 // unreduced of that kind, mul by (or div by) a value replicated over the
 // unreduced axes (JAX requires it to be `reduced` there; replicated is as exact).
-PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType>& in) {
+PartitionSpec binary_unreduced_sets(const char* name, BinaryOp op,
+                                    const std::vector<ArrayType>& in) {
   const auto& ul = unreduced_of(in[0]);
   const auto& ur = unreduced_of(in[1]);
   std::set<std::string> red = nary_reduced(name, in);
@@ -263,8 +272,6 @@ PartitionSpec ur_sets(const char* name, BinaryOp op, const std::vector<ArrayType
   return {};
 }
 
-}  // namespace
-
 namespace {
 // Operands shaped like the output take its layout; rank-0 ones stay whole.
 // Each keeps its own unreduced/reduced sets (a whole predicate stays whole).
@@ -303,6 +310,7 @@ std::vector<ArrayType> Unary::infer(const std::vector<ArrayType>& in) const {
   }
   no_unreduced(name(), in);
   if (op_ == UnaryOp::IsFinite) return {same_as(x, DType::Bool, false)};
+  if (op_ == UnaryOp::Abs && is_complex(x.dtype)) return {same_as(x, real_dtype(x.dtype), x.weak)};
   return {x};
 }
 
@@ -311,7 +319,7 @@ std::vector<ArrayType> IntegerPow::infer(const std::vector<ArrayType>& in) const
   if (x.dtype == DType::Bool)
     throw TypeError("[integer_pow] integer_pow does not accept bool. Got " + x.str() +
                     "; expected a numeric array. Convert with astype first.");
-  if (y_ < 0 && !is_floating(x.dtype))
+  if (y_ < 0 && !is_inexact(x.dtype))
     throw TypeError("[integer_pow] a negative exponent needs a floating-point base. Got y=" +
                     std::to_string(y_) + " and " + x.str() +
                     "; expected a float array. Convert with astype(float32).");
@@ -327,13 +335,20 @@ std::vector<ArrayType> Binary::infer(const std::vector<ArrayType>& in) const {
                     ", " + dtype_name(b.dtype) +
                     ". Convert one with astype (the tsr:: operators promote for you).");
   bool logical = op_ == BinaryOp::And || op_ == BinaryOp::Or || op_ == BinaryOp::Xor;
-  if (logical && is_floating(a.dtype))
+  if (logical && is_inexact(a.dtype))
     throw TypeError(std::string("[") + name() + "] " + name() + " does not accept dtype " +
                     dtype_name(a.dtype) + ". Got " + a.str() +
                     "; expected bool or integer operands.");
   if (op_ == BinaryOp::Atan2 && !is_floating(a.dtype))
     throw TypeError(std::string("[atan2] atan2 does not accept dtype ") + dtype_name(a.dtype) +
                     ". Got " + a.str() + "; expected floating-point operands.");
+  bool ordered = op_ == BinaryOp::Rem || op_ == BinaryOp::Lt || op_ == BinaryOp::Le ||
+                 op_ == BinaryOp::Gt || op_ == BinaryOp::Ge;
+  if (ordered && is_complex(a.dtype))
+    throw TypeError(std::string("[") + name() + "] " + name() + " does not accept dtype " +
+                    dtype_name(a.dtype) + ". Got " + a.str() +
+                    "; expected an ordered (integer or floating) dtype: complex numbers have no "
+                    "order. Compare real parts (tsr::real) or magnitudes (tsr::abs).");
   if (!logical && !is_comparison(op_) && a.dtype == DType::Bool && op_ != BinaryOp::Max &&
       op_ != BinaryOp::Min)
     throw TypeError(std::string("[") + name() + "] " + name() +
@@ -341,7 +356,7 @@ std::vector<ArrayType> Binary::infer(const std::vector<ArrayType>& in) const {
                     "; expected numeric operands. Convert with astype first.");
   Shape shape;
   std::vector<PartitionEntry> e = broadcast_entries(name(), in, shape);
-  PartitionSpec sets = ur_sets(name(), op_, in);
+  PartitionSpec sets = binary_unreduced_sets(name(), op_, in);
   DType dt = is_comparison(op_) ? DType::Bool : a.dtype;
   bool weak = is_comparison(op_) ? false : (a.weak && b.weak);
   return {make_type(shape, dt, weak, rule_mesh(in), e, sets)};
@@ -447,7 +462,7 @@ std::vector<ArrayType> Convert::infer(const std::vector<ArrayType>& in) const {
   }
   // Each device converts its own partial value: right only when conversion
   // commutes with combining partials (float -> float, up to rounding).
-  bool commutes = x.dtype == dtype_ || (is_floating(x.dtype) && is_floating(dtype_));
+  bool commutes = x.dtype == dtype_ || (is_inexact(x.dtype) && is_inexact(dtype_));
   if (!unreduced_of(out).empty() && !commutes) {
     std::string how = sharding_ ? "Drop the unreduced axes from `sharding`, or convert after "
                                   "reducing with reshard."
@@ -520,6 +535,12 @@ std::vector<Array> Unary::jvp(const std::vector<Array>& primals, const std::vect
     case UnaryOp::Neg:
       return {ad::negate(t)};
     case UnaryOp::Abs:
+      if (is_complex(x.dtype())) {
+        // lax: real(t conj(x) / |x|), with |x| = 0 replaced by 1.
+        Array ax = convert_element_type(y, x.dtype());
+        Array safe = where(equal(ax, 0), ones_like(ax), ax);
+        return {real(ad::scale(t, conj(x) / safe))};
+      }
       return {where(greater_equal(x, 0), t, neg(t))};
     case UnaryOp::Exp:
       return {ad::scale(t, y)};

@@ -61,6 +61,10 @@ int64_t fusable(const Step& st) {
   if (n < kMinFuse) return -1;
   for (const auto& t : st.in_local)
     if (!(t.shape == os || t.shape.empty())) return -1;  // broadcasts other than scalars
+  // The fused kernel's blocks are sized for items up to 8 bytes; complex runs alone.
+  for (const auto* ts : {&st.in_local, &st.out_local})
+    for (const auto& t : *ts)
+      if (is_complex(t.dtype)) return -1;
   return n;
 }
 

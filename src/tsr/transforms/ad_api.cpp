@@ -374,7 +374,7 @@ std::shared_ptr<const LinearMap> linear_transpose_flat(const FlatFn& f,
   for (const auto& t : in_types) dts.push_back(t.dtype);
   for (const auto& v : p.out_vars) dts.push_back(v->type.dtype);
   for (DType d : dts) {
-    all_float = all_float && is_floating(d);
+    all_float = all_float && is_inexact(d);
     all_int = all_int && is_integer(d);
   }
   if (all_int && !all_float && !dts.empty())
@@ -522,7 +522,11 @@ void check_grad_output(const Array& ans, const char* api) {
     throw TypeError(std::string("[") + api +
                     "] grad requires real-valued outputs (a floating output dtype: float16, "
                     "bfloat16, float32 or float64), but got " +
-                    dtype_name(t.dtype) + ". Convert the output with astype(float32).");
+                    dtype_name(t.dtype) +
+                    (is_complex(t.dtype)
+                         ? ". Differentiate a real function of it (tsr::real, tsr::abs), or "
+                           "use vjp with a complex cotangent."
+                         : ". Convert the output with astype(float32)."));
 }
 
 void check_grad_input(const Array& x, bool allow_int, const char* api, const std::string& path) {
@@ -530,10 +534,11 @@ void check_grad_input(const Array& x, bool allow_int, const char* api, const std
     throw ValueError(std::string("[") + api + "] argument leaf " + path +
                      " is an empty Array handle. Got a default-constructed Array; expected an "
                      "array made by an op.");
-  if (!is_floating(x.dtype()) && !allow_int)
+  if (!is_inexact(x.dtype()) && !allow_int)
     throw TypeError(std::string("[") + api +
-                    "] grad requires real- or complex-valued inputs (a floating input dtype: "
-                    "float16, bfloat16, float32 or float64), but got " +
+                    "] grad requires real- or complex-valued inputs (a floating or complex "
+                    "input dtype: float16, bfloat16, float32, float64, complex64 or complex128), "
+                    "but got " +
                     dtype_name(x.dtype()) + (path.empty() ? "" : " at " + path) +
                     ". If you want to use Boolean- or integer-valued inputs, use vjp or set "
                     "allow_int to True.");

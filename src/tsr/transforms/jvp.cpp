@@ -60,7 +60,7 @@ std::vector<Array> eval_program(const Program& p, const std::vector<Array>& args
   return out;
 }
 
-bool has_tangent_space(DType t) { return is_floating(t); }
+bool has_tangent_space(DType t) { return is_inexact(t); }
 
 ArrayType ct_type(const ArrayType& t) {
   const PartitionSpec& s = t.sharding.spec();

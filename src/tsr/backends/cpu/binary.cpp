@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <complex>
+#include <limits>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -22,6 +24,9 @@ using prim::BinaryOp;
 
 template <typename T>
 inline constexpr bool kInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T>
+inline constexpr bool kCx =
+    std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 constexpr int64_t kBlock = 512;  // float scratch for the half types
 
@@ -34,6 +39,10 @@ constexpr bool is_logical(BinaryOp op) {
 template <BinaryOp Op, typename T>
 constexpr bool binary_supported() {
   if constexpr (kIsHalf<T>) return binary_supported<Op, float>();
+  if constexpr (kCx<T>)
+    return Op == BinaryOp::Add || Op == BinaryOp::Sub || Op == BinaryOp::Mul ||
+           Op == BinaryOp::Div || Op == BinaryOp::Pow || Op == BinaryOp::Max ||
+           Op == BinaryOp::Min || Op == BinaryOp::Eq || Op == BinaryOp::Ne;
   if constexpr (std::is_same_v<T, bool>)
     return is_cmp(Op) || is_logical(Op) || Op == BinaryOp::Add || Op == BinaryOp::Mul ||
            Op == BinaryOp::Max || Op == BinaryOp::Min;
@@ -73,6 +82,29 @@ inline BinOut<Op, T> binary_op(T x, T y) {
   if constexpr (Op == B::Ge) return x >= y;
   if constexpr (is_cmp(Op)) {
     return false;  // unreachable; keeps every path returning
+  } else if constexpr (kCx<T>) {
+    using R = typename T::value_type;
+    if constexpr (Op == B::Add) return x + y;
+    if constexpr (Op == B::Sub) return x - y;
+    if constexpr (Op == B::Mul) return x * y;
+    if constexpr (Op == B::Div) return x / y;
+    if constexpr (Op == B::Pow) {
+      // As XLA: 0 ** 0 = 1, 0 ** y = 0 for a positive real y, NaN for other y.
+      if (x == T(0)) {
+        if (y == T(0)) return T(1);
+        if (y.imag() == R(0) && y.real() > R(0)) return T(0);
+        R nan = std::numeric_limits<R>::quiet_NaN();
+        return T(nan, nan);
+      }
+      return std::pow(x, y);
+    }
+    // Lexicographic order (real part, then imaginary), as lax.max / lax.min; an
+    // unordered (NaN) comparison gives y, as XLA.
+    bool gt = x.real() > y.real() || (x.real() == y.real() && x.imag() > y.imag());
+    bool lt = x.real() < y.real() || (x.real() == y.real() && x.imag() < y.imag());
+    if constexpr (Op == B::Max) return gt ? x : y;
+    if constexpr (Op == B::Min) return lt ? x : y;
+    return x;
   } else if constexpr (std::is_same_v<T, bool>) {
     if constexpr (Op == B::Add || Op == B::Or || Op == B::Max) return x || y;
     if constexpr (Op == B::Mul || Op == B::And || Op == B::Min) return x && y;
@@ -294,6 +326,15 @@ constexpr std::array<Kernel, sizeof...(I)> binary_table(std::index_sequence<I...
 
 void binary(const KernelArgs& a) {
   auto op = static_cast<const prim::Binary&>(*a.prim).op();
+  if (is_complex((*a.in)[0].dtype)) {
+    dispatch_complex((*a.in)[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      static constexpr auto table =
+          binary_table<T>(std::make_index_sequence<prim::kNumBinaryOps>{});
+      table[static_cast<size_t>(op)](a);
+    });
+    return;
+  }
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     static constexpr auto table = binary_table<T>(std::make_index_sequence<prim::kNumBinaryOps>{});

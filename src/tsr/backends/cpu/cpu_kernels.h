@@ -24,6 +24,11 @@ void select_n(const KernelArgs& a);             /**< select_n(which, case0, ...)
 void clamp(const KernelArgs& a);                /**< clamp(lo, x, hi) */
 void convert_element_type(const KernelArgs& a); /**< dtype conversion */
 void fused_elementwise(const KernelArgs& a);    /**< a fused elementwise chain, blocked */
+void complex_part(const KernelArgs& a);         /**< real / imag / conj of complex */
+void make_complex(const KernelArgs& a);         /**< complex(x, y), broadcasting */
+void unary_complex(const KernelArgs& a);        /**< the UnaryOps lax defines on complex */
+void integer_pow_complex(const KernelArgs& a);  /**< integer_pow of complex */
+void reduce_complex(const KernelArgs& a);       /**< reduce_sum / reduce_prod of complex */
 
 void reduce(const KernelArgs& a);     /**< reduce_sum/prod/max/min/and/or */
 void arg_reduce(const KernelArgs& a); /**< argmax / argmin */
@@ -74,6 +79,11 @@ using WrapUnsigned =
     std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
 // ---- float16 / bfloat16
+
+/** A 16-byte item (complex128) for the kernels that only move bytes. */
+struct alignas(8) Bytes16 {
+  uint64_t lo, hi; /**< the bytes */
+};
 
 /** True for the 16-bit float storage types, which compute through float. */
 template <typename T>

@@ -51,7 +51,7 @@ void iota(const KernelArgs& a) {
 void full(const KernelArgs& a) {
   const LocalType& ot = (*a.out)[0];
   double value = static_cast<const prim::Full&>(*a.prim).value();
-  alignas(8) unsigned char one[8];
+  alignas(16) unsigned char one[16];
   convert_n(&value, DType::Float64, one, ot.dtype, 1);
   fill_value(a.out_ptr[0], one, numel(ot.shape), itemsize(ot.dtype));
 }

@@ -282,20 +282,22 @@ void select_typed(const KernelArgs& a, int ncases, int64_t n, bool which_scalar)
   }
   if (ncases == 1) {
     if (a.i<U>(1) != out && n > 0) std::memcpy(out, a.i<U>(1), sizeof(U) * n);
-  } else if (ncases == 2) {
-    // Branch-free through a mask: `which` is often a data-dependent predicate (a relu
-    // mask), where a branch per element mispredicts half the time. A bool is read as
-    // its byte, which GCC vectorises ~4x better than a bool compare (~20x overall).
-    using R = std::conditional_t<std::is_same_v<W, bool>, unsigned char, W>;
-    const R* w = reinterpret_cast<const R*>(which);
-    const U* c0 = a.i<U>(1);
-    const U* c1 = a.i<U>(2);
-    parallel_ranges(n, kernel_threads(a.busy_devices), kParallelMin, 64, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        U m = static_cast<U>(U(0) - static_cast<U>(w[i] > R(0)));
-        out[i] = static_cast<U>(c0[i] ^ ((c0[i] ^ c1[i]) & m));
-      }
-    });
+  } else if (ncases == 2 && !std::is_same_v<U, Bytes16>) {
+    if constexpr (!std::is_same_v<U, Bytes16>) {  // 16-byte items: the loop below
+      // Branch-free through a mask: `which` is often a data-dependent predicate (a relu
+      // mask), where a branch per element mispredicts half the time. A bool is read as
+      // its byte, which GCC vectorises ~4x better than a bool compare (~20x overall).
+      using R = std::conditional_t<std::is_same_v<W, bool>, unsigned char, W>;
+      const R* w = reinterpret_cast<const R*>(which);
+      const U* c0 = a.i<U>(1);
+      const U* c1 = a.i<U>(2);
+      parallel_ranges(n, kernel_threads(a.busy_devices), kParallelMin, 64, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          U m = static_cast<U>(U(0) - static_cast<U>(w[i] > R(0)));
+          out[i] = static_cast<U>(c0[i] ^ ((c0[i] ^ c1[i]) & m));
+        }
+      });
+    }
   } else {
     std::vector<const U*> cases(ncases);
     for (int k = 0; k < ncases; ++k) cases[k] = a.i<U>(1 + k);
@@ -435,6 +437,7 @@ void convert_typed(const void* src, void* dst, int64_t n) {
 }  // namespace
 
 void unary(const KernelArgs& a) {
+  if (is_complex((*a.in)[0].dtype)) return unary_complex(a);
   auto op = static_cast<const prim::Unary&>(*a.prim).op();
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -444,6 +447,7 @@ void unary(const KernelArgs& a) {
 }
 
 void integer_pow(const KernelArgs& a) {
+  if (is_complex((*a.in)[0].dtype)) return integer_pow_complex(a);
   int y = static_cast<const prim::IntegerPow&>(*a.prim).y();
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) { integer_pow_typed<decltype(tag)>(a, y); });
 }
@@ -456,8 +460,10 @@ void select_n(const KernelArgs& a) {
       return select_sized<uint16_t>(a);
     case 4:
       return select_sized<uint32_t>(a);
-    default:
+    case 8:
       return select_sized<uint64_t>(a);
+    default:  // complex128
+      return select_sized<Bytes16>(a);
   }
 }
 
@@ -471,6 +477,7 @@ void convert_n(const void* src, DType from, void* dst, DType to, int64_t n) {
     if (src != dst && n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * itemsize(from));
     return;
   }
+  if (is_complex(from) || is_complex(to)) return detail::convert(src, from, dst, to, n);
   dispatch_dtype(from, [&](auto f) {
     dispatch_dtype(to, [&](auto t) { convert_typed<decltype(t), decltype(f)>(src, dst, n); });
   });

@@ -146,6 +146,9 @@ void combine_any(ScatterKind k, DType t, void* dst, const int64_t* dst_st, const
     TSR_CASE(UInt16, uint16_t)
     TSR_CASE(UInt64, uint64_t)
 #undef TSR_CASE
+    case DType::Complex64:  // unreachable: scatter's rule refuses complex (declare_complex)
+    case DType::Complex128:
+      unsupported_dtype("scatter", t, "a real dtype");
   }
 }
 

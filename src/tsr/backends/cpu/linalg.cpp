@@ -28,6 +28,12 @@ void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float a
 void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
                  const double* a, int lda, const double* b, int ldb, double beta, double* c,
                  int ldc);
+void cblas_cgemm(int order, int transa, int transb, int m, int n, int k, const void* alpha,
+                 const void* a, int lda, const void* b, int ldb, const void* beta, void* c,
+                 int ldc);
+void cblas_zgemm(int order, int transa, int transb, int m, int n, int k, const void* alpha,
+                 const void* a, int lda, const void* b, int ldb, const void* beta, void* c,
+                 int ldc);
 }
 
 namespace tsr::detail::cpu {
@@ -181,12 +187,15 @@ void dot_general(const KernelArgs& a) {
   int64_t nb = prod(lt.shape, dims.lhs_batch), m = prod(lt.shape, lf), n = prod(rt.shape, rf),
           k = prod(lt.shape, dims.lhs_contract);
 
-  // Compute dtype: integers stay integers (int64, wrapping); otherwise float32
-  // unless float64 is involved.
+  // Compute dtype: integers stay integers (int64, wrapping); complex stays complex
+  // (cgemm / zgemm); otherwise float32 unless float64 is involved.
   DType in = lt.dtype, out = ot.dtype;
-  DType ct = is_int_like(in) && is_int_like(out)               ? DType::Int64
-             : (in == DType::Float64 || out == DType::Float64) ? DType::Float64
-                                                               : DType::Float32;
+  bool cx = is_complex(in) || is_complex(out);
+  DType ct = is_int_like(in) && is_int_like(out)                   ? DType::Int64
+             : cx && (in == DType::Complex128 || out == DType::Complex128) ? DType::Complex128
+             : cx                                                  ? DType::Complex64
+             : (in == DType::Float64 || out == DType::Float64)     ? DType::Float64
+                                                                   : DType::Float32;
   std::vector<unsigned char> result;
   void* c = a.out_ptr[0];
   if (out != ct) {
@@ -208,7 +217,7 @@ void dot_general(const KernelArgs& a) {
     int lda = static_cast<int>(l.trans ? m : k), ldb = static_cast<int>(r.trans ? k : n);
     int ta = l.trans ? kTrans : kNoTrans, tb = r.trans ? kTrans : kNoTrans;
     int threads = blas_threads(a.busy_devices);
-    bool small = blas && prefer_small_gemm(m, n, k, threads);
+    bool small = blas && !cx && prefer_small_gemm(m, n, k, threads);
     std::optional<BlasLock> lock;
     if (blas && !small) lock.emplace(threads);
     for (int64_t b = 0; b < nb; ++b) {
@@ -224,6 +233,19 @@ void dot_general(const KernelArgs& a) {
                     static_cast<int>(k), 1.0f, static_cast<const float*>(l.data) + lo, lda,
                     static_cast<const float*>(r.data) + ro, ldb, 0.0f, static_cast<float*>(c) + co,
                     static_cast<int>(n));
+      } else if (cx) {
+        size_t z = itemsize(ct);
+        const auto* lp = static_cast<const char*>(l.data) + lo * z;
+        const auto* rp = static_cast<const char*>(r.data) + ro * z;
+        char* cp = static_cast<char*>(c) + co * z;
+        int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+        if (ct == DType::Complex64) {
+          const std::complex<float> one(1), zero(0);
+          cblas_cgemm(kRowMajor, ta, tb, mi, ni, ki, &one, lp, lda, rp, ldb, &zero, cp, ni);
+        } else {
+          const std::complex<double> one(1), zero(0);
+          cblas_zgemm(kRowMajor, ta, tb, mi, ni, ki, &one, lp, lda, rp, ldb, &zero, cp, ni);
+        }
       } else if (ct == DType::Float64) {
         cblas_dgemm(kRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n),
                     static_cast<int>(k), 1.0, static_cast<const double*>(l.data) + lo, lda,

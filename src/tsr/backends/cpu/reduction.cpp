@@ -298,6 +298,7 @@ void arg_typed(const T* x, I* out, int64_t no, int64_t n, int64_t ni) {
 }  // namespace
 
 void reduce(const KernelArgs& a) {
+  if (is_complex((*a.in)[0].dtype)) return reduce_complex(a);
   const auto& p = static_cast<const prim::Reduce&>(*a.prim);
   switch (p.kind()) {
     case ReduceKind::Sum:

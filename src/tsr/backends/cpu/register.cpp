@@ -57,6 +57,10 @@ void register_cpu_kernels() {
   reg("select_n", cpu::select_n);
   reg("clamp", cpu::clamp);
   reg("convert_element_type", cpu::convert_element_type);
+  reg("real", cpu::complex_part);
+  reg("imag", cpu::complex_part);
+  reg("conj", cpu::complex_part);
+  reg("complex", cpu::make_complex);
   reg("fused_elementwise", cpu::fused_elementwise);
 
   // Reductions.

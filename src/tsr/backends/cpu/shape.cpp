@@ -264,8 +264,11 @@ void copy_strided(void* dst, const int64_t* dst_strides, const void* src,
     case 4:
       return copy_typed(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), dims,
                         threads);
-    default:
+    case 8:
       return copy_typed(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), dims,
+                        threads);
+    default:  // complex128
+      return copy_typed(static_cast<Bytes16*>(dst), static_cast<const Bytes16*>(src), dims,
                         threads);
   }
 }
