@@ -47,6 +47,11 @@ inline constexpr HasAux has_aux{};
 struct AllowInt {};
 /** allow_int, as in JAX. */
 inline constexpr AllowInt allow_int{};
+/** Tag: f is holomorphic (complex inputs and output); grad gives f'(z), as JAX's
+ *  holomorphic=True. */
+struct Holomorphic {};
+/** holomorphic, as in JAX. */
+inline constexpr Holomorphic holomorphic{};
 /** The arguments of a custom_vjp function that bwd receives but that are not
  *  differentiated (JAX's nondiff_argnums). */
 template <int... I>
@@ -144,7 +149,7 @@ void check_structure(const tree::Structure& want, const tree::Structure& got, co
 
 /** value_and_grad's work: value (or (value, aux)) and the gradients of the selected
  *  arguments. */
-template <bool Aux, bool Ints, class F, int... I, class... Args>
+template <bool Aux, bool Ints, bool Holo, class F, int... I, class... Args>
 auto value_and_grad_impl(const F& f, Argnums<I...> nums, const Args&... args) {
   static_assert(((I >= 0 && I < static_cast<int>(sizeof...(Args))) && ...),
                 "grad: an argnum is out of range for this call's arguments");
@@ -153,7 +158,8 @@ auto value_and_grad_impl(const F& f, Argnums<I...> nums, const Args&... args) {
   Sel sel(std::get<static_cast<size_t>(I)>(all)...);
   auto [leaves, st] = tree::flatten(sel);
   std::vector<std::string> paths = tree::paths(sel, "args");
-  for (size_t i = 0; i < leaves.size(); ++i) check_grad_input(leaves[i], Ints, "grad", paths[i]);
+  for (size_t i = 0; i < leaves.size(); ++i)
+    check_grad_input(leaves[i], Ints, "grad", paths[i], Holo);
   using R = std::decay_t<decltype(f(args...))>;
   std::optional<tree::Structure> aux_st;
   size_t naux = 0;
@@ -177,7 +183,7 @@ auto value_and_grad_impl(const F& f, Argnums<I...> nums, const Args&... args) {
     }
   };
   auto [outs, map] = vjp_flat(ff, leaves, [&] { return naux; });
-  check_grad_output(outs[0], "grad");
+  check_grad_output(outs[0], "grad", Holo);
   std::vector<Array> g = (*map)({grad_seed(outs[0])});
   auto grads = unwrap_one(tree::unflatten<Sel>(st, g));
   if constexpr (Aux) {
@@ -202,8 +208,9 @@ class ValueAndGradFn {
   auto operator()(const Args&... args) const {
     constexpr bool aux = (std::is_same_v<Opts, HasAux> || ...);
     constexpr bool ints = (std::is_same_v<Opts, AllowInt> || ...);
-    return detail::value_and_grad_impl<aux, ints>(*f_, typename detail::FindNums<Opts...>::type{},
-                                                  args...);
+    constexpr bool holo = (std::is_same_v<Opts, Holomorphic> || ...);
+    return detail::value_and_grad_impl<aux, ints, holo>(
+        *f_, typename detail::FindNums<Opts...>::type{}, args...);
   }
 
  private:
@@ -231,7 +238,8 @@ class GradFn {
 };
 
 /** jax.grad: the gradient of a scalar-output f with respect to argnums (default 0),
- *  with each argument's tree structure. Options: argnums<...>, has_aux, allow_int. */
+ *  with each argument's tree structure. Options: argnums<...>, has_aux, allow_int,
+ *  holomorphic. */
 template <class F, class... Opts>
 GradFn<F, Opts...> grad(F f, Opts...) {
   return GradFn<F, Opts...>(std::move(f));

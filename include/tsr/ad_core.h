@@ -83,10 +83,13 @@ std::vector<Array> jacobian_flat(const FlatFn& ff, const std::vector<Array>& lea
 /** stop_gradient of one array (a primitive with a zero tangent). */
 Array stop_gradient_leaf(const Array& x);
 
-/** Checks that `ans` can seed a gradient: a float scalar (JAX's texts). */
-void check_grad_output(const Array& ans, const char* api);
-/** Checks that a leaf can be differentiated (float, or integer/bool with allow_int). */
-void check_grad_input(const Array& x, bool allow_int, const char* api, const std::string& path);
+/** Checks that `ans` can seed a gradient: a float scalar, or a complex one when
+ *  holomorphic (JAX's texts). */
+void check_grad_output(const Array& ans, const char* api, bool holomorphic = false);
+/** Checks that a leaf can be differentiated (float or complex, integer/bool with
+ *  allow_int; complex only when holomorphic). */
+void check_grad_input(const Array& x, bool allow_int, const char* api, const std::string& path,
+                      bool holomorphic = false);
 
 /** custom_jvp: calls f through a custom_jvp_call primitive holding `rule`
  *  ((primals, tangents) -> outs ++ tangent outs). Outside a trace f runs directly. */

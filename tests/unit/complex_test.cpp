@@ -239,6 +239,16 @@ TEST(Complex, GradFollowsJaxConvention) {
   EXPECT_NEAR(grad(h)(xr).item<double>(), 3.0, 1e-14);
   EXPECT_NEAR(grad([](const Array& x) { return imag(complex(x, square(x))); })(xr).item<double>(),
               1.0, 1e-14);
+  // holomorphic: f'(z) (JAX: grad(lambda z: z * z * sin(z), holomorphic=True)).
+  auto f = [](const Array& w) { return multiply(square(w), sin(w)); };
+  c128 w0(3, 4);
+  c128 want = 2.0 * w0 * std::sin(w0) + w0 * w0 * std::cos(w0);
+  expect_near(values(grad(f, holomorphic)(z)), {want}, 1e-12, "holomorphic");
+  EXPECT_HAS(error_of<TypeError>([&] { grad(f, holomorphic)(scalar(1.0)); }),
+             "holomorphic=True requires inputs with complex dtype");
+  EXPECT_HAS(
+      error_of<TypeError>([&] { grad([](const Array& w) { return abs(w); }, holomorphic)(z); }),
+      "holomorphic=True requires outputs with complex dtype");
 }
 
 TEST(Complex, VmapAndJitOfComplexFunctions) {
@@ -264,7 +274,7 @@ TEST(Complex, Refusals) {
       error_of<NotImplementedError>([&] { jit([](const Array& a) { return cumsum(a); })(z); }),
       "not supported by cumsum yet");
   EXPECT_HAS(error_of<TypeError>([&] { grad([](const Array& a) { return sum(a); })(z); }),
-             "grad requires real-valued outputs");
+             "For holomorphic differentiation, pass holomorphic");
   EXPECT_HAS(error_of<TypeError>([&] { bitcast_convert_type(z, float32); }),
              "does not support bool or complex values");
 }

@@ -502,7 +502,7 @@ Array stop_gradient_leaf(const Array& x) {
   return bind1(std::make_shared<prim::StopGradient>(), {x});
 }
 
-void check_grad_output(const Array& ans, const char* api) {
+void check_grad_output(const Array& ans, const char* api, bool holomorphic) {
   const ArrayType& t = ans.type();
   if (!t.shape.empty()) {
     std::string hint;
@@ -518,22 +518,35 @@ void check_grad_output(const Array& ans, const char* api) {
         "reduce the output to a scalar with output.sum(), or use tsr::jacfwd / tsr::jacrev to "
         "differentiate a function with a non-scalar output.");
   }
+  if (holomorphic) {
+    if (!is_complex(t.dtype))
+      throw TypeError(std::string("[") + api +
+                      "] grad with holomorphic=True requires outputs with complex dtype, but got " +
+                      dtype_name(t.dtype) + ". Return a complex value, or drop holomorphic.");
+    return;
+  }
   if (!is_floating(t.dtype))
     throw TypeError(std::string("[") + api +
                     "] grad requires real-valued outputs (a floating output dtype: float16, "
                     "bfloat16, float32 or float64), but got " +
                     dtype_name(t.dtype) +
                     (is_complex(t.dtype)
-                         ? ". Differentiate a real function of it (tsr::real, tsr::abs), or "
-                           "use vjp with a complex cotangent."
+                         ? ". For holomorphic differentiation, pass holomorphic; otherwise "
+                           "differentiate a real function of it (tsr::real, tsr::abs)."
                          : ". Convert the output with astype(float32)."));
 }
 
-void check_grad_input(const Array& x, bool allow_int, const char* api, const std::string& path) {
+void check_grad_input(const Array& x, bool allow_int, const char* api, const std::string& path,
+                      bool holomorphic) {
   if (!x.valid())
     throw ValueError(std::string("[") + api + "] argument leaf " + path +
                      " is an empty Array handle. Got a default-constructed Array; expected an "
                      "array made by an op.");
+  if (holomorphic && !is_complex(x.dtype()))
+    throw TypeError(std::string("[") + api +
+                    "] grad with holomorphic=True requires inputs with complex dtype, but got " +
+                    dtype_name(x.dtype()) + (path.empty() ? "" : " at " + path) +
+                    ". Convert the argument with astype(complex64), or drop holomorphic.");
   if (!is_inexact(x.dtype()) && !allow_int)
     throw TypeError(std::string("[") + api +
                     "] grad requires real- or complex-valued inputs (a floating or complex "
