@@ -13,6 +13,7 @@ PACKAGES=(
   libdnnl-dev                 # convolutions (oneDNN)
   ocl-icd-opencl-dev          # oneDNN's CMake package finds OpenCL (a recommends, not a depends)
   libsleef-dev                # vectorised exp/log/tanh/... (SLEEF)
+  libkissfft-dev              # tsr::fft (KISS FFT's header-only C++ template)
   python3 python3-venv        # tests/reference: JAX in a venv (never a library dependency)
   nlohmann-json3-dev          # checkpoint sidecars (JSON)
   libisal-dev                 # checkpoint checksums (CRC-32, ISA-L)

@@ -11,6 +11,7 @@
 #include "tsr/dtype.h"
 #include "tsr/error.h"
 #include "tsr/eval_shape.h"
+#include "tsr/fft.h"
 #include "tsr/indexing.h"
 #include "tsr/linalg.h"
 #include "tsr/memory.h"

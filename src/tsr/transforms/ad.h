@@ -11,6 +11,7 @@
 #include "tsr/ad_core.h"
 #include "tsr/array.h"
 #include "tsr/core/program.h"
+#include "tsr/prims/creation.h"
 
 namespace tsr::detail {
 
@@ -28,6 +29,9 @@ bool has_tangent_space(DType t);
 /** The cotangent type of a value (spec §9): unreduced and reduced sets swapped. */
 ArrayType ct_type(const ArrayType& t);
 
+/** Where a value of type t made inside a rule goes: t's sharding, and eagerly `like`'s
+ *  devices (or the context mesh's). */
+prim::Placed placed_like(const ArrayType& t, const Array& like);
 /** Zeros of exactly type t. `like` (any array of the computation) gives the concrete
  *  devices when the zeros are made eagerly. */
 Array zeros_of(const ArrayType& t, const Array& like);

@@ -17,10 +17,10 @@
 
 namespace tsr::detail {
 
-Array zeros_of(const ArrayType& t, const Array& like) {
+prim::Placed placed_like(const ArrayType& t, const Array& like) {
   prim::Placed where;
   where.sharding = t.sharding;
-  // Eagerly the zeros need devices: like's when it lives on the type's mesh, else
+  // Eagerly the value needs devices: like's when it lives on the type's mesh, else
   // the context mesh's.
   if (!current_trace()) {
     if (like.valid() && !like.impl()->var && like.sharding().concrete_mesh() &&
@@ -32,7 +32,12 @@ Array zeros_of(const ArrayType& t, const Array& like) {
     }
   }
   if (t.sharding.mesh().empty()) where.sharding.reset();
-  Array z = bind1(std::make_shared<prim::Full>(t.shape, t.dtype, 0.0, t.weak, where), {});
+  return where;
+}
+
+Array zeros_of(const ArrayType& t, const Array& like) {
+  Array z = bind1(std::make_shared<prim::Full>(t.shape, t.dtype, 0.0, t.weak, placed_like(t, like)),
+                  {});
   return t.sharding.mesh().empty() ? z : ad::coerce(z, t, "zeros", "value");
 }
 

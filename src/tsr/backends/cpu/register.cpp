@@ -61,6 +61,7 @@ void register_cpu_kernels() {
   reg("imag", cpu::complex_part);
   reg("conj", cpu::complex_part);
   reg("complex", cpu::make_complex);
+  reg("fft", cpu::fft);
   reg("fused_elementwise", cpu::fused_elementwise);
 
   // Reductions.
