@@ -983,6 +983,28 @@ Step d_complex(Gen& g) {
             });
 }
 
+// ---- fft ---------------------------------------------------------------------------
+// A transform along the last axis and back to a real array of x's shape: real(fft),
+// the irfft(rfft) round trip, or |ifft| along axis 0; rank 0 and empty axes pass x.
+Step d_fft(Gen& g) {
+  const int op = g.r.below(3);
+  static const char* names[] = {"real(fft(complex(x, x / 2)))", "irfft(rfft(x), n)",
+                                "abs(ifft(x, axis 0))"};
+  g.c.reorders = true;
+  return mk(std::string("fft: ") + names[op], [=](const Ctx&, const Array& x0, const Ins&) {
+    if (x0.ndim() == 0 || x0.shape().back() == 0 || x0.shape()[0] == 0) return x0;
+    Array x = x0.dtype() == float64 ? x0 : astype(x0, float32);
+    switch (op) {
+      case 0:
+        return real(fft::fft(complex(x, multiply(x, 0.5))));
+      case 1:
+        return fft::irfft(fft::rfft(x), x.shape().back());
+      default:
+        return abs(fft::ifft(x, std::nullopt, 0));
+    }
+  });
+}
+
 // ---- creation (ignore x) ---------------------------------------------------------
 Step d_full(Gen& g) {
   Shape s = g.shape();
@@ -1481,6 +1503,7 @@ const std::vector<OpDef>& vocabulary() {
       {"reduce_window", 1, false, false, d_window},
       {"conv_general_dilated", 1, false, false, d_conv},
       {"complex", 1, false, false, d_complex},
+      {"fft", 1, false, false, d_fft},
       {"zeros/ones/full/iota", 0, false, false, d_full},
       {"arange/linspace/eye", 0, false, false, d_arange},
       {"broadcasted_iota", 0, false, false, d_broadcasted_iota},
