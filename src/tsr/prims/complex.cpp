@@ -28,7 +28,8 @@ bool register_all() {
         "logistic", "integer_pow", "add", "sub", "mul", "div", "pow", "max", "min", "eq", "ne",
         "select_n", "reduce_sum", "reduce_prod", "dot_general", "broadcast_in_dim", "reshape",
         "squeeze", "transpose", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate",
-        "pad", "split", "rev", "gather", "full", "iota", "reshard", "stop_gradient"})
+        "pad", "split", "rev", "gather", "full", "iota", "reshard", "stop_gradient", "cumsum",
+        "cumprod"})
     // clang-format on
     declare_complex(n);
   return true;

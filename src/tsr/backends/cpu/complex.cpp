@@ -9,6 +9,7 @@
 
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/complex.h"
+#include "tsr/prims/cumulative.h"
 #include "tsr/prims/elementwise.h"
 #include "tsr/prims/reduction.h"
 
@@ -208,6 +209,33 @@ void reduce_complex(const KernelArgs& a) {
   dispatch_complex((*a.in)[0].dtype, [&](auto tag) {
     using Z = decltype(tag);
     reduce_typed(a.i<Z>(0), a.o<Z>(0), (*a.in)[0].shape, p.axes(), prod, numel((*a.out)[0].shape));
+  });
+}
+
+void cumulative_complex(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Cumulative&>(*a.prim);
+  const bool prod = p.kind() == prim::CumKind::Prod;
+  if (!prod && p.kind() != prim::CumKind::Sum)
+    unsupported_dtype(p.name(), (*a.in)[0].dtype, "a real dtype (complex cumsum / cumprod only)");
+  const Shape& s = (*a.in)[0].shape;
+  const int axis = p.axis();
+  const int64_t len = s.empty() ? 1 : s[axis];
+  int64_t stride = 1;
+  for (size_t d = axis + 1; d < s.size(); ++d) stride *= s[d];
+  const int64_t lines = len == 0 ? 0 : numel(s) / len;
+  dispatch_complex((*a.in)[0].dtype, [&](auto tag) {
+    using Z = decltype(tag);
+    const Z* x = a.i<Z>(0);
+    Z* o = a.o<Z>(0);
+    for (int64_t l = 0; l < lines; ++l) {
+      const int64_t base = (l / stride) * len * stride + l % stride;
+      std::complex<double> acc(prod ? 1 : 0);
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t i = base + (p.reverse() ? len - 1 - j : j) * stride;
+        acc = prod ? acc * std::complex<double>(x[i]) : acc + std::complex<double>(x[i]);
+        o[i] = Z(acc);
+      }
+    }
   });
 }
 

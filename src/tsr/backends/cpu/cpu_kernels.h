@@ -29,6 +29,7 @@ void make_complex(const KernelArgs& a);         /**< complex(x, y), broadcasting
 void unary_complex(const KernelArgs& a);        /**< the UnaryOps lax defines on complex */
 void integer_pow_complex(const KernelArgs& a);  /**< integer_pow of complex */
 void reduce_complex(const KernelArgs& a);       /**< reduce_sum / reduce_prod of complex */
+void cumulative_complex(const KernelArgs& a);   /**< cumsum / cumprod of complex */
 void fft(const KernelArgs& a);                  /**< lax.fft (KISS FFT) */
 
 void reduce(const KernelArgs& a);     /**< reduce_sum/prod/max/min/and/or */

@@ -88,6 +88,7 @@ void scan_kind(const KernelArgs& a, int axis, bool reverse) {
 }  // namespace
 
 void cumulative(const KernelArgs& a) {
+  if (is_complex((*a.in)[0].dtype)) return cumulative_complex(a);
   const auto& p = static_cast<const prim::Cumulative&>(*a.prim);
   switch (p.kind()) {
     case CumKind::Sum:
