@@ -211,6 +211,20 @@ TEST(Complex, CumulativeSumsAndProducts) {
   EXPECT_EQ(g.dtype(), complex128);
 }
 
+TEST(Complex, GatherAndScatter) {
+  Array x = carr(kZ, complex64);
+  Array u = carr({{1, -1}, {0.5, 2}}, complex64);
+  Array idx = array({1, 6});
+  std::vector<c128> set = kZ, add = kZ;
+  set[1] = {1, -1};
+  set[6] = {0.5, 2};
+  add[1] += c128(1, -1);
+  add[6] += c128(0.5, 2);
+  expect_near(values(x.at(idx).set(u)), set, 1e-6, "set");
+  expect_near(values(x.at(idx).add(u)), add, 1e-6, "add");
+  expect_near(values(x.at(idx).get()), {kZ[1], kZ[6]}, 1e-6, "get");
+}
+
 TEST(Complex, ShardedRunsEqualTheOneDeviceRun) {
   Array x = carr(kZ, complex128, {4, 2});
   auto f = [](const Array& z) {

@@ -29,7 +29,8 @@ bool register_all() {
         "select_n", "reduce_sum", "reduce_prod", "dot_general", "broadcast_in_dim", "reshape",
         "squeeze", "transpose", "slice", "dynamic_slice", "dynamic_update_slice", "concatenate",
         "pad", "split", "rev", "gather", "full", "iota", "reshard", "stop_gradient", "cumsum",
-        "cumprod"})
+        "cumprod", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
+        "scatter_max"})
     // clang-format on
     declare_complex(n);
   return true;

@@ -2,6 +2,7 @@
 // output block starts at out_origin, its input blocks at in_origin; the
 // partitioner guarantees that every element the block needs is local.
 #include <algorithm>
+#include <complex>
 #include <cstring>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
@@ -46,6 +47,26 @@ T combine(ScatterKind k, T a, T b) {
         return a && b;
       case ScatterKind::Sub:
         return a != b;
+      case ScatterKind::Set:
+        return b;
+    }
+    return b;
+  } else if constexpr (std::is_same_v<T, std::complex<float>> ||
+                       std::is_same_v<T, std::complex<double>>) {
+    // Lexicographic min / max, as the binary kernels (lax.max / lax.min of complex).
+    bool lt = b.real() < a.real() || (b.real() == a.real() && b.imag() < a.imag());
+    bool gt = b.real() > a.real() || (b.real() == a.real() && b.imag() > a.imag());
+    switch (k) {
+      case ScatterKind::Add:
+        return a + b;
+      case ScatterKind::Sub:
+        return a - b;
+      case ScatterKind::Mul:
+        return a * b;
+      case ScatterKind::Min:
+        return lt ? b : a;
+      case ScatterKind::Max:
+        return gt ? b : a;
       case ScatterKind::Set:
         return b;
     }
@@ -145,10 +166,9 @@ void combine_any(ScatterKind k, DType t, void* dst, const int64_t* dst_st, const
     TSR_CASE(Int16, int16_t)
     TSR_CASE(UInt16, uint16_t)
     TSR_CASE(UInt64, uint64_t)
+    TSR_CASE(Complex64, std::complex<float>)
+    TSR_CASE(Complex128, std::complex<double>)
 #undef TSR_CASE
-    case DType::Complex64:  // unreachable: scatter's rule refuses complex (declare_complex)
-    case DType::Complex128:
-      unsupported_dtype("scatter", t, "a real dtype");
   }
 }
 
