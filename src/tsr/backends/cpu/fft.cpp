@@ -50,6 +50,10 @@ void pass(const Z* src, Z* dst, const Shape& shape, int axis, bool inverse, int 
   using R = typename Z::value_type;
   Lines ln(shape, axis);
   if (ln.count == 0) return;
+  if (ln.len == 1) {  // a length-1 transform is the identity
+    if (src != dst) std::copy(src, src + numel(shape), dst);
+    return;
+  }
   const kissfft<R>& p = plan<R>(ln.len, inverse);
   parallel_ranges(ln.count, threads, 4, 1, [&](int64_t b, int64_t e) {
     std::vector<Z> tmp(static_cast<size_t>(ln.len));
@@ -95,12 +99,16 @@ void run(const KernelArgs& a, FftType type, const Shape& lengths) {
     Z* out = a.o<Z>(0);
     const int64_t n = is.back(), m = os.back(), lines = numel(is) / std::max<int64_t>(n, 1);
     if (n > 0) {
-      const kissfft<R>& p = plan<R>(n, false);
+      const kissfft<R>& p = plan<R>(std::max<int64_t>(n, 2), false);  // n = 1: unused
       parallel_ranges(lines, threads, 4, 1, [&](int64_t b, int64_t e) {
         std::vector<Z> line(static_cast<size_t>(n)), spec(static_cast<size_t>(n));
         for (int64_t l = b; l < e; ++l) {
           for (int64_t j = 0; j < n; ++j) line[j] = Z(x[l * n + j], R(0));
-          p.transform(line.data(), spec.data());
+          if (n == 1) {
+            spec[0] = line[0];
+          } else {
+            p.transform(line.data(), spec.data());
+          }
           std::copy(spec.begin(), spec.begin() + m, out + l * m);
         }
       });
@@ -115,14 +123,18 @@ void run(const KernelArgs& a, FftType type, const Shape& lengths) {
   for (int d = r - 2; d >= r - k; --d) pass(work.data(), work.data(), is, d, true, threads);
   R* out = a.o<R>(0);
   if (n == 0) return;
-  const kissfft<R>& p = plan<R>(n, true);
+  const kissfft<R>& p = plan<R>(std::max<int64_t>(n, 2), true);  // n = 1: unused
   const double s = 1.0 / static_cast<double>(total);
   parallel_ranges(lines, threads, 4, 1, [&](int64_t b, int64_t e) {
     std::vector<Z> spec(static_cast<size_t>(n)), line(static_cast<size_t>(n));
     for (int64_t l = b; l < e; ++l) {
       const Z* h = work.data() + l * m;
       for (int64_t j = 0; j < n; ++j) spec[j] = j < m ? h[j] : std::conj(h[n - j]);
-      p.transform(spec.data(), line.data());
+      if (n == 1) {
+        line[0] = spec[0];
+      } else {
+        p.transform(spec.data(), line.data());
+      }
       for (int64_t j = 0; j < n; ++j) out[l * n + j] = static_cast<R>(line[j].real() * s);
     }
   });
