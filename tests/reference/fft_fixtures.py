@@ -56,6 +56,9 @@ CASES = [
     ("rfftn_4d_loops", "rfftn", {}, real(2, 3, 2, 4)),
     ("irfftn_3d", "irfftn", {}, cplx(2, 4, 4)),
     ("irfftn_s", "irfftn", {"s": [4, 7]}, cplx(3, 4, 4)),
+    ("fft_length_1", "fft", {}, cplx(3, 1)),
+    ("rfft_length_1", "rfft", {}, real(3, 1)),
+    ("irfft_n_1", "irfft", {"n": 1}, cplx(2, 3)),
 ]
 
 
