@@ -143,7 +143,9 @@ TEST_P(FftFixture, ShardedEqualsNumPy) {
     ++ran;
     expect_value(y, c.out, 1e-12, "sharded " + spec.repr());
   }
-  EXPECT_GT(ran, 0) << c.name;
+  bool even = false;
+  for (int64_t n : c.in.shape) even = even || n % 2 == 0;
+  EXPECT_TRUE(ran > 0 || !even) << c.name << ": every sharded layout was refused";
 }
 
 INSTANTIATE_TEST_SUITE_P(NumPy, FftFixture, ::testing::ValuesIn(load()),
