@@ -102,7 +102,11 @@ std::vector<ArrayType> Fft::infer(const std::vector<ArrayType>& in) const {
   }
   // The transform is linear: each device's transform of its partial value is a partial
   // of the transform (JAX raises NotImplementedError for unreduced operands).
-  return {make_type(shape, dt, false, rule_mesh(in), entries_of(x), x.sharding.spec())};
+  // The operand's sharding (a halved or restored last dim must stay divisible: E9).
+  ArrayType t = varying_out(shape, x, type_name(type_), "fft");
+  t.dtype = dt;
+  t.weak = false;
+  return {t};
 }
 
 Lowering Fft::partition(const std::vector<ArrayType>& in, const std::vector<ArrayType>& out) const {
