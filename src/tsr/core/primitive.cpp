@@ -193,9 +193,10 @@ std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<Arra
                          "you), or pass check_vma=false to shard_map.");
       }
     }
-  check_complex(prim, in);
   try {
     std::vector<ArrayType> out = prim.infer(in);
+    // After the rule, so its own refusals (JAX's texts) come first.
+    check_complex(prim, in);
     check_complex(prim, out);
     if (vma)
       for (auto& t : out) t.vma = *vma;

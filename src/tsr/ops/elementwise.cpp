@@ -77,8 +77,9 @@ Array abs(const Array& x) {
   return unary(UnaryOp::Abs, x, false);
 }
 Array sign(const Array& x) { return unary(UnaryOp::Sign, x, false); }
-Array floor(const Array& x) { return is_floating(x.dtype()) ? unary(UnaryOp::Floor, x, false) : x; }
-Array ceil(const Array& x) { return is_floating(x.dtype()) ? unary(UnaryOp::Ceil, x, false) : x; }
+// jnp: integral values come back unchanged; floats and complex (refused) reach the rule.
+Array floor(const Array& x) { return is_inexact(x.dtype()) ? unary(UnaryOp::Floor, x, false) : x; }
+Array ceil(const Array& x) { return is_inexact(x.dtype()) ? unary(UnaryOp::Ceil, x, false) : x; }
 Array round(const Array& x) { return is_integer(x.dtype()) ? x : unary(UnaryOp::Round, x, false); }
 Array exp(const Array& x) { return unary(UnaryOp::Exp, x, true); }
 Array exp2(const Array& x) { return unary(UnaryOp::Exp2, x, true); }

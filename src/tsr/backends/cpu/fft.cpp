@@ -9,7 +9,6 @@
 #include <complex>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "tsr/backends/cpu/cpu_kernels.h"
@@ -20,14 +19,13 @@ namespace {
 
 using fft::FftType;
 
-// Plans (twiddles and factors) are cached per length and direction; transform() is
-// const, so one plan serves every thread.
+// Plans (twiddles and factors) are cached per thread, length and direction: a plan's
+// const transform() still writes a scratch buffer for radices above 5, so threads
+// cannot share one.
 template <typename R>
 const kissfft<R>& plan(int64_t n, bool inverse) {
-  static std::mutex mu;
-  static auto* plans = new std::map<std::pair<int64_t, bool>, std::unique_ptr<kissfft<R>>>();
-  std::lock_guard<std::mutex> lock(mu);
-  auto& p = (*plans)[{n, inverse}];
+  thread_local std::map<std::pair<int64_t, bool>, std::unique_ptr<kissfft<R>>> plans;
+  auto& p = plans[{n, inverse}];
   if (!p) p = std::make_unique<kissfft<R>>(static_cast<size_t>(n), inverse);
   return *p;
 }
@@ -54,8 +52,8 @@ void pass(const Z* src, Z* dst, const Shape& shape, int axis, bool inverse, int 
     if (src != dst) std::copy(src, src + numel(shape), dst);
     return;
   }
-  const kissfft<R>& p = plan<R>(ln.len, inverse);
   parallel_ranges(ln.count, threads, 4, 1, [&](int64_t b, int64_t e) {
+    const kissfft<R>& p = plan<R>(ln.len, inverse);
     std::vector<Z> tmp(static_cast<size_t>(ln.len));
     for (int64_t l = b; l < e; ++l) {
       const int64_t s0 = ln.start(l);
@@ -99,8 +97,8 @@ void run(const KernelArgs& a, FftType type, const Shape& lengths) {
     Z* out = a.o<Z>(0);
     const int64_t n = is.back(), m = os.back(), lines = numel(is) / std::max<int64_t>(n, 1);
     if (n > 0) {
-      const kissfft<R>& p = plan<R>(std::max<int64_t>(n, 2), false);  // n = 1: unused
       parallel_ranges(lines, threads, 4, 1, [&](int64_t b, int64_t e) {
+        const kissfft<R>& p = plan<R>(std::max<int64_t>(n, 2), false);  // n = 1: unused
         std::vector<Z> line(static_cast<size_t>(n)), spec(static_cast<size_t>(n));
         for (int64_t l = b; l < e; ++l) {
           for (int64_t j = 0; j < n; ++j) line[j] = Z(x[l * n + j], R(0));
@@ -123,9 +121,9 @@ void run(const KernelArgs& a, FftType type, const Shape& lengths) {
   for (int d = r - 2; d >= r - k; --d) pass(work.data(), work.data(), is, d, true, threads);
   R* out = a.o<R>(0);
   if (n == 0) return;
-  const kissfft<R>& p = plan<R>(std::max<int64_t>(n, 2), true);  // n = 1: unused
   const double s = 1.0 / static_cast<double>(total);
   parallel_ranges(lines, threads, 4, 1, [&](int64_t b, int64_t e) {
+    const kissfft<R>& p = plan<R>(std::max<int64_t>(n, 2), true);  // n = 1: unused
     std::vector<Z> spec(static_cast<size_t>(n)), line(static_cast<size_t>(n));
     for (int64_t l = b; l < e; ++l) {
       const Z* h = work.data() + l * m;
