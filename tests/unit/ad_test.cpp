@@ -501,8 +501,8 @@ TEST(AdErrors, GradOfNonScalarAndOfIntegers) {
   e = error_of<TypeError>(
       [&] { (void)grad([](const Array& i) { return sum(i.astype(float32)); })(i); });
   EXPECT_HAS(e,
-             "grad requires real- or complex-valued inputs (a floating input dtype: "
-             "float16, bfloat16, float32 or float64), but got int32");
+             "grad requires real- or complex-valued inputs (a floating or complex input dtype: "
+             "float16, bfloat16, float32, float64, complex64 or complex128), but got int32");
   Array gi = grad([](const Array& i) { return sum(i.astype(float32)); }, allow_int)(i);
   EXPECT_EQ(test::values<int32_t>(gi), (std::vector<int32_t>{0, 0}));
 }
