@@ -1,5 +1,6 @@
 // FFTs of complex64: a 1-D transform of 2^22 points on one device against KISS FFT's
-// template called directly (the library the kernel runs), and a [64, 65536] batch of
+// template called directly (the library the kernel runs), the real transform of 2^22
+// float32 points, and a [64, 65536] batch of
 // transforms on 1 device and over 8 devices, sharded along the batch (each device
 // transforms its rows) or along the transformed dim (moved onto the batch by an
 // all-to-all each way: the transpose method).
@@ -39,6 +40,15 @@ void BM_Tessera1D(benchmark::State& st) {
   for (auto _ : st) f(x).block_until_ready();
 }
 BENCHMARK(BM_Tessera1D)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_TesseraRfft1D(benchmark::State& st) {
+  Device d = local_devices()[0];
+  Array x = device_put(random::normal(random::key(2), {kN}), d);
+  auto f = jit([](const Array& a) { return fft::rfft(a); });
+  f(x).block_until_ready();
+  for (auto _ : st) f(x).block_until_ready();
+}
+BENCHMARK(BM_TesseraRfft1D)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // range(0): devices; range(1): 0 = batch dim sharded, 1 = transformed dim sharded.
 void BM_TesseraBatched(benchmark::State& st) {
