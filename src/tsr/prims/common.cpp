@@ -227,4 +227,36 @@ void check_preferred(const char* prim, DType in, DType out) {
         "Pick a type at least as wide as the inputs, or astype the result.");
 }
 
+std::set<std::string> bilinear_unreduced(const char* prim, const ArrayType& l, const ArrayType& r,
+                                         DType out, const char* verb) {
+  const auto& ul = unreduced_of(l);
+  const auto& ur = unreduced_of(r);
+  const std::string pre = std::string("[") + prim + "] ";
+  if (!ul.empty() && !ur.empty())
+    throw ShardingTypeError(pre + "lhs or rhs passed to " + prim +
+                            " cannot be unreduced. Got lhs=" + l.str() + " and rhs=" + r.str() +
+                            "; expected at most one unreduced operand (" + prim +
+                            " is bilinear). Reduce one with reshard(x, P(...)) first.");
+  const ArrayType* uop = !ul.empty() ? &l : !ur.empty() ? &r : nullptr;
+  if (!uop) return {};
+  const std::set<std::string>& U = unreduced_of(*uop);
+  const ArrayType& other = uop == &l ? r : l;
+  if (uop->sharding.spec().unreduced_kind() != UnreducedKind::Sum || !replicated_over(other, U))
+    throw ShardingTypeError(pre + "lhs or rhs passed to " + prim +
+                            " cannot be unreduced. Got lhs=" + l.str() + " and rhs=" + r.str() +
+                            "; expected an unreduced operand of kind sum and the other operand "
+                            "replicated over " +
+                            quoted_set(U) + ". Reduce it first with reshard(x, P(...)).");
+  // The partials were summed in the operand's dtype (bool: or; int8: wrapping), so a
+  // product in a wider dtype is not the sum of the partial products.
+  if (out != uop->dtype)
+    throw ShardingTypeError(pre + "an unreduced operand cannot be " + verb +
+                            " into another dtype. Got " + uop->str() +
+                            " with preferred_element_type=" + dtype_name(out) +
+                            "; expected the operand's own dtype " + dtype_name(uop->dtype) +
+                            " (its partial sums are summed in it). Reduce it first with "
+                            "reshard(x, P(...)), or convert it before it becomes unreduced.");
+  return U;
+}
+
 }  // namespace tsr::detail

@@ -88,4 +88,11 @@ PartitionSpec unshard_dims(const ArrayType& x, const std::vector<bool>& changed)
  *  (TypeError naming the input dtype and preferred_element_type otherwise). */
 void check_preferred(const char* prim, DType in, DType out);
 
+/** The unreduced axes of a bilinear primitive's result (dot_general, convolution):
+ *  linear in each operand, so one sum-unreduced operand against one replicated over its
+ *  axes gives a partial result, in the operand's own dtype `out` (ShardingTypeError
+ *  otherwise; `verb` says what the product does: "multiplied", "convolved"). */
+std::set<std::string> bilinear_unreduced(const char* prim, const ArrayType& l, const ArrayType& r,
+                                         DType out, const char* verb);
+
 }  // namespace tsr::detail

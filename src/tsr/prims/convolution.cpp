@@ -197,28 +197,8 @@ std::vector<ArrayType> ConvGeneralDilated::infer(const std::vector<ArrayType>& i
                     l.str() + "; expected a number. Convert with astype(int32) first.");
   const DType dt = preferred_.value_or(l.dtype);
   if (preferred_) check_preferred(kName, l.dtype, *preferred_);
-  // Linear in each operand: one sum-unreduced operand (a cotangent) against one
-  // replicated over those axes gives a sum-unreduced result, as dot_general.
-  const auto &ul = unreduced_of(l), &ur = unreduced_of(r);
-  const ArrayType* uop = !ul.empty() ? &l : !ur.empty() ? &r : nullptr;
-  std::set<std::string> U = uop ? unreduced_of(*uop) : std::set<std::string>{};
-  if (uop) {
-    const ArrayType& other = uop == &l ? r : l;
-    if ((!ul.empty() && !ur.empty()) ||
-        uop->sharding.spec().unreduced_kind() != UnreducedKind::Sum || !replicated_over(other, U))
-      throw ShardingTypeError(
-          "[conv_general_dilated] lhs or rhs passed to conv_general_dilated cannot be unreduced. "
-          "Got lhs=" +
-          l.str() + " and rhs=" + r.str() +
-          "; expected at most one unreduced operand (of kind sum) and the other replicated over "
-          "its axes. Reduce it first with reshard(x, P(...)).");
-    if (dt != uop->dtype)
-      throw ShardingTypeError(
-          "[conv_general_dilated] an unreduced operand cannot be convolved into another dtype. "
-          "Got " +
-          uop->str() + " with preferred_element_type=" + dtype_name(dt) +
-          "; expected its own dtype. Reduce it first with reshard(x, P(...)).");
-  }
+  // One sum-unreduced operand (a cotangent) gives a sum-unreduced result.
+  std::set<std::string> U = bilinear_unreduced(kName, l, r, dt, "convolved");
   auto with_partial = [&](ArrayType o) {
     if (U.empty()) return o;
     const PartitionSpec& sp = o.sharding.spec();

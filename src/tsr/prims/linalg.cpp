@@ -135,36 +135,8 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
                     dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                     "; expected equal dtypes. The tsr::matmul front-end promotes for you.");
   check_preferred("dot_general", l.dtype, out_dtype_);
-  // Linear in each operand: one sum-unreduced operand times one replicated over
-  // those axes gives a sum-unreduced product (JAX refuses any unreduced operand).
-  const auto& ul = unreduced_of(l);
-  const auto& ur = unreduced_of(r);
-  if (!ul.empty() && !ur.empty())
-    throw ShardingTypeError(
-        "[dot_general] lhs or rhs passed to dot_general cannot be unreduced. Got lhs=" + l.str() +
-        " and rhs=" + r.str() +
-        "; expected at most one unreduced operand (dot_general is bilinear). Reduce one with "
-        "reshard(x, P(...)) first.");
-  const ArrayType* uop = !ul.empty() ? &l : !ur.empty() ? &r : nullptr;
-  std::set<std::string> U = uop ? unreduced_of(*uop) : std::set<std::string>{};
-  if (uop) {
-    const ArrayType& other = uop == &l ? r : l;
-    if (uop->sharding.spec().unreduced_kind() != UnreducedKind::Sum || !replicated_over(other, U))
-      throw ShardingTypeError(
-          "[dot_general] lhs or rhs passed to dot_general cannot be unreduced. Got lhs=" + l.str() +
-          " and rhs=" + r.str() +
-          "; expected an unreduced operand of kind sum and the other operand replicated over " +
-          quoted_set(U) + ". Reduce it first with reshard(x, P(...)).");
-    // The partials were summed in the operand's dtype (bool: or; int8: wrapping), so a
-    // product in a wider preferred dtype is not the sum of the partial products.
-    if (out_dtype_ != uop->dtype)
-      throw ShardingTypeError(
-          "[dot_general] an unreduced operand cannot be multiplied into another dtype. Got " +
-          uop->str() + " with preferred_element_type=" + dtype_name(out_dtype_) +
-          "; expected the operand's own dtype " + dtype_name(uop->dtype) +
-          " (its partial sums are summed in it). Reduce it first with reshard(x, P(...)), or "
-          "convert it before it becomes unreduced.");
-  }
+  // One sum-unreduced operand gives a sum-unreduced product (JAX refuses any).
+  std::set<std::string> U = bilinear_unreduced("dot_general", l, r, out_dtype_, "multiplied");
   std::vector<int> lf = free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
   std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
   Shape shape;
