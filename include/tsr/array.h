@@ -226,9 +226,8 @@ Array device_put(const Array& x, const Placement& where);
 /** Puts host data (1-D, or of `shape`: exactly numel(shape) elements) on a placement:
  *  device_put(vec, P("x")). (A std::vector<Array> is a tree: see tsr/shard.h.) */
 template <typename T>
-requires(std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> ||
-         std::is_same_v<T, bfloat16_t> || std::is_same_v<T, std::complex<float>> ||
-         std::is_same_v<T, std::complex<double>>) Array
+requires(std::is_arithmetic_v<T> || std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t> ||
+         std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) Array
     device_put(const std::vector<T>& data, const Placement& where, const Shape& shape = {-1}) {
   return detail::host_array(data, shape, where, "device_put");
 }

@@ -23,26 +23,26 @@ enum class DType : uint8_t {
   Int16,  // appended so that the values above keep their numbers
   UInt16,
   UInt64,
-  Complex64,  // two float32: real, imaginary
-  Complex128, // two float64
+  Complex64,   // two float32: real, imaginary
+  Complex128,  // two float64
 };
 
 /** Number of DType values; DType values are 0..kNumDTypes-1. */
 inline constexpr int kNumDTypes = 15;
 
-inline constexpr DType bool_ = DType::Bool;        /**< boolean, one byte per element */
-inline constexpr DType int8 = DType::Int8;         /**< signed 8-bit integer */
-inline constexpr DType int16 = DType::Int16;       /**< signed 16-bit integer */
-inline constexpr DType int32 = DType::Int32;       /**< signed 32-bit integer */
-inline constexpr DType int64 = DType::Int64;       /**< signed 64-bit integer */
-inline constexpr DType uint8 = DType::UInt8;       /**< unsigned 8-bit integer */
-inline constexpr DType uint16 = DType::UInt16;     /**< unsigned 16-bit integer */
-inline constexpr DType uint32 = DType::UInt32;     /**< unsigned 32-bit integer */
-inline constexpr DType uint64 = DType::UInt64;     /**< unsigned 64-bit integer */
-inline constexpr DType float16 = DType::Float16;   /**< IEEE binary16 */
-inline constexpr DType bfloat16 = DType::BFloat16; /**< brain float (8-bit exponent) */
-inline constexpr DType float32 = DType::Float32;   /**< IEEE binary32 */
-inline constexpr DType float64 = DType::Float64;   /**< IEEE binary64 */
+inline constexpr DType bool_ = DType::Bool;            /**< boolean, one byte per element */
+inline constexpr DType int8 = DType::Int8;             /**< signed 8-bit integer */
+inline constexpr DType int16 = DType::Int16;           /**< signed 16-bit integer */
+inline constexpr DType int32 = DType::Int32;           /**< signed 32-bit integer */
+inline constexpr DType int64 = DType::Int64;           /**< signed 64-bit integer */
+inline constexpr DType uint8 = DType::UInt8;           /**< unsigned 8-bit integer */
+inline constexpr DType uint16 = DType::UInt16;         /**< unsigned 16-bit integer */
+inline constexpr DType uint32 = DType::UInt32;         /**< unsigned 32-bit integer */
+inline constexpr DType uint64 = DType::UInt64;         /**< unsigned 64-bit integer */
+inline constexpr DType float16 = DType::Float16;       /**< IEEE binary16 */
+inline constexpr DType bfloat16 = DType::BFloat16;     /**< brain float (8-bit exponent) */
+inline constexpr DType float32 = DType::Float32;       /**< IEEE binary32 */
+inline constexpr DType float64 = DType::Float64;       /**< IEEE binary64 */
 inline constexpr DType complex64 = DType::Complex64;   /**< two float32 (std::complex<float>) */
 inline constexpr DType complex128 = DType::Complex128; /**< two float64 (std::complex<double>) */
 

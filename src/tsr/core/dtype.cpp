@@ -34,9 +34,11 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
 
 // JAX's promotion lattice (jax/_src/dtypes.py, _type_promotion_lattice with
 // strict=False, x64=True), without the 2/4-bit integers and the float8 types.
+// clang-format off
 enum Node : int {
   B1, IW, FW, CW, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, C64, C128, kNodes
 };
+// clang-format on
 
 constexpr std::array<std::array<int, 3>, kNodes> kEdges = {{
     {IW, -1, -1},     // b1
@@ -200,9 +202,9 @@ DType complex_dtype(DType t) {
 namespace detail {
 void complex_not_dispatched(DType t) {
   throw BackendError(std::string("[dispatch_dtype] a ") + dtype_name(t) +
-                      " value reached a kernel written for real types. Got " + dtype_name(t) +
-                      "; expected a real dtype. This is a bug in Tessera: the primitive's rule "
-                      "should have refused complex operands (please report it).");
+                     " value reached a kernel written for real types. Got " + dtype_name(t) +
+                     "; expected a real dtype. This is a bug in Tessera: the primitive's rule "
+                     "should have refused complex operands (please report it).");
 }
 }  // namespace detail
 

@@ -140,7 +140,6 @@ void check_complex(const Primitive& prim, const std::vector<ArrayType>& types) {
   }
 }
 
-
 }  // namespace
 
 std::vector<ArrayType> infer_types(const Primitive& prim, const std::vector<ArrayType>& in) {

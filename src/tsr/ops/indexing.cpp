@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "tsr/core/array_impl.h"
 #include "tsr/error.h"
 #include "tsr/indexing.h"
-#include "tsr/core/array_impl.h"
 #include "tsr/ops/ops_common.h"
 #include "tsr/prims/common.h"
 #include "tsr/prims/gather_scatter.h"
@@ -270,8 +270,8 @@ Array dynamic_take(const Array& x0, const std::vector<Entry>& ent,
   // JAX applied it to the dynamic_slice) lays out the slice; then the squeeze keeps it.
   // Inside vmap, `x.at(j).get({.out_sharding = typeof(x).sharding})` is that case.
   const int result_rank = rank - static_cast<int>(ints.size()) + static_cast<int>(newaxes.size());
-  bool slice_layout = out && !ints.empty() && out->spec().size() == rank &&
-                      out->spec().size() > result_rank;
+  bool slice_layout =
+      out && !ints.empty() && out->spec().size() == rank && out->spec().size() > result_rank;
   for (int d2 : ints)
     slice_layout = slice_layout && out->spec().entries()[static_cast<size_t>(d2)].is_none();
   if (slice_layout) x = finish(x, out);

@@ -132,10 +132,10 @@ Array var(const Array& x, const AxisArg& axis, int ddof, const ReduceOptions& o)
   // As jnp.var: every step in float32 for the half types, one rounding at the end.
   if (o.dtype) check_dtype(*o.dtype, "var");
   // A complex variance is the mean of |x - mean|^2: real (jnp.var).
-  DType out = o.dtype                   ? *o.dtype
-              : is_complex(x.dtype())   ? real_dtype(x.dtype())
-              : is_floating(x.dtype())  ? x.dtype()
-                                        : DType::Float32;
+  DType out = o.dtype                  ? *o.dtype
+              : is_complex(x.dtype())  ? real_dtype(x.dtype())
+              : is_floating(x.dtype()) ? x.dtype()
+                                       : DType::Float32;
   DType comp = is_complex(x.dtype()) ? x.dtype() : upcast_half(out);
   Array xf = x.dtype() == comp ? x : astype(x, comp);
   Array m = mean(xf, std::vector<int>(axes), {true, {}, {}});

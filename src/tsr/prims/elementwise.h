@@ -122,7 +122,8 @@ class Binary : public detail::Primitive {
 
 /** Spec §9's unreduced / reduced sets of a binary op's result (ShardingTypeError when
  *  the operands' sets do not combine under op). */
-PartitionSpec binary_unreduced_sets(const char* name, BinaryOp op, const std::vector<ArrayType>& in);
+PartitionSpec binary_unreduced_sets(const char* name, BinaryOp op,
+                                    const std::vector<ArrayType>& in);
 
 /** select_n(which, case0, case1, ...): which is bool (2 cases) or int32. */
 class SelectN : public detail::Primitive {

@@ -49,8 +49,8 @@ Program jvp_program(const Program& p, const std::vector<bool>& with_tangent);
 
 /** A Program split into what is computable from the known inputs and the rest. */
 struct PartialEval {
-  Program known;    /**< known inputs -> (known outputs, residuals) */
-  Program unknown;  /**< (residuals, unknown inputs) -> unknown outputs */
+  Program known;   /**< known inputs -> (known outputs, residuals) */
+  Program unknown; /**< (residuals, unknown inputs) -> unknown outputs */
   size_t num_res = 0;
 };
 /** Splits p: `unknown_ins` flags in_vars; `unknown_outs` flags the outputs the
@@ -79,8 +79,7 @@ std::vector<Array> backward_pass(const Program& p, const std::vector<Array>& arg
 /** The transpose of p with respect to the flagged in_vars: inputs (the other
  *  in_vars, one cotangent per output), outputs (one cotangent per flagged input,
  *  zeros instantiated). */
-Program transpose_program(const Program& p, const std::vector<bool>& linear_ins,
-                          const char* api);
+Program transpose_program(const Program& p, const std::vector<bool>& linear_ins, const char* api);
 
 /** Records which rules ran (`jvp:sin`, `transpose:mul`) while a RuleLog is alive on
  *  this thread; the coverage test uses it. */

@@ -36,8 +36,8 @@ prim::Placed placed_like(const ArrayType& t, const Array& like) {
 }
 
 Array zeros_of(const ArrayType& t, const Array& like) {
-  Array z = bind1(std::make_shared<prim::Full>(t.shape, t.dtype, 0.0, t.weak, placed_like(t, like)),
-                  {});
+  Array z =
+      bind1(std::make_shared<prim::Full>(t.shape, t.dtype, 0.0, t.weak, placed_like(t, like)), {});
   return t.sharding.mesh().empty() ? z : ad::coerce(z, t, "zeros", "value");
 }
 

@@ -291,12 +291,13 @@ void select_typed(const KernelArgs& a, int ncases, int64_t n, bool which_scalar)
       const R* w = reinterpret_cast<const R*>(which);
       const U* c0 = a.i<U>(1);
       const U* c1 = a.i<U>(2);
-      parallel_ranges(n, kernel_threads(a.busy_devices), kParallelMin, 64, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          U m = static_cast<U>(U(0) - static_cast<U>(w[i] > R(0)));
-          out[i] = static_cast<U>(c0[i] ^ ((c0[i] ^ c1[i]) & m));
-        }
-      });
+      parallel_ranges(n, kernel_threads(a.busy_devices), kParallelMin, 64,
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t i = b; i < e; ++i) {
+                          U m = static_cast<U>(U(0) - static_cast<U>(w[i] > R(0)));
+                          out[i] = static_cast<U>(c0[i] ^ ((c0[i] ^ c1[i]) & m));
+                        }
+                      });
     }
   } else {
     std::vector<const U*> cases(ncases);

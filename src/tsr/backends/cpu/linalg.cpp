@@ -191,11 +191,11 @@ void dot_general(const KernelArgs& a) {
   // (cgemm / zgemm); otherwise float32 unless float64 is involved.
   DType in = lt.dtype, out = ot.dtype;
   bool cx = is_complex(in) || is_complex(out);
-  DType ct = is_int_like(in) && is_int_like(out)                   ? DType::Int64
+  DType ct = is_int_like(in) && is_int_like(out)                           ? DType::Int64
              : cx && (in == DType::Complex128 || out == DType::Complex128) ? DType::Complex128
-             : cx                                                  ? DType::Complex64
-             : (in == DType::Float64 || out == DType::Float64)     ? DType::Float64
-                                                                   : DType::Float32;
+             : cx                                                          ? DType::Complex64
+             : (in == DType::Float64 || out == DType::Float64)             ? DType::Float64
+                                                                           : DType::Float32;
   std::vector<unsigned char> result;
   void* c = a.out_ptr[0];
   if (out != ct) {
