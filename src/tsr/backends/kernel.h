@@ -1,6 +1,7 @@
 #pragma once
 // The kernel table (DESIGN §3): kernels are not on the primitive; each backend
 // registers (primitive name, backend) -> kernel. A kernel sees local blocks only.
+#include <string>
 #include <vector>
 
 #include "tsr/core/primitive.h"
@@ -25,6 +26,7 @@ struct KernelArgs {
   const Shape* in_origin = nullptr; /**< per input: its block's global position (when asked) */
   const Shape* in_global = nullptr; /**< per input: its global shape (when asked) */
   int busy_devices = 1;             /**< devices running this step at once */
+  void* stream = nullptr;           /**< the device's cudaStream_t (null on the CPU) */
 
   /** Typed input pointer. */
   template <typename T>
@@ -48,7 +50,12 @@ KernelFn find_kernel(const char* prim, const char* backend = "cpu");
 /** Every (prim, backend) pair registered, for the coverage test. */
 bool has_kernel(const char* prim, const char* backend = "cpu");
 
+/** The primitive names that have a kernel on `backend`, sorted (coverage tests). */
+std::vector<std::string> kernel_names(const char* backend);
+
 /** Registers the CPU kernels (called once, before the first lookup). */
 void register_cpu_kernels();
+/** Registers the CUDA kernels (nothing in a build without CUDA). */
+void register_cuda_kernels();
 
 }  // namespace tsr::detail

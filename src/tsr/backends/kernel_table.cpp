@@ -15,7 +15,10 @@ std::map<std::pair<std::string, std::string>, KernelFn>& table() {
 
 void ensure_registered() {
   static std::once_flag once;
-  std::call_once(once, [] { register_cpu_kernels(); });
+  std::call_once(once, [] {
+    register_cpu_kernels();
+    register_cuda_kernels();
+  });
 }
 
 }  // namespace
@@ -40,6 +43,18 @@ KernelFn find_kernel(const char* prim, const char* backend) {
 bool has_kernel(const char* prim, const char* backend) {
   ensure_registered();
   return table().count({prim, backend}) > 0;
+}
+
+}  // namespace tsr::detail
+
+namespace tsr::detail {
+
+std::vector<std::string> kernel_names(const char* backend) {
+  ensure_registered();
+  std::vector<std::string> out;
+  for (const auto& [k, v] : table())
+    if (k.second == backend) out.push_back(k.first);
+  return out;  // the map's order: sorted by name
 }
 
 }  // namespace tsr::detail

@@ -2,11 +2,9 @@
 // Cumulative (scan) primitives along one axis: cumsum, cumprod, cummax, cummin,
 // cumlogsumexp (spec §12.12). The scanned axis must be unsharded (E14).
 #include "tsr/core/primitive.h"
+#include "tsr/prims/op_codes.h"
 
 namespace tsr::prim {
-
-/** How a cumulative op combines values. */
-enum class CumKind : uint8_t { Sum, Prod, Max, Min, LogSumExp };
 /** "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp". */
 const char* cum_name(CumKind k);
 

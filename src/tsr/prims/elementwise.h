@@ -5,37 +5,10 @@
 #include <optional>
 
 #include "tsr/core/primitive.h"
+#include "tsr/prims/elementwise_ops.h"
 
 namespace tsr::prim {
 
-/** Unary elementwise operations (one primitive name each). */
-enum class UnaryOp : uint8_t {
-  Neg,
-  Abs,
-  Sign,
-  Floor,
-  Ceil,
-  Round,
-  Exp,
-  Exp2,
-  Log,
-  Log1p,
-  Expm1,
-  Sqrt,
-  Rsqrt,
-  Square,
-  Sin,
-  Cos,
-  Tan,
-  Tanh,
-  Logistic,
-  Erf,
-  IsFinite,
-  Not,
-  ErfInv,
-};
-/** Number of UnaryOp values. */
-inline constexpr int kNumUnaryOps = 23;
 /** The primitive name of a unary op ("neg", ..., "is_finite", "not", "erf_inv"). */
 const char* unary_name(UnaryOp op);
 
@@ -74,29 +47,6 @@ class IntegerPow : public detail::Primitive {
   int y_;
 };
 
-/** Binary elementwise operations. */
-enum class BinaryOp : uint8_t {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Rem,
-  Pow,
-  Max,
-  Min,
-  Atan2,
-  And,
-  Or,
-  Xor,
-  Eq,
-  Ne,
-  Lt,
-  Le,
-  Gt,
-  Ge,
-};
-/** Number of BinaryOp values. */
-inline constexpr int kNumBinaryOps = 18;
 /** The primitive name ("add", ..., "ge"). */
 const char* binary_name(BinaryOp op);
 /** True for eq/ne/lt/le/gt/ge (bool result). */

@@ -3,11 +3,9 @@
 #include <optional>
 
 #include "tsr/core/primitive.h"
+#include "tsr/prims/op_codes.h"
 
 namespace tsr::prim {
-
-/** How values combine. */
-enum class ReduceKind : uint8_t { Sum, Prod, Max, Min, And, Or };
 /** "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or". */
 const char* reduce_name(ReduceKind k);
 

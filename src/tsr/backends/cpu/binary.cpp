@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tsr/backends/common/elementwise_apply.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/backends/cpu/vecmath.h"
 #include "tsr/core/small_vec.h"
@@ -30,47 +31,28 @@ inline constexpr bool kCx =
 
 constexpr int64_t kBlock = 512;  // float scratch for the half types
 
-constexpr bool is_cmp(BinaryOp op) { return op >= BinaryOp::Eq; }
-constexpr bool is_logical(BinaryOp op) {
-  return op == BinaryOp::And || op == BinaryOp::Or || op == BinaryOp::Xor;
-}
+constexpr bool is_cmp(BinaryOp op) { return is_compare_op(op); }
+constexpr bool is_logical(BinaryOp op) { return is_logical_op(op); }
 
-// Which stored types an op accepts (half types compute as float).
+// Which stored types an op accepts (half types compute as float; the rest is shared
+// with the CUDA kernels).
 template <BinaryOp Op, typename T>
 constexpr bool binary_supported() {
-  if constexpr (kIsHalf<T>) return binary_supported<Op, float>();
-  if constexpr (kCx<T>)
+  if constexpr (kIsHalf<T>) {
+    return binary_supported<Op, float>();
+  } else if constexpr (kCx<T>) {
     return Op == BinaryOp::Add || Op == BinaryOp::Sub || Op == BinaryOp::Mul ||
            Op == BinaryOp::Div || Op == BinaryOp::Pow || Op == BinaryOp::Max ||
            Op == BinaryOp::Min || Op == BinaryOp::Eq || Op == BinaryOp::Ne;
-  if constexpr (std::is_same_v<T, bool>)
-    return is_cmp(Op) || is_logical(Op) || Op == BinaryOp::Add || Op == BinaryOp::Mul ||
-           Op == BinaryOp::Max || Op == BinaryOp::Min;
-  if constexpr (kInt<T>) return Op != BinaryOp::Atan2;
-  return !is_logical(Op);
+  } else {
+    return binary_accepts<Op, T>();
+  }
 }
 
 template <BinaryOp Op, typename T>
 using BinOut = std::conditional_t<is_cmp(Op), bool, T>;
 
-// x ** y for integers by squaring (wrapping). A negative exponent gives 0 except
-// for the bases 1 and -1, whose powers are exact.
-template <typename T>
-inline T ipow(T x, T y) {
-  using U = WrapUnsigned<T>;  // uint16 * uint16 in `unsigned short` would overflow int
-  if constexpr (std::is_signed_v<T>) {
-    if (y < 0) return x == T(1) ? T(1) : (x == T(-1) ? ((y & 1) ? T(-1) : T(1)) : T(0));
-  }
-  U r = 1, b = static_cast<U>(x), e = static_cast<U>(y);
-  while (e) {
-    if (e & 1u) r = static_cast<U>(r * b);
-    b = static_cast<U>(b * b);
-    e = static_cast<U>(e >> 1);
-  }
-  return static_cast<T>(r);
-}
-
-// op(x, y) for bool, an integer or a float type (never a half type).
+// op(x, y) for any stored type but the half types.
 template <BinaryOp Op, typename T>
 inline BinOut<Op, T> binary_op(T x, T y) {
   using B = BinaryOp;
@@ -105,50 +87,9 @@ inline BinOut<Op, T> binary_op(T x, T y) {
     if constexpr (Op == B::Max) return gt ? x : y;
     if constexpr (Op == B::Min) return lt ? x : y;
     return x;
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if constexpr (Op == B::Add || Op == B::Or || Op == B::Max) return x || y;
-    if constexpr (Op == B::Mul || Op == B::And || Op == B::Min) return x && y;
-    return x != y;  // Xor
-  } else if constexpr (kInt<T>) {
-    // Unsigned arithmetic wraps instead of overflowing.
-    using U = std::make_unsigned_t<T>;
-    if constexpr (Op == B::Add) return static_cast<T>(U(x) + U(y));
-    if constexpr (Op == B::Sub) return static_cast<T>(U(x) - U(y));
-    // Products of 16-bit values exceed int (their promoted type): multiply in unsigned.
-    if constexpr (Op == B::Mul) return static_cast<T>(WrapUnsigned<T>(x) * WrapUnsigned<T>(y));
-    // Division by zero and INT_MIN / -1 follow XLA's CPU backend (what JAX gives):
-    // x / 0 = -1 (all bits set), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
-    if constexpr (Op == B::Div) {
-      if (y == T(0)) return static_cast<T>(-1);
-      if constexpr (std::is_signed_v<T>)
-        if (y == T(-1)) return static_cast<T>(U(0) - U(x));
-      return static_cast<T>(x / y);
-    }
-    if constexpr (Op == B::Rem) {
-      if (y == T(0)) return x;
-      if constexpr (std::is_signed_v<T>)
-        if (y == T(-1)) return T(0);
-      return static_cast<T>(x % y);
-    }
-    if constexpr (Op == B::Pow) return ipow(x, y);
-    if constexpr (Op == B::Max) return x < y ? y : x;
-    if constexpr (Op == B::Min) return y < x ? y : x;
-    if constexpr (Op == B::And) return static_cast<T>(x & y);
-    if constexpr (Op == B::Or) return static_cast<T>(x | y);
-    if constexpr (Op == B::Xor) return static_cast<T>(x ^ y);
-    return x;
   } else {
-    if constexpr (Op == B::Add) return x + y;
-    if constexpr (Op == B::Sub) return x - y;
-    if constexpr (Op == B::Mul) return x * y;
-    if constexpr (Op == B::Div) return x / y;
-    if constexpr (Op == B::Rem) return std::fmod(x, y);
-    if constexpr (Op == B::Pow) return std::pow(x, y);
-    // NaN propagates (lax.max / lax.min): x wins when it is NaN, else y when y is.
-    if constexpr (Op == B::Max) return (x > y || x != x) ? x : y;
-    if constexpr (Op == B::Min) return (x < y || x != x) ? x : y;
-    if constexpr (Op == B::Atan2) return std::atan2(x, y);
-    return x;
+    // bool, the integers and the floats: the scalar code every platform shares.
+    return binary_apply<Op>(x, y);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/creation.h"
 
@@ -17,17 +18,10 @@ void iota(const KernelArgs& a) {
   if (n == 0) return;
   int r = static_cast<int>(os.size());
   Shape origin = a.out_origin ? *a.out_origin : Shape(r, 0);
-  // value = base + sum_k index_k * w[k] over the local index: the global index
-  // along `dimension`, or the global row-major flat index for dimension -1.
-  std::vector<int64_t> w(r, 0);
-  int64_t v = 0;
-  if (p.dimension() >= 0) {
-    w[p.dimension()] = 1;
-    v = origin[p.dimension()];
-  } else {
-    w = row_major_strides(p.shape());
-    for (int d = 0; d < r; ++d) v += origin[d] * w[d];
-  }
+  // value = base + sum_k index_k * w[k] over the local index (shared with CUDA).
+  StridedRead plan = iota_read(os, p.shape(), p.dimension(), origin);
+  const std::vector<int64_t>& w = plan.strides;
+  int64_t v = plan.offset;
   // Values are made as int64 in blocks, then converted to the output dtype.
   constexpr int64_t kBlock = 512;
   int64_t buf[kBlock];

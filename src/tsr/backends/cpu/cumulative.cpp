@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "tsr/backends/common/scan_ops.h"
+#include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/cumulative.h"
 
@@ -13,43 +15,17 @@ namespace {
 
 using prim::CumKind;
 
+// The accumulator: float for the half types, else backends/common/scan_ops.h's.
 template <typename T>
 auto acc_tag() {
   if constexpr (kIsHalf<T>) {
     return float{};
-  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    return std::make_unsigned_t<std::conditional_t<(sizeof(T) < 4), int32_t, T>>{};
   } else {
-    return T{};
+    return typename ScanAcc<T>::type{};
   }
 }
 template <typename T>
 using Acc = decltype(acc_tag<T>());
-
-// Max/min compare in the signed stored type; NaN propagates (as lax.max).
-template <CumKind K, typename T, typename A>
-inline A combine(A acc, A y) {
-  if constexpr (K == CumKind::Sum) {
-    return static_cast<A>(acc + y);
-  } else if constexpr (K == CumKind::Prod) {
-    return static_cast<A>(acc * y);
-  } else if constexpr (K == CumKind::Max || K == CumKind::Min) {
-    using C = std::conditional_t<std::is_integral_v<T>, T, A>;
-    C a = static_cast<C>(acc), b = static_cast<C>(y);
-    bool take = K == CumKind::Max ? (b > a) : (b < a);
-    if constexpr (!std::is_integral_v<C>) take = take || (b != b);
-    return take ? y : acc;
-  } else {  // log(exp(acc) + exp(y)), stably
-    if constexpr (std::is_floating_point_v<A>) {
-      if (acc != acc || y != y) return std::numeric_limits<A>::quiet_NaN();
-      A m = acc > y ? acc : y, lo = acc > y ? y : acc;
-      if (std::isinf(m)) return m;
-      return m + std::log1p(std::exp(lo - m));
-    } else {
-      return acc;
-    }
-  }
-}
 
 template <CumKind K, typename T>
 void scan(const T* x, T* out, int64_t no, int64_t n, int64_t ni, bool reverse) {
@@ -62,7 +38,7 @@ void scan(const T* x, T* out, int64_t no, int64_t n, int64_t ni, bool reverse) {
       for (int64_t j = 0; j < n; ++j) {
         int64_t p = (reverse ? n - 1 - j : j) * ni;
         A y = load<A>(xl[p]);
-        acc = j == 0 ? y : combine<K, T>(acc, y);
+        acc = j == 0 ? y : scan_combine<K, std::conditional_t<kIsHalf<T>, float, T>>(acc, y);
         ol[p] = store<T>(acc);
       }
     }
@@ -70,11 +46,8 @@ void scan(const T* x, T* out, int64_t no, int64_t n, int64_t ni, bool reverse) {
 
 template <CumKind K>
 void scan_kind(const KernelArgs& a, int axis, bool reverse) {
-  const Shape& s = (*a.in)[0].shape;
-  int64_t no = 1, ni = 1;
-  for (int d = 0; d < axis; ++d) no *= s[d];
-  for (size_t d = axis + 1; d < s.size(); ++d) ni *= s[d];
-  int64_t n = s[axis];
+  AxisLines l = axis_lines((*a.in)[0].shape, axis);
+  int64_t no = l.outer, n = l.n, ni = l.inner;
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (K == CumKind::LogSumExp && !(kIsHalf<T> || std::is_floating_point_v<T>)) {

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tsr/backends/common/elementwise_apply.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/backends/cpu/vecmath.h"
 #include "tsr/core/convert.h"
@@ -33,106 +34,23 @@ constexpr int64_t kBlock = 512;
 
 // ---- unary ----------------------------------------------------------------
 
-constexpr bool float_only(UnaryOp op) {
-  return !(op == UnaryOp::Neg || op == UnaryOp::Abs || op == UnaryOp::Sign ||
-           op == UnaryOp::Floor || op == UnaryOp::Ceil || op == UnaryOp::Round ||
-           op == UnaryOp::Square || op == UnaryOp::Not);
-}
+constexpr bool float_only(UnaryOp op) { return unary_float_only(op); }
 
-// Which stored types an op accepts; the others throw before any loop runs.
+// Which stored types an op accepts (shared with the CUDA kernels); the others throw
+// before any loop runs.
 template <UnaryOp Op, typename T>
 constexpr bool unary_supported() {
-  if constexpr (std::is_same_v<T, bool>) return Op == UnaryOp::Not;
-  if constexpr (kInt<T>) return !float_only(Op);
-  return Op != UnaryOp::Not;  // floats (half types compute as float)
-}
-
-// erf^-1 in double: Giles' single-precision approximation ("Approximating the
-// erfinv function", GPU Gems 2012; the one XLA uses for f32) as the start, then
-// two Halley steps on erf(x) - y, which bring it to double precision. Results
-// round to the dtype, so they may differ from XLA's float polynomial in the last ulp.
-inline double erf_inv_double(double y) {
-  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
-  if (y == 1 || y == -1) return y * std::numeric_limits<double>::infinity();
-  double w = -std::log1p(-y * y), p;
-  if (w < 5) {
-    w -= 2.5;
-    p = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                     -0.00417768164, 0.246640727, 1.50140941})
-      p = c + p * w;
-  } else {
-    w = std::sqrt(w) - 3;
-    p = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                     0.00943887047, 1.00167406, 2.83297682})
-      p = c + p * w;
-  }
-  // Refine |x| against |y|; in the tail erf(x) - y = (1 - y) - erfc(x) keeps precision.
-  double ay = std::fabs(y), x = std::fabs(p * y);
-  constexpr double kTwoOverSqrtPi = 1.1283791670955126;
-  for (int it = 0; it < 2; ++it) {
-    double d = kTwoOverSqrtPi * std::exp(-x * x);
-    if (d == 0) break;
-    double f = x > 1 ? (1 - ay) - std::erfc(x) : std::erf(x) - ay;
-    double step = f / d;
-    x -= step / (1 + x * step);
-  }
-  return std::copysign(x, y);
+  return unary_accepts<Op, T>();
 }
 
 template <UnaryOp Op, typename T>
 using UnaryOut = std::conditional_t<Op == UnaryOp::IsFinite, bool, T>;
 
-// op(x) for bool, an integer or a float type (never a half type). Integer
-// arithmetic runs unsigned so that overflow wraps instead of being undefined.
+// op(x) for bool, an integer or a float type (never a half type): the scalar code
+// every platform shares (backends/common/elementwise_apply.h).
 template <UnaryOp Op, typename T>
 inline UnaryOut<Op, T> unary_op(T x) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return !x;  // Not
-  } else if constexpr (kInt<T>) {
-    using U = std::make_unsigned_t<T>;
-    if constexpr (Op == UnaryOp::Neg) return static_cast<T>(U(0) - U(x));
-    if constexpr (Op == UnaryOp::Abs) {
-      if constexpr (std::is_signed_v<T>) return x < 0 ? static_cast<T>(U(0) - U(x)) : x;
-      return x;
-    }
-    if constexpr (Op == UnaryOp::Sign) {
-      if constexpr (std::is_signed_v<T>) return static_cast<T>((x > 0) - (x < 0));
-      return static_cast<T>(x != 0);
-    }
-    if constexpr (Op == UnaryOp::Square)  // 16-bit squares exceed int: multiply unsigned
-      return static_cast<T>(WrapUnsigned<T>(x) * WrapUnsigned<T>(x));
-    if constexpr (Op == UnaryOp::Not) return static_cast<T>(~U(x));
-    return x;  // floor, ceil, round: integers are already integral
-  } else {
-    if constexpr (Op == UnaryOp::Neg) return -x;
-    if constexpr (Op == UnaryOp::Abs) return std::abs(x);
-    if constexpr (Op == UnaryOp::Sign) return x > 0 ? T(1) : (x < 0 ? T(-1) : x);  // keeps ±0, NaN
-    if constexpr (Op == UnaryOp::Floor) return std::floor(x);
-    if constexpr (Op == UnaryOp::Ceil) return std::ceil(x);
-    if constexpr (Op == UnaryOp::Round) return std::nearbyint(x);  // half to even
-    if constexpr (Op == UnaryOp::Exp) return std::exp(x);
-    if constexpr (Op == UnaryOp::Exp2) return std::exp2(x);
-    if constexpr (Op == UnaryOp::Log) return std::log(x);
-    if constexpr (Op == UnaryOp::Log1p) return std::log1p(x);
-    if constexpr (Op == UnaryOp::Expm1) return std::expm1(x);
-    if constexpr (Op == UnaryOp::Sqrt) return std::sqrt(x);
-    if constexpr (Op == UnaryOp::Rsqrt) return T(1) / std::sqrt(x);
-    if constexpr (Op == UnaryOp::Square) return x * x;
-    if constexpr (Op == UnaryOp::Sin) return std::sin(x);
-    if constexpr (Op == UnaryOp::Cos) return std::cos(x);
-    if constexpr (Op == UnaryOp::Tan) return std::tan(x);
-    if constexpr (Op == UnaryOp::Tanh) return std::tanh(x);
-    if constexpr (Op == UnaryOp::Logistic) {  // as the vector kernel: exp never overflows
-      T e = std::exp(-std::fabs(x));
-      return (x < 0 ? e : T(1)) / (T(1) + e);
-    }
-    if constexpr (Op == UnaryOp::Erf) return std::erf(x);
-    if constexpr (Op == UnaryOp::ErfInv) return static_cast<T>(erf_inv_double(x));
-    if constexpr (Op == UnaryOp::IsFinite) return std::isfinite(x);
-    return x;
-  }
+  return unary_apply<Op>(x);
 }
 
 template <UnaryOp Op, typename T>
@@ -388,18 +306,6 @@ void clamp_typed(const KernelArgs& a) {
 template <typename To, typename From>
 void cast_loop(const From* s, To* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = cast_element<To>(s[i]);
-}
-
-// d rounded to float "to odd": an inexact result is truncated toward zero and gets
-// its last mantissa bit set. Rounding that float to a half type (at least 2 bits
-// shorter) then gives the correctly rounded half of d; rounding d to float to
-// nearest first could land on a half tie and round the wrong way.
-inline float round_to_odd_float(double d) {
-  float f = static_cast<float>(d);
-  if (static_cast<double>(f) == d || d != d) return f;  // exact, or NaN
-  uint32_t b = std::bit_cast<uint32_t>(f);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) --b;  // rounded away from zero
-  return std::bit_cast<float>(b | 1u);
 }
 
 // Sources wider than float's 24-bit mantissa reach the half types through

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "tsr/backends/common/dot_plan.h"
 #include "tsr/backends/cpu/blas_lock.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/backends/cpu/small_gemm.h"
@@ -73,8 +74,6 @@ namespace {
 
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 
-bool is_int_like(DType t) { return t == DType::Bool || is_integer(t); }
-
 // True when the dims `perm` (of `shape`) are already in memory order, ignoring
 // size-1 dims: a reshape of the operand then is that permutation.
 bool in_order(const std::vector<int>& perm, const Shape& shape) {
@@ -85,28 +84,6 @@ bool in_order(const std::vector<int>& perm, const Shape& shape) {
     last = d;
   }
   return true;
-}
-
-std::vector<int> concat(std::initializer_list<const std::vector<int>*> parts) {
-  std::vector<int> r;
-  for (const auto* p : parts) r.insert(r.end(), p->begin(), p->end());
-  return r;
-}
-
-std::vector<int> free_dims(int rank, const std::vector<int>& batch,
-                           const std::vector<int>& contract) {
-  std::vector<int> f;
-  for (int d = 0; d < rank; ++d)
-    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-        std::find(contract.begin(), contract.end(), d) == contract.end())
-      f.push_back(d);
-  return f;
-}
-
-int64_t prod(const Shape& s, const std::vector<int>& dims) {
-  int64_t p = 1;
-  for (int d : dims) p *= s[d];
-  return p;
 }
 
 // One operand in the layout GEMM reads, in the compute dtype `ct`: `data` is
@@ -180,22 +157,13 @@ void dot_general(const KernelArgs& a) {
   int64_t nout = numel(ot.shape);
   if (nout == 0) return;
 
-  std::vector<int> lf =
-      free_dims(static_cast<int>(lt.shape.size()), dims.lhs_batch, dims.lhs_contract);
-  std::vector<int> rf =
-      free_dims(static_cast<int>(rt.shape.size()), dims.rhs_batch, dims.rhs_contract);
-  int64_t nb = prod(lt.shape, dims.lhs_batch), m = prod(lt.shape, lf), n = prod(rt.shape, rf),
-          k = prod(lt.shape, dims.lhs_contract);
-
-  // Compute dtype: integers stay integers (int64, wrapping); complex stays complex
-  // (cgemm / zgemm); otherwise float32 unless float64 is involved.
-  DType in = lt.dtype, out = ot.dtype;
-  bool cx = is_complex(in) || is_complex(out);
-  DType ct = is_int_like(in) && is_int_like(out)                           ? DType::Int64
-             : cx && (in == DType::Complex128 || out == DType::Complex128) ? DType::Complex128
-             : cx                                                          ? DType::Complex64
-             : (in == DType::Float64 || out == DType::Float64)             ? DType::Float64
-                                                                           : DType::Float32;
+  // The GEMM view and compute dtype (backends/common/dot_plan.h, shared with CUDA).
+  DotPlan plan = dot_plan(dims, lt.shape, rt.shape, lt.dtype, ot.dtype);
+  const std::vector<int>& lf = plan.lhs_free;
+  const std::vector<int>& rf = plan.rhs_free;
+  int64_t nb = plan.batch, m = plan.m, n = plan.n, k = plan.k;
+  DType out = ot.dtype, ct = plan.compute;
+  bool cx = is_complex(ct);
   std::vector<unsigned char> result;
   void* c = a.out_ptr[0];
   if (out != ct) {
@@ -211,9 +179,9 @@ void dot_general(const KernelArgs& a) {
     const auto& rb = dims.rhs_batch;
     const auto& rc = dims.rhs_contract;
     Operand l =
-        prepare(a.in_ptr[0], lt, ct, concat({&lb, &lf, &lc}), concat({&lb, &lc, &lf}), blas);
+        prepare(a.in_ptr[0], lt, ct, cat_dims({&lb, &lf, &lc}), cat_dims({&lb, &lc, &lf}), blas);
     Operand r =
-        prepare(a.in_ptr[1], rt, ct, concat({&rb, &rc, &rf}), concat({&rb, &rf, &rc}), blas);
+        prepare(a.in_ptr[1], rt, ct, cat_dims({&rb, &rc, &rf}), cat_dims({&rb, &rf, &rc}), blas);
     int lda = static_cast<int>(l.trans ? m : k), ldb = static_cast<int>(r.trans ? k : n);
     int ta = l.trans ? kTrans : kNoTrans, tb = r.trans ? kTrans : kNoTrans;
     int threads = blas_threads(a.busy_devices);

@@ -1,43 +1,25 @@
-// Random kernels: threefry2x32 (Salmon et al., SC'11; 20 rounds, JAX's rotation
-// and key-schedule constants) over counters computed from each element's global
-// row-major index, so a device produces exactly its block of the global array.
+// Random kernels: threefry2x32 over counters computed from each element's global
+// row-major index, so a device produces exactly its block of the global array. The
+// hash and each element's value are backends/common/threefry.h's (shared with the
+// CUDA kernels: random numbers do not depend on the platform).
 #include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "tsr/backends/common/random_plan.h"
+#include "tsr/backends/common/threefry.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/random.h"
 
 namespace tsr::detail::cpu {
 namespace {
 
-struct Words {
-  uint32_t a, b;
-};
+using rng::Words;
 
-inline Words hash(uint32_t k0, uint32_t k1, uint32_t x0, uint32_t x1) {
-  constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
-  x0 += ks[0];
-  x1 += ks[1];
-  for (uint32_t i = 0; i < 5; ++i) {
-    for (int r : kRot[i & 1]) {
-      x0 += x1;
-      x1 = std::rotl(x1, r);
-      x1 ^= x0;
-    }
-    x0 += ks[(i + 1) % 3];
-    x1 += ks[(i + 2) % 3] + i + 1;
-  }
-  return {x0, x1};
-}
-
-// The hash of element `flat`'s counter (hi32, lo32), as jax's iota_2x32_shape.
-inline Words at(const uint32_t* key, uint64_t flat) {
-  return hash(key[0], key[1], static_cast<uint32_t>(flat >> 32), static_cast<uint32_t>(flat));
-}
+// The hash of element `flat`'s counter (backends/common/threefry.h, shared with CUDA).
+inline Words at(const uint32_t* key, uint64_t flat) { return rng::at(key[0], key[1], flat); }
 
 // Calls f(local_offset, global_flat_index) for every element of the block, one
 // contiguous last-dim run at a time (the inner loop vectorises).
@@ -77,16 +59,11 @@ void uniform_typed(const KernelArgs& a, const prim::RandomBits& p, const uint32_
     const T lo = static_cast<T>(p.fmin()), hi = static_cast<T>(p.fmax());
     const T span = hi - lo;
     for_block(a, p.shape(), [&](int64_t o, uint64_t i) {
-      Words w = at(key, i);
-      T u;
       if constexpr (std::is_same_v<T, float>) {
-        u = std::bit_cast<float>(((w.a ^ w.b) >> 9) | 0x3F800000u) - 1.0f;
+        out[o] = rng::uniform_f32(at(key, i), lo, span);
       } else {
-        uint64_t b = (static_cast<uint64_t>(w.a) << 32) | w.b;
-        u = std::bit_cast<double>((b >> 12) | 0x3FF0000000000000ull) - 1.0;
+        out[o] = rng::uniform_f64(at(key, i), lo, span);
       }
-      T v = u * span + lo;
-      out[o] = std::max(lo, v);
     });
   } else {
     constexpr bool kF16 = std::is_same_v<T, float16_t>;
@@ -94,49 +71,61 @@ void uniform_typed(const KernelArgs& a, const prim::RandomBits& p, const uint32_
     const float hi = to_float(T(static_cast<float>(p.fmax())));
     const float span = hi - lo;
     for_block(a, p.shape(), [&](int64_t o, uint64_t i) {
-      Words w = at(key, i);
-      uint32_t x = w.a ^ w.b;
-      // float16: 16 random bits, 10 kept; bfloat16: 8 random bits, 7 kept.
-      float u = kF16 ? half_bits_to_float(static_cast<uint16_t>(((x & 0xFFFFu) >> 6) | 0x3C00u))
-                     : bf16_bits_to_float(static_cast<uint16_t>(((x & 0xFFu) >> 1) | 0x3F80u));
-      u -= 1.0f;
-      float v = to_float(T(u * span + lo));
-      out[o] = T(std::max(lo, v));
+      out[o].bits = rng::uniform_half_bits(at(key, i), kF16, lo, span);
     });
   }
 }
 
-// ---- randint: jax.random.randint with k1, k2 = split(key) and nbits-wide bits.
+}  // namespace
 
+}  // namespace tsr::detail::cpu
+
+namespace tsr::detail::rng {
+
+RandIntPlan randint_plan(const prim::RandomBits& p, DType t) {
+  rng::RandIntPlan r;
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      constexpr int kBits = 8 * sizeof(T);
+      using U = uint64_t;
+      constexpr U kMask = kBits == 64 ? ~U(0) : (U(1) << kBits) - 1;
+      const int64_t tmin = static_cast<int64_t>(std::numeric_limits<T>::min());
+      const int64_t tmax = std::numeric_limits<T>::max() > static_cast<uint64_t>(INT64_MAX)
+                               ? INT64_MAX
+                               : static_cast<int64_t>(std::numeric_limits<T>::max());
+      // Clip the bounds to T; an out-of-range maxval widens the span by one.
+      int64_t lo = std::clamp(p.imin(), tmin, tmax), hi = std::clamp(p.imax(), tmin, tmax);
+      bool hi_out = p.imax() > tmax;
+      U span = (static_cast<U>(hi) - static_cast<U>(lo)) & kMask;
+      if (hi <= lo) span = 1;
+      if (hi_out && hi > lo) span = (span + 1) & kMask;
+      U mult = rng::urem(U(1) << (kBits / 2), span);
+      mult = rng::urem((mult * mult) & kMask, span);
+      r.mask = kMask;
+      r.lo = static_cast<U>(lo) & kMask;
+      r.span = span;
+      r.mult = mult;
+      r.bits = kBits;
+    }
+  });
+  return r;
+}
+
+}  // namespace tsr::detail::rng
+
+namespace tsr::detail::cpu {
+namespace {
+
+// jax.random.randint with k1, k2 = split(key) and nbits-wide bits.
 template <typename T>
 void randint_typed(const KernelArgs& a, const prim::RandomBits& p, const uint32_t* key) {
-  constexpr int kBits = 8 * sizeof(T);
-  using U = uint64_t;
-  constexpr U kMask = kBits == 64 ? ~U(0) : (U(1) << kBits) - 1;
-  const int64_t tmin = static_cast<int64_t>(std::numeric_limits<T>::min());
-  const int64_t tmax = std::numeric_limits<T>::max() > static_cast<uint64_t>(INT64_MAX)
-                           ? INT64_MAX
-                           : static_cast<int64_t>(std::numeric_limits<T>::max());
-  // Clip the bounds to T; an out-of-range maxval widens the span by one.
-  int64_t lo = std::clamp(p.imin(), tmin, tmax), hi = std::clamp(p.imax(), tmin, tmax);
-  bool hi_out = p.imax() > tmax;
-  U span = (static_cast<U>(hi) - static_cast<U>(lo)) & kMask;
-  if (hi <= lo) span = 1;
-  if (hi_out && hi > lo) span = (span + 1) & kMask;
-  auto urem = [](U x, U m) { return m == 0 ? x : x % m; };  // XLA: x % 0 == x
-  U mult = urem(U(1) << (kBits / 2), span);
-  mult = urem((mult * mult) & kMask, span);
-  Words k1 = hash(key[0], key[1], 0, 0), k2 = hash(key[0], key[1], 0, 1);
-  auto bits = [&](const Words& k, uint64_t i) -> U {
-    Words w = hash(k.a, k.b, static_cast<uint32_t>(i >> 32), static_cast<uint32_t>(i));
-    if constexpr (kBits == 64) return (static_cast<U>(w.a) << 32) | w.b;
-    return static_cast<U>(w.a ^ w.b) & kMask;
-  };
+  rng::RandIntPlan plan = rng::randint_plan(p, dtype_v<T>);
+  Words k1, k2;
+  rng::split2(key[0], key[1], k1, k2);
   T* out = a.o<T>(0);
   for_block(a, p.shape(), [&](int64_t o, uint64_t i) {
-    U off = ((urem(bits(k1, i), span) * mult) & kMask) + urem(bits(k2, i), span);
-    off = urem(off & kMask, span);
-    out[o] = static_cast<T>((static_cast<U>(lo) + off) & kMask);
+    out[o] = static_cast<T>(rng::randint_bits(plan, k1, k2, i));
   });
 }
 
@@ -200,7 +189,7 @@ void threefry2x32(const KernelArgs& a) {
   uint32_t* y1 = a.o<uint32_t>(1);
   int64_t n = numel((*a.out)[0].shape);
   for (int64_t i = 0; i < n; ++i) {
-    Words w = hash(key[0], key[1], x0[i], x1[i]);
+    Words w = rng::hash(key[0], key[1], x0[i], x1[i]);
     y0[i] = w.a;
     y1[i] = w.b;
   }

@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "tsr/backends/common/reduce_ops.h"
+#include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/backends/cpu/vecmath.h"
 #include "tsr/error.h"
@@ -26,52 +28,27 @@ constexpr int64_t kColBlock = 1024;  // accumulators per column block (8 KiB as 
 template <ReduceKind K>
 constexpr int kLanes = (K == ReduceKind::Max || K == ReduceKind::Min) ? 32 : 8;
 
-// The accumulator: float for the half types, double for float32 sums and
-// products (accurate at no cost in a memory-bound loop), a wide unsigned type
-// for integer sums and products (wraps as the stored type would), bytes for
-// bool (min/max of 0/1; storing any nonzero byte gives true), else T.
+// The accumulator: float for the half types, else backends/common/reduce_ops.h's
+// (shared with CUDA, with the identity and combining step).
 template <ReduceKind K, typename T>
 auto acc_tag() {
   if constexpr (kIsHalf<T>) {
     return float{};
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return uint8_t{};
-  } else if constexpr (K != ReduceKind::Sum && K != ReduceKind::Prod) {
-    return T{};
-  } else if constexpr (std::is_same_v<T, float>) {
-    return double{};
-  } else if constexpr (std::is_integral_v<T>) {
-    return std::conditional_t<(sizeof(T) < 8), uint32_t, uint64_t>{};
   } else {
-    return T{};
+    return ReduceAcc<K, T>{};
   }
 }
 template <ReduceKind K, typename T>
 using Acc = decltype(acc_tag<K, T>());
 
 template <ReduceKind K, typename A>
-constexpr A identity() {
-  if constexpr (K == ReduceKind::Sum || K == ReduceKind::Or) return A(0);
-  if constexpr (K == ReduceKind::Prod) return A(1);
-  if constexpr (K == ReduceKind::And) return static_cast<A>(~A(0));
-  if constexpr (K == ReduceKind::Max)
-    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
-                                                : std::numeric_limits<A>::lowest();
-  return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
-                                              : std::numeric_limits<A>::max();  // Min
+inline A identity() {
+  return reduce_identity<K, A>();
 }
 
-// acc op y. Max and min propagate NaN: a NaN y replaces acc, and a NaN acc stays
-// (no comparison with it is true). `|` rather than `||` keeps it branch-free.
 template <ReduceKind K, typename A>
 inline A combine(A acc, A y) {
-  if constexpr (K == ReduceKind::Sum) return static_cast<A>(acc + y);
-  if constexpr (K == ReduceKind::Prod) return static_cast<A>(acc * y);
-  if constexpr (K == ReduceKind::Max) return ((y > acc) | (y != y)) ? y : acc;
-  if constexpr (K == ReduceKind::Min) return ((y < acc) | (y != y)) ? y : acc;
-  if constexpr (K == ReduceKind::And) return static_cast<A>(acc & y);
-  if constexpr (K == ReduceKind::Or) return static_cast<A>(acc | y);
-  return acc;
+  return reduce_combine<K>(acc, y);
 }
 
 // Reduces n contiguous elements. Float sums, max and min run the SIMD kernels
@@ -318,12 +295,8 @@ void reduce(const KernelArgs& a) {
 
 void arg_reduce(const KernelArgs& a) {
   const auto& p = static_cast<const prim::ArgReduce&>(*a.prim);
-  const Shape& s = (*a.in)[0].shape;
-  int axis = p.axis();
-  int64_t no = 1, ni = 1;
-  for (int d = 0; d < axis; ++d) no *= s[d];
-  for (size_t d = axis + 1; d < s.size(); ++d) ni *= s[d];
-  int64_t n = s.empty() ? 1 : s[axis];
+  AxisLines l = axis_lines((*a.in)[0].shape, p.axis());
+  int64_t no = l.outer, n = l.n, ni = l.inner;
   if (no * ni == 0) return;
   if (n == 0) {  // no candidates (jnp.argmax raises); write index 0
     std::memset(a.out_ptr[0], 0, no * ni * itemsize((*a.out)[0].dtype));

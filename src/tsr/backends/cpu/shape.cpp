@@ -14,6 +14,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/error.h"
 #include "tsr/prims/shape_ops.h"
@@ -307,40 +308,26 @@ void copy_input(const KernelArgs& a) {
 
 void transpose(const KernelArgs& a) {
   const auto& perm = static_cast<const prim::Transpose&>(*a.prim).perm();
-  const Shape& s = in_shape(a, 0);
-  std::vector<int64_t> full = row_major_strides(s), ss(perm.size());
-  Shape ext(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) ext[i] = s[perm[i]], ss[i] = full[perm[i]];
-  std::vector<int64_t> ds = row_major_strides(ext);
-  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], ss.data(), ext, elem_size(a),
+  StridedRead r = transpose_read(in_shape(a, 0), perm);
+  std::vector<int64_t> ds = row_major_strides(r.extent);
+  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], r.strides.data(), r.extent, elem_size(a),
                kernel_threads(a.busy_devices));
 }
 
 void broadcast_in_dim(const KernelArgs& a) {
   const auto& bdims = static_cast<const prim::BroadcastInDim&>(*a.prim).bdims();
-  const Shape& s = in_shape(a, 0);
-  const Shape& os = out_shape(a, 0);
-  std::vector<int64_t> full = row_major_strides(s), ss(os.size(), 0);
-  for (size_t i = 0; i < bdims.size(); ++i)
-    if (s[i] == os[bdims[i]]) ss[bdims[i]] = full[i];  // else size 1: stride 0 broadcasts
-  std::vector<int64_t> ds = row_major_strides(os);
-  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], ss.data(), os, elem_size(a));
+  StridedRead r = broadcast_read(in_shape(a, 0), out_shape(a, 0), bdims);
+  std::vector<int64_t> ds = row_major_strides(r.extent);
+  copy_strided(a.out_ptr[0], ds.data(), a.in_ptr[0], r.strides.data(), r.extent, elem_size(a));
 }
 
 void slice(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Slice&>(*a.prim);
-  const Shape& s = in_shape(a, 0);
-  const Shape& os = out_shape(a, 0);
-  std::vector<int64_t> full = row_major_strides(s), ss(s.size());
-  int64_t off = 0;
-  for (size_t d = 0; d < s.size(); ++d) {
-    bool identity = p.start()[d] == 0 && p.strides()[d] == 1 && os[d] == s[d];
-    ss[d] = identity ? full[d] : p.strides()[d] * full[d];
-    off += identity ? 0 : p.start()[d] * full[d];
-  }
+  StridedRead r = slice_read(in_shape(a, 0), out_shape(a, 0), p.start(), p.strides());
   size_t isz = elem_size(a);
-  std::vector<int64_t> ds = row_major_strides(os);
-  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], off, isz), ss.data(), os, isz);
+  std::vector<int64_t> ds = row_major_strides(r.extent);
+  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], r.offset, isz), r.strides.data(), r.extent,
+               isz);
 }
 
 void dynamic_slice(const KernelArgs& a) {
@@ -369,29 +356,13 @@ void dynamic_update_slice(const KernelArgs& a) {
 
 void pad(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Pad&>(*a.prim);
-  const Shape& s = in_shape(a, 0);
   const Shape& os = out_shape(a, 0);
   size_t isz = elem_size(a);
   fill_value(a.out_ptr[0], a.in_ptr[1], numel(os), isz);
-  // Operand element j of a dim lands at lo + j * (interior + 1); copy the ones
-  // that land inside the output (negative lo/hi crop).
-  std::vector<int64_t> ss = row_major_strides(s), ods = row_major_strides(os);
-  std::vector<int64_t> ds(s.size());
-  Shape ext(s.size());
-  int64_t doff = 0, soff = 0;
-  for (size_t d = 0; d < s.size(); ++d) {
-    int64_t lo = p.lo()[d], step = p.interior()[d] + 1;
-    int64_t j0 = lo >= 0 ? 0 : (-lo + step - 1) / step;
-    int64_t last = os[d] - 1 - lo;  // largest position offset that still fits
-    int64_t j1 = last < 0 ? -1 : std::min(s[d] - 1, last / step);
-    ext[d] = std::max<int64_t>(0, j1 - j0 + 1);
-    ds[d] = step * ods[d];
-    doff += (lo + j0 * step) * ods[d];
-    soff += j0 * ss[d];
-  }
-  if (numel(ext) == 0) return;
-  copy_strided(at(a.out_ptr[0], doff, isz), ds.data(), at(a.in_ptr[0], soff, isz), ss.data(), ext,
-               isz);
+  StridedCopy c = pad_copy(in_shape(a, 0), os, p.lo(), p.interior());
+  if (numel(c.extent) == 0) return;
+  copy_strided(at(a.out_ptr[0], c.dst_offset, isz), c.dst_strides.data(),
+               at(a.in_ptr[0], c.src_offset, isz), c.src_strides.data(), c.extent, isz);
 }
 
 void concatenate(const KernelArgs& a) {
@@ -422,14 +393,10 @@ void rev(const KernelArgs& a) {
   const auto& dims = static_cast<const prim::Rev&>(*a.prim).dims();
   const Shape& s = in_shape(a, 0);
   if (numel(s) == 0) return;
-  std::vector<int64_t> ss = row_major_strides(s), ds = row_major_strides(s);
-  int64_t off = 0;
-  for (int d : dims) {
-    off += (s[d] - 1) * ss[d];
-    ss[d] = -ss[d];
-  }
+  StridedRead r = rev_read(s, dims);
   size_t isz = elem_size(a);
-  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], off, isz), ss.data(), s, isz);
+  std::vector<int64_t> ds = row_major_strides(s);
+  copy_strided(a.out_ptr[0], ds.data(), at(a.in_ptr[0], r.offset, isz), r.strides.data(), s, isz);
 }
 
 }  // namespace tsr::detail::cpu

@@ -1,6 +1,8 @@
-// Built when TSR_WITH_CUDA is OFF: there are no CUDA devices.
+// Built when TSR_CUDA is OFF (or no nvcc is found): there are no CUDA devices.
+#include "tsr/backends/kernel.h"
 #include "tsr/comm/backends.h"
 
 namespace tsr::detail {
 bool cuda_is_available() { return false; }
+void register_cuda_kernels() {}
 }  // namespace tsr::detail

@@ -1,4 +1,4 @@
-// Built when TSR_WITH_NCCL is OFF: the NCCL backend reports that it is absent.
+// Built when TSR_CUDA is OFF: the NCCL backend reports that it is absent.
 #include "tsr/comm/backends.h"
 
 namespace tsr::detail {

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (the device tool; see scripts/gpu_bundle.sh, which makes
+# .gpu-bundle/ here first): the CUDA kernel tests (every CUDA kernel against the CPU
+# kernel of the same primitive, the fused-chain code generator, coverage) and the
+# CUDA benchmarks, then one summary. Logs go to $OUT (or /tmp/gpu_check). Under 8
+# minutes: nothing is compiled there.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+logs="${OUT:-/tmp/gpu_check}"
+mkdir -p "$logs"
+bundle="$root/.gpu-bundle/bundle.tar.xz"
+if [ ! -f "$bundle" ]; then
+  echo "gpu_check: no $bundle: run scripts/gpu_bundle.sh on the build machine and carry .gpu-bundle"
+  exit 2
+fi
+work=/tmp/tsr-gpu
+rm -rf "$work" && mkdir -p "$work" && tar -C "$work" -xJf "$bundle"
+# CUDA's libraries: the toolkit's, else the pip wheels' (the image's PyTorch has them).
+cuda_dirs=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+  $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in os.listdir(p)))' 2>/dev/null); do
+  [ -d "$d" ] && cuda_dirs="$cuda_dirs:$d"
+done
+export LD_LIBRARY_PATH="$work/lib$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+{
+  echo "commit: $(cat "$root/.gpu-bundle/commit" 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  if ldd "$work/bin/tsr_cuda_tests" "$work/bin/cuda_bench" | grep "not found"; then echo "missing libraries"; fi
+} | tee "$logs/env.log"
+start=$(date +%s)
+TSR_CUDA_VIRTUAL_DEVICES=8 timeout 300 "$work/bin/tsr_cuda_tests" --gtest_brief=1 \
+  --gtest_output="xml:$logs/cuda_tests.xml" 2>&1 | tee "$logs/cuda_tests.log"
+tests_rc=${PIPESTATUS[0]}
+timeout 180 "$work/bin/cuda_bench" --reps 10 2>&1 | tee "$logs/cuda_bench.log"
+bench_rc=${PIPESTATUS[0]}
+echo "==== gpu_check summary ($(($(date +%s) - start)) s)"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran" "$logs/cuda_tests.log" | tail -5
+grep -E "^GPU:|ratio" "$logs/cuda_bench.log"
+echo "tests rc=$tests_rc bench rc=$bench_rc"
+[ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

@@ -1,0 +1,132 @@
+#pragma once
+// The CUDA kernels' launchers: plain parameters (pointers, dtypes, sizes, a stream),
+// so the .cu files include no primitive headers (nvcc's front end compiles only the
+// kernels) and the .cpp files decode each primitive's parameters on the host.
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "tsr/backends/common/threefry.h"
+#include "tsr/backends/cuda/cuda_util.h"
+#include "tsr/dtype.h"
+#include "tsr/prims/elementwise_ops.h"
+#include "tsr/shape.h"
+
+namespace tsr::detail::cuda {
+
+/** The most dims a strided kernel takes (reshape to merge dims beyond). */
+constexpr int kMaxDims = 16;
+/** Cases one select_n launch takes by value (more run as several launches). */
+constexpr int kMaxSelectCases = 64;
+
+/** An output shape with each operand's element strides (0 along broadcast dims). */
+struct Strides {
+  int rank = 0;            /**< dims used */
+  int64_t size[kMaxDims];  /**< output sizes */
+  int64_t in[3][kMaxDims]; /**< per operand (up to 3): strides */
+};
+
+/** A 16-byte item (complex128) for the kernels that only move bytes. */
+struct alignas(16) Item16 {
+  uint64_t lo, hi; /**< the bytes */
+};
+
+/** NotImplementedError "[prim] the CUDA kernel does not support dtype ...": reached only
+ *  when a rule accepted what no kernel computes (a bug in the rule). */
+[[noreturn]] void unsupported(const char* prim, DType got);
+/** NotImplementedError: a strided CUDA kernel takes at most kMaxDims dims. */
+[[noreturn]] void too_many_dims(const char* prim, size_t rank);
+
+/** Calls f(S{}) with the stored type of a real dtype (float16_t / bfloat16_t for the
+ *  half types); unsupported() for complex. */
+template <typename F>
+void dispatch_real(DType t, const char* prim, F&& f) {
+  if (is_complex(t)) unsupported(prim, t);
+  dispatch_dtype(t, f);
+}
+
+/** The output's sizes with each operand's element strides, 0 along dims it
+ *  broadcasts (size 1, or a rank-0 operand). */
+Strides broadcast_strides(const Shape& out, std::initializer_list<const Shape*> operands);
+/** A strided read of operand 0: output `extent`, source `strides`. */
+Strides read_strides(const Shape& extent, const std::vector<int64_t>& strides, const char* prim);
+
+/** y = op(x) over n elements of dtype t. */
+void unary_launch(prim::UnaryOp op, DType t, const void* x, void* y, int64_t n, cudaStream_t s);
+/** z = op(x, y): flat (st null; av / bv: the operand advances, else a scalar) or strided. */
+void binary_launch(prim::BinaryOp op, DType t, const void* x, const void* y, void* z, int64_t n,
+                   const Strides* st, bool av, bool bv, cudaStream_t s);
+/** y = x ** p. */
+void integer_pow_launch(DType t, const void* x, void* y, int64_t n, int p, cudaStream_t s);
+/** y = x converted from `from` to `to` (the CPU's rounding). */
+void convert_launch(DType from, DType to, const void* x, void* y, int64_t n, cudaStream_t s);
+/** out[i] = cases[clamp(which[i])][i], items of `item` bytes. */
+void select_launch(DType which_t, size_t item, const void* which, bool which_scalar,
+                   const void* const* cases, int ncases, void* out, int64_t n, cudaStream_t s);
+/** out = min(max(x, lo), hi), NaN propagating; lo / hi arrays or scalars. */
+void clamp_launch(DType t, const void* lo, bool lo_arr, const void* x, const void* hi, bool hi_arr,
+                  void* out, int64_t n, cudaStream_t s);
+/** out (row-major over st's sizes) = src[sum idx * st.in[0]], items of `item` bytes. */
+void strided_read_launch(size_t item, const void* src, const Strides& st, void* out, int64_t n,
+                         cudaStream_t s);
+/** dst[sum idx * st.in[1]] = src[sum idx * st.in[0]] over st's sizes (n elements),
+ *  items of `item` bytes; dst and src point at the box's first elements. */
+void strided_copy_launch(size_t item, void* dst, const void* src, const Strides& st, int64_t n,
+                         cudaStream_t s);
+/** out[0..n) = *value, an `item`-byte element in device memory. */
+void fill_from_launch(size_t item, const void* value, void* out, int64_t n, cudaStream_t s);
+/** out[0..n) = the `item`-byte value. */
+void fill_launch(size_t item, const void* value, void* out, int64_t n, cudaStream_t s);
+/** out[i] = base + sum idx * st.in[0] (as int64, converted to t). */
+void iota_launch(DType t, const Strides& st, int64_t base, void* out, int64_t n, cudaStream_t s);
+
+/** Kept and reduced dims of a reduction's input, with their strides. */
+struct ReduceSplit {
+  int nk = 0, nr = 0;                         /**< kept / reduced dims */
+  int64_t ksize[kMaxDims], kstride[kMaxDims]; /**< kept sizes and strides */
+  int64_t rsize[kMaxDims], rstride[kMaxDims]; /**< reduced sizes and strides */
+  int64_t rcount = 1;                         /**< reduced elements per output */
+};
+/** out = reduce(x) (kind: prim::ReduceKind's value) for nout outputs. */
+void reduce_launch(int kind, DType t, const void* x, void* out, const ReduceSplit& sp, int64_t nout,
+                   cudaStream_t s);
+
+/** out[o, k] = the first index of x[o, :, k]'s max (or min), a NaN first; x is
+ *  [no, n, ni]; index dtype index_t. */
+void arg_reduce_launch(bool is_max, DType t, DType index_t, const void* x, void* out, int64_t no,
+                       int64_t n, int64_t ni, cudaStream_t s);
+
+/** The cumulative scan (kind: prim::CumKind's value) of every [n] line of x, viewed
+ *  as [no, n, ni]. */
+void scan_launch(int kind, DType t, const void* x, void* out, int64_t no, int64_t n, int64_t ni,
+                 bool reverse, cudaStream_t s);
+
+/** dst (compute dtype ct, row-major) = src (dtype t) read through st.in[0]. */
+void gather_convert_launch(DType ct, DType t, const void* src, const Strides& st, void* dst,
+                           int64_t n, cudaStream_t s);
+/** out (dtype t) = c (compute dtype ct) converted. */
+void store_convert_launch(DType t, DType ct, const void* c, void* out, int64_t n, cudaStream_t s);
+/** c[b] = a[b] @ bm[b] for int64 [nb, m, k] x [nb, k, n], wrapping. */
+void gemm_int_launch(const int64_t* a, const int64_t* bm, int64_t* c, int64_t nb, int64_t m,
+                     int64_t n, int64_t k, cudaStream_t s);
+
+/** One random primitive's launch: each local element i hashes the global flat index
+ *  base + sum(index * global.in[0]) (global.size: the local shape). */
+struct RandomCall {
+  int kind = 0;                  /**< 0 bits, 1 uniform, 2 randint */
+  DType t = DType::UInt32;       /**< output dtype */
+  const uint32_t* key = nullptr; /**< the 2-word key (device) */
+  void* out = nullptr;           /**< the local block */
+  Strides global;                /**< local sizes, global row-major strides */
+  uint64_t base = 0;             /**< the block origin's global flat index */
+  int64_t n = 0;                 /**< local elements */
+  double lo = 0, span = 0;       /**< uniform: the bounds (the half types: rounded) */
+  rng::RandIntPlan plan;         /**< randint */
+};
+/** random_bits / random_uniform / random_randint. */
+void random_launch(const RandomCall& c, cudaStream_t s);
+/** (y0, y1) = threefry2x32(key, (x0, x1)) elementwise. */
+void threefry_launch(const uint32_t* key, const uint32_t* x0, const uint32_t* x1, uint32_t* y0,
+                     uint32_t* y1, int64_t n, cudaStream_t s);
+
+}  // namespace tsr::detail::cuda

@@ -1,0 +1,50 @@
+// The CUDA kernel table: one line per primitive name, as the CPU's. A primitive with
+// a CPU kernel and none here is listed in tests/unit/cuda_coverage_test.cpp's
+// pending list, which the test keeps honest in both directions.
+#include "tsr/backends/cuda/cuda_kernels.h"
+
+namespace tsr::detail {
+
+void register_cuda_kernels() {
+  auto reg = [](const char* name, KernelFn fn) { register_kernel(name, "cuda", fn); };
+  for (const char* n :
+       {"neg", "abs",   "sign",     "floor", "ceil",      "round",  "exp",    "exp2",
+        "log", "log1p", "expm1",    "sqrt",  "rsqrt",     "square", "sin",    "cos",
+        "tan", "tanh",  "logistic", "erf",   "is_finite", "not",    "erf_inv"})
+    reg(n, cuda::unary);
+  for (const char* n : {"add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "and",
+                        "or", "xor", "eq", "ne", "lt", "le", "gt", "ge"})
+    reg(n, cuda::binary);
+  reg("integer_pow", cuda::integer_pow);
+  reg("select_n", cuda::select_n);
+  reg("clamp", cuda::clamp);
+  reg("convert_element_type", cuda::convert_element_type);
+  reg("fused_elementwise", cuda::fused_elementwise);
+
+  for (const char* n :
+       {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or"})
+    reg(n, cuda::reduce);
+  for (const char* n : {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"})
+    reg(n, cuda::cumulative);
+  reg("argmax", cuda::arg_reduce);
+  reg("argmin", cuda::arg_reduce);
+  reg("dot_general", cuda::dot_general);
+
+  for (const char* n : {"reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient"})
+    reg(n, cuda::copy_input);
+  reg("transpose", cuda::transpose);
+  reg("broadcast_in_dim", cuda::broadcast_in_dim);
+  reg("slice", cuda::slice);
+  reg("rev", cuda::rev);
+  reg("pad", cuda::pad);
+  reg("concatenate", cuda::concatenate);
+  reg("split", cuda::split);
+  reg("iota", cuda::iota);
+  reg("full", cuda::full);
+
+  for (const char* n : {"random_bits", "random_uniform", "random_randint"})
+    reg(n, cuda::random_bits);
+  reg("threefry2x32", cuda::threefry2x32);
+}
+
+}  // namespace tsr::detail

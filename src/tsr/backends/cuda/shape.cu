@@ -1,0 +1,120 @@
+// CUDA shape and creation kernels and their launchers (launch.h): the strided read
+// every copy-like shape op becomes (the plans are shared with the CPU:
+// backends/common/strided_plans.h), a fill, and iota.
+#include <cstring>
+
+#include "tsr/backends/cuda/element.cuh"
+
+namespace tsr::detail::cuda {
+namespace {
+
+template <typename U>
+__global__ void strided_read_k(U* out, const U* src, Strides p, int64_t n) {
+  TSR_CUDA_FOR(i, n) { out[i] = src[offset_of(p, 0, i)]; }
+}
+
+template <typename U>
+__global__ void strided_copy_k(U* dst, const U* src, Strides p, int64_t n) {
+  TSR_CUDA_FOR(i, n) { dst[offset_of(p, 1, i)] = src[offset_of(p, 0, i)]; }
+}
+
+template <typename U>
+__global__ void fill_from_k(U* out, const U* v, int64_t n) {
+  TSR_CUDA_FOR(i, n) { out[i] = *v; }
+}
+
+template <typename U>
+__global__ void fill_k(U* out, U v, int64_t n) {
+  TSR_CUDA_FOR(i, n) { out[i] = v; }
+}
+
+// value = base + sum_k index_k * w[k], made as int64 and converted as the CPU does.
+template <typename S>
+__global__ void iota_k(S* out, Strides p, int64_t base, int64_t n) {
+  TSR_CUDA_FOR(i, n) {
+    int64_t v = base + offset_of(p, 0, i);
+    if constexpr (__is_same(S, float16_t) || __is_same(S, bfloat16_t)) {
+      out[i] = store<S>(round_to_odd_float(static_cast<double>(v)));
+    } else {
+      out[i] = ops::cast<S>(v);
+    }
+  }
+}
+
+// Calls f(U{}) with an unsigned type of `item` bytes (Item16 for 16).
+template <typename F>
+void by_item_size(size_t item, F&& f) {
+  switch (item) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    case 8:
+      return f(uint64_t{});
+    default:
+      return f(Item16{});
+  }
+}
+
+}  // namespace
+
+void strided_read_launch(size_t item, const void* src, const Strides& st, void* out, int64_t n,
+                         cudaStream_t s) {
+  if (n == 0) return;
+  Launch l = launch_1d(n);
+  by_item_size(item, [&](auto tag) {
+    using U = decltype(tag);
+    strided_read_k<U>
+        <<<l.blocks, l.threads, 0, s>>>(static_cast<U*>(out), static_cast<const U*>(src), st, n);
+  });
+  check(cudaGetLastError(), "copy", "strided read launch");
+}
+
+void strided_copy_launch(size_t item, void* dst, const void* src, const Strides& st, int64_t n,
+                         cudaStream_t s) {
+  if (n == 0) return;
+  Launch l = launch_1d(n);
+  by_item_size(item, [&](auto tag) {
+    using U = decltype(tag);
+    strided_copy_k<U>
+        <<<l.blocks, l.threads, 0, s>>>(static_cast<U*>(dst), static_cast<const U*>(src), st, n);
+  });
+  check(cudaGetLastError(), "copy", "strided copy launch");
+}
+
+void fill_from_launch(size_t item, const void* value, void* out, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  Launch l = launch_1d(n);
+  by_item_size(item, [&](auto tag) {
+    using U = decltype(tag);
+    fill_from_k<U>
+        <<<l.blocks, l.threads, 0, s>>>(static_cast<U*>(out), static_cast<const U*>(value), n);
+  });
+  check(cudaGetLastError(), "pad", "fill launch");
+}
+
+void fill_launch(size_t item, const void* value, void* out, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  Launch l = launch_1d(n);
+  by_item_size(item, [&](auto tag) {
+    using U = decltype(tag);
+    U v;
+    std::memcpy(&v, value, sizeof(U));
+    fill_k<U><<<l.blocks, l.threads, 0, s>>>(static_cast<U*>(out), v, n);
+  });
+  check(cudaGetLastError(), "full", "fill launch");
+}
+
+void iota_launch(DType t, const Strides& st, int64_t base, void* out, int64_t n, cudaStream_t s) {
+  if (n == 0) return;
+  Launch l = launch_1d(n);
+  dispatch_real(t, "iota", [&](auto tag) {
+    using S = decltype(tag);
+    iota_k<S><<<l.blocks, l.threads, 0, s>>>(static_cast<S*>(out), st, base, n);
+  });
+  check(cudaGetLastError(), "iota", "kernel launch");
+}
+
+}  // namespace tsr::detail::cuda

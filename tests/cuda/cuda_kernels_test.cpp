@@ -1,0 +1,416 @@
+// Every CUDA kernel against the CPU kernel of the same primitive, on the same inputs
+// (the CPU kernels are the oracle the rest of the suite checks). Needs a GPU: each
+// test skips with one line without one. scripts/gpu_check.sh runs it on a lent GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tsr/backends/common/elementwise_apply.h"
+#include "tsr/backends/cuda/cuda_kernels.h"
+#include "tsr/backends/fused.h"
+#include "tsr/core/convert.h"
+#include "tsr/error.h"
+#include "tsr/prims/creation.h"
+#include "tsr/prims/cumulative.h"
+#include "tsr/prims/elementwise.h"
+#include "tsr/prims/linalg.h"
+#include "tsr/prims/random.h"
+#include "tsr/prims/reduction.h"
+#include "tsr/prims/shape_ops.h"
+
+namespace tsr::detail::cuda {
+namespace {
+
+#define TSR_NEED_GPU() \
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU: " << no_gpu_reason()
+
+struct Host {
+  LocalType t;
+  std::vector<unsigned char> bytes;
+};
+
+// Values of dtype t from doubles (the host's conversion).
+Host make(DType t, Shape s, const std::function<double(int64_t)>& f) {
+  Host h{{std::move(s), t}, {}};
+  int64_t n = numel(h.t.shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = f(i);
+  h.bytes.resize(static_cast<size_t>(n) * itemsize(t));
+  convert(v.data(), DType::Float64, h.bytes.data(), t, n);
+  return h;
+}
+Host random(DType t, Shape s, uint32_t seed, double lo = -3, double hi = 3) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  bool integral = t == DType::Bool || is_integer(t);
+  return make(t, std::move(s), [&](int64_t) {
+    double x = u(g);
+    return integral ? std::floor(x) : x;
+  });
+}
+
+std::vector<double> as_double(const LocalType& t, const std::vector<unsigned char>& b) {
+  int64_t n = numel(t.shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  convert(b.data(), t.dtype, v.data(), DType::Float64, n);
+  return v;
+}
+
+// Runs prim's kernel on `backend` and returns the outputs' bytes.
+std::vector<std::vector<unsigned char>> run(const char* backend, const Primitive& p,
+                                            const std::vector<Host>& ins,
+                                            const std::vector<LocalType>& outs, Shape origin) {
+  std::vector<LocalType> it;
+  for (const auto& h : ins) it.push_back(h.t);
+  std::vector<std::vector<unsigned char>> result(outs.size());
+  for (size_t k = 0; k < outs.size(); ++k)
+    result[k].resize(static_cast<size_t>(numel(outs[k].shape)) * itemsize(outs[k].dtype));
+  std::vector<const void*> ip;
+  std::vector<void*> op;
+  bool gpu = std::string(backend) == "cuda";
+  std::vector<void*> dev;
+  for (const auto& h : ins) {
+    if (!gpu) {
+      ip.push_back(h.bytes.data());
+      continue;
+    }
+    void* d = nullptr;
+    check(cudaMalloc(&d, std::max<size_t>(h.bytes.size(), 16)), "test", "cudaMalloc");
+    check(cudaMemcpy(d, h.bytes.data(), h.bytes.size(), cudaMemcpyHostToDevice), "test",
+          "cudaMemcpy");
+    dev.push_back(d);
+    ip.push_back(d);
+  }
+  for (auto& r : result) {
+    if (!gpu) {
+      op.push_back(r.data());
+      continue;
+    }
+    void* d = nullptr;
+    check(cudaMalloc(&d, std::max<size_t>(r.size(), 16)), "test", "cudaMalloc");
+    dev.push_back(d);
+    op.push_back(d);
+  }
+  if (origin.empty() && !outs.empty()) origin.assign(outs[0].shape.size(), 0);
+  KernelArgs a;
+  a.prim = &p;
+  a.in = &it;
+  a.out = &outs;
+  a.in_ptr = ip.data();
+  a.out_ptr = op.data();
+  a.out_origin = &origin;
+  find_kernel(p.name(), backend)(a);
+  if (gpu) {
+    check(cudaDeviceSynchronize(), "test", "cudaDeviceSynchronize");
+    for (size_t k = 0; k < result.size(); ++k)
+      check(cudaMemcpy(result[k].data(), op[k], result[k].size(), cudaMemcpyDeviceToHost), "test",
+            "cudaMemcpy");
+    for (void* d : dev) cudaFree(d);
+  }
+  return result;
+}
+
+// The tolerance a dtype's results are compared with: exact for integers and bool,
+// relative for floats (transcendental functions differ in the last bits between libm
+// and CUDA's math library; sums in their order).
+double tolerance(DType t) {
+  switch (t) {
+    case DType::Float16:
+    case DType::BFloat16:
+      return 1e-2;
+    case DType::Float32:
+      return 2e-5;
+    case DType::Float64:
+      return 1e-12;
+    default:
+      return 0;
+  }
+}
+
+void expect_same(const Primitive& p, const std::vector<Host>& ins,
+                 const std::vector<LocalType>& outs, const std::string& label, bool exact = false,
+                 const Shape& origin = {}) {
+  auto cpu = run("cpu", p, ins, outs, origin);
+  auto gpu = run("cuda", p, ins, outs, origin);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    auto a = as_double(outs[k], cpu[k]), b = as_double(outs[k], gpu[k]);
+    double tol = exact ? 0 : tolerance(outs[k].dtype);
+    int bad = 0;
+    for (size_t i = 0; i < a.size() && bad < 5; ++i) {
+      bool same = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i] ||
+                  std::fabs(a[i] - b[i]) <= tol * std::max(1.0, std::fabs(a[i]));
+      if (!same) {
+        ++bad;
+        ADD_FAILURE() << label << " output " << k << " [" << i << "]: cpu " << a[i] << ", cuda "
+                      << b[i];
+      }
+    }
+  }
+}
+
+const DType kReal[] = {DType::Bool,   DType::Int8,    DType::Int16,    DType::Int32,
+                       DType::Int64,  DType::UInt8,   DType::UInt16,   DType::UInt32,
+                       DType::UInt64, DType::Float16, DType::BFloat16, DType::Float32,
+                       DType::Float64};
+
+bool float_like(DType t) { return t == DType::Float16 || t == DType::BFloat16 || is_floating(t); }
+
+TEST(CudaKernels, EveryUnaryOpOnEveryDtype) {
+  TSR_NEED_GPU();
+  for (DType t : kReal)
+    for (int op = 0; op < prim::kNumUnaryOps; ++op) {
+      auto u = static_cast<prim::UnaryOp>(op);
+      bool ok = t == DType::Bool ? u == prim::UnaryOp::Not
+                                 : (is_integer(t) ? !unary_float_only(u) : u != prim::UnaryOp::Not);
+      if (!ok) continue;
+      prim::Unary p(u);
+      double lo = u == prim::UnaryOp::ErfInv ? -0.99 : -3;
+      Host x = random(t, {1000}, 1 + op, lo, -lo);
+      DType ot = u == prim::UnaryOp::IsFinite ? DType::Bool : t;
+      expect_same(p, {x}, {{{1000}, ot}}, std::string(p.name()) + " " + dtype_name(t));
+    }
+}
+
+TEST(CudaKernels, EveryBinaryOpWithBroadcasting) {
+  TSR_NEED_GPU();
+  for (DType t : kReal)
+    for (int op = 0; op < prim::kNumBinaryOps; ++op) {
+      auto b = static_cast<prim::BinaryOp>(op);
+      bool ok = t == DType::Bool ? (is_compare_op(b) || is_logical_op(b) ||
+                                    b == prim::BinaryOp::Add || b == prim::BinaryOp::Mul ||
+                                    b == prim::BinaryOp::Max || b == prim::BinaryOp::Min)
+                                 : (is_integer(t) ? b != prim::BinaryOp::Atan2 : !is_logical_op(b));
+      if (!ok) continue;
+      prim::Binary p(b);
+      DType ot = is_compare_op(b) ? DType::Bool : t;
+      std::string name = std::string(p.name()) + " " + dtype_name(t);
+      // Same shapes (with zeros: integer division by zero), a scalar, and a row broadcast.
+      expect_same(p, {random(t, {8, 50}, 2), random(t, {8, 50}, 3)}, {{{8, 50}, ot}},
+                  name + " same");
+      expect_same(p, {random(t, {8, 50}, 4), random(t, {}, 5, 1, 3)}, {{{8, 50}, ot}},
+                  name + " scalar");
+      expect_same(p, {random(t, {8, 1}, 6), random(t, {1, 50}, 7)}, {{{8, 50}, ot}},
+                  name + " outer");
+    }
+}
+
+TEST(CudaKernels, ConvertEveryPair) {
+  TSR_NEED_GPU();
+  for (DType from : kReal)
+    for (DType to : kReal) {
+      prim::Convert p(to, false);
+      Host x = random(from, {777}, 11, -300, 300);  // out of range for the small types
+      expect_same(p, {x}, {{{777}, to}}, std::string(dtype_name(from)) + " -> " + dtype_name(to));
+    }
+}
+
+TEST(CudaKernels, IntegerPowSelectClamp) {
+  TSR_NEED_GPU();
+  for (DType t : kReal) {
+    if (t == DType::Bool) continue;
+    for (int y : {0, 1, 2, 3, 7, -1, -2}) {
+      prim::IntegerPow p(y);
+      expect_same(p, {random(t, {300}, 12)}, {{{300}, t}}, "integer_pow " + std::to_string(y));
+    }
+    prim::Clamp c;
+    expect_same(c, {random(t, {}, 13, -1, 0), random(t, {300}, 14), random(t, {}, 15, 0, 1)},
+                {{{300}, t}}, std::string("clamp ") + dtype_name(t));
+  }
+  prim::SelectN s;
+  Host which = make(DType::Int32, {500}, [](int64_t i) { return static_cast<double>(i % 5) - 1; });
+  expect_same(s,
+              {which, random(DType::Float32, {500}, 16), random(DType::Float32, {500}, 17),
+               random(DType::Float32, {500}, 18)},
+              {{{500}, DType::Float32}}, "select_n int32 3 cases");
+  Host pred = random(DType::Bool, {500}, 19, 0, 2);
+  expect_same(s, {pred, random(DType::BFloat16, {500}, 20), random(DType::BFloat16, {500}, 21)},
+              {{{500}, DType::BFloat16}}, "select_n bool");
+}
+
+TEST(CudaKernels, ShapeOpsAndCreation) {
+  TSR_NEED_GPU();
+  for (DType t :
+       {DType::Float32, DType::BFloat16, DType::Int64, DType::Bool}) {  // 4, 2, 8, 1 bytes
+    Host x = random(t, {3, 4, 5}, 22);
+    prim::Transpose tr({2, 0, 1});
+    expect_same(tr, {x}, {{{5, 3, 4}, x.t.dtype}}, "transpose");
+    prim::Rev rv({0, 2});
+    expect_same(rv, {x}, {{{3, 4, 5}, x.t.dtype}}, "rev");
+    prim::Slice sl({0, 1, 1}, {3, 4, 5}, {2, 1, 2});
+    expect_same(sl, {x}, {{{2, 3, 2}, x.t.dtype}}, "slice");
+  }
+  for (DType t : {DType::Float32, DType::UInt8, DType::Float64}) {
+    prim::Pad pd({1, -1}, {2, 3}, {0, 2});  // low, high, interior; a negative low crops
+    expect_same(pd, {random(t, {3, 4}, 33), random(t, {}, 34)}, {{{6, 12}, t}},
+                std::string("pad ") + dtype_name(t));
+    prim::Concatenate cc(1);
+    expect_same(cc, {random(t, {3, 2}, 35), random(t, {3, 5}, 36), random(t, {3, 1}, 37)},
+                {{{3, 8}, t}}, std::string("concatenate ") + dtype_name(t));
+    prim::Split sp({2, 5, 1}, 1);
+    expect_same(sp, {random(t, {3, 8}, 38)}, {{{3, 2}, t}, {{3, 5}, t}, {{3, 1}, t}},
+                std::string("split ") + dtype_name(t));
+  }
+  prim::BroadcastInDim bc({4, 3, 5}, {1, 2}, std::nullopt);
+  expect_same(bc, {random(DType::Float32, {3, 1}, 23)}, {{{4, 3, 5}, DType::Float32}},
+              "broadcast_in_dim");
+  for (DType t : kReal) {
+    prim::Full f({7, 9}, t, 2.5, false, {});
+    expect_same(f, {}, {{{7, 9}, t}}, std::string("full ") + dtype_name(t));
+    prim::Iota io(t, {4, 6}, 1, {});
+    if (t != DType::Bool) expect_same(io, {}, {{{4, 6}, t}}, std::string("iota ") + dtype_name(t));
+  }
+}
+
+TEST(CudaKernels, Reductions) {
+  TSR_NEED_GPU();
+  using prim::ReduceKind;
+  for (DType t : kReal)
+    for (ReduceKind k : {ReduceKind::Sum, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min,
+                         ReduceKind::And, ReduceKind::Or}) {
+      bool bits = k == ReduceKind::And || k == ReduceKind::Or;
+      if (bits && float_like(t)) continue;
+      for (std::vector<int> axes : {std::vector<int>{1}, {0, 2}, {0, 1, 2}}) {
+        prim::Reduce p(k, axes);
+        Shape out;
+        Shape in{6, 70, 5};
+        for (int d = 0; d < 3; ++d)
+          if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(in[d]);
+        double lo = k == ReduceKind::Prod ? 0.9 : -3, hi = k == ReduceKind::Prod ? 1.1 : 3;
+        expect_same(
+            p, {random(t, in, 24, lo, hi)}, {{out, t}},
+            std::string(p.name()) + " " + dtype_name(t) + " axes " + std::to_string(axes.size()));
+      }
+    }
+}
+
+// Lines are scanned in the CPU's order: sums agree bit for bit.
+TEST(CudaKernels, CumulativeScans) {
+  TSR_NEED_GPU();
+  using prim::CumKind;
+  for (DType t : kReal)
+    for (CumKind k :
+         {CumKind::Sum, CumKind::Prod, CumKind::Max, CumKind::Min, CumKind::LogSumExp}) {
+      if (k == CumKind::LogSumExp && !float_like(t)) continue;
+      if (t == DType::Bool && (k == CumKind::Sum || k == CumKind::Prod)) continue;
+      for (int axis : {0, 2})
+        for (bool rev : {false, true}) {
+          prim::Cumulative p(k, axis, rev);
+          double lo = k == CumKind::Prod ? 0.9 : -3, hi = k == CumKind::Prod ? 1.1 : 3;
+          expect_same(p, {random(t, {4, 3, 50}, 43, lo, hi)}, {{{4, 3, 50}, t}},
+                      std::string(p.name()) + " " + dtype_name(t), k != CumKind::LogSumExp);
+        }
+    }
+}
+
+TEST(CudaKernels, ArgMaxArgMin) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Int8, DType::UInt64, DType::Bool})
+    for (bool mx : {true, false})
+      for (int axis : {0, 1, 2}) {
+        prim::ArgReduce p(mx, axis, DType::Int32);
+        Shape in{5, 33, 4}, out;
+        for (int d = 0; d < 3; ++d)
+          if (d != axis) out.push_back(in[d]);
+        Host x = random(t, in, 42, -2, 2);  // small integers: ties, first index wins
+        expect_same(p, {x}, {{out, DType::Int32}}, std::string(p.name()) + " " + dtype_name(t),
+                    true);
+      }
+  // A NaN is the extreme for both, at its first position.
+  Host nan =
+      make(DType::Float32, {6}, [](int64_t i) { return i == 2 || i == 4 ? NAN : double(i); });
+  prim::ArgReduce amax(true, 0, DType::Int32), amin(false, 0, DType::Int32);
+  expect_same(amax, {nan}, {{{}, DType::Int32}}, "argmax NaN", true);
+  expect_same(amin, {nan}, {{{}, DType::Int32}}, "argmin NaN", true);
+}
+
+TEST(CudaKernels, DotGeneral) {
+  TSR_NEED_GPU();
+  // [b, m, k] x [b, n, k] with the batch first and the contraction last (a transpose
+  // on the right), and [k, m] x [k, n] (both transposed).
+  for (DType t : {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16, DType::Int32}) {
+    prim::DotGeneral p1({{2}, {2}, {0}, {0}}, std::nullopt, t);
+    expect_same(p1, {random(t, {3, 17, 33}, 25), random(t, {3, 9, 33}, 26)}, {{{3, 17, 9}, t}},
+                std::string("bmk,bnk ") + dtype_name(t));
+    prim::DotGeneral p2({{0}, {0}, {}, {}}, std::nullopt, t);
+    expect_same(p2, {random(t, {40, 12}, 27), random(t, {40, 5}, 28)}, {{{12, 5}, t}},
+                std::string("km,kn ") + dtype_name(t));
+  }
+  prim::DotGeneral mixed({{1}, {0}, {}, {}}, std::nullopt, DType::Float32);  // bf16 in, f32 out
+  expect_same(mixed, {random(DType::BFloat16, {16, 64}, 29), random(DType::BFloat16, {64, 8}, 30)},
+              {{{16, 8}, DType::Float32}}, "bf16 -> f32");
+}
+
+// Bit-identical to the CPU (shared threefry code, no FMA contraction), also for a
+// block that is not at the origin (a device's shard of a bigger array).
+TEST(CudaKernels, RandomBitsAreTheCpuBits) {
+  TSR_NEED_GPU();
+  Host key = make(DType::UInt32, {2}, [](int64_t i) { return i == 0 ? 1234567.0 : 89.0; });
+  struct Case {
+    prim::RandomDist dist;
+    DType t;
+  };
+  for (Case c : {Case{prim::RandomDist::Bits, DType::UInt8},
+                 {prim::RandomDist::Bits, DType::UInt16},
+                 {prim::RandomDist::Bits, DType::UInt32},
+                 {prim::RandomDist::Bits, DType::UInt64},
+                 {prim::RandomDist::Uniform, DType::Float32},
+                 {prim::RandomDist::Uniform, DType::Float64},
+                 {prim::RandomDist::Uniform, DType::Float16},
+                 {prim::RandomDist::Uniform, DType::BFloat16},
+                 {prim::RandomDist::RandInt, DType::Int8},
+                 {prim::RandomDist::RandInt, DType::Int32},
+                 {prim::RandomDist::RandInt, DType::UInt64},
+                 {prim::RandomDist::RandInt, DType::Int64}}) {
+    prim::RandomBits p(c.dist, {64, 40}, c.t, -2.5, 7.25, -100, 1000, {});
+    expect_same(p, {key}, {{{16, 40}, c.t}}, std::string(p.name()) + " " + dtype_name(c.t), true,
+                {32, 0});  // rows 32..47 of the [64, 40] array
+  }
+  prim::Threefry2x32 tf;
+  expect_same(
+      tf, {key, random(DType::UInt32, {300}, 40, 0, 4e9), random(DType::UInt32, {300}, 41, 0, 4e9)},
+      {{{300}, DType::UInt32}, {{300}, DType::UInt32}}, "threefry2x32", true);
+}
+
+TEST(CudaKernels, FusedChainMatchesTheCpuChain) {
+  TSR_NEED_GPU();
+  using Ref = FusedElementwise::Ref;
+  const DType f32 = DType::Float32;
+  auto m = [&](PrimPtr p, std::vector<Ref> ins, Ref o, std::vector<DType> it, DType ot) {
+    FusedElementwise::Member x;
+    x.prim = p;
+    x.fn = find_kernel(p->name(), "cpu");
+    x.ins = std::move(ins);
+    x.outs = {o};
+    for (DType t : it) x.blk_in.push_back({Shape{4096}, t});
+    x.blk_out = {{Shape{4096}, ot}};
+    x.tail_in = x.blk_in;
+    x.tail_out = x.blk_out;
+    return x;
+  };
+  const int64_t n = 4096 * 3;
+  FusedElementwise f;
+  f.n = n;
+  f.block = 4096;
+  f.tmp_bytes = {4096 * 4, 4096 * 4};
+  f.members.push_back(m(std::make_shared<prim::Binary>(prim::BinaryOp::Mul),
+                        {{Ref::Kind::In, 0, false, 4}, {Ref::Kind::In, 1, true, 4}},
+                        {Ref::Kind::Tmp, 0, false, 4}, {f32, f32}, f32));
+  f.members.push_back(m(std::make_shared<prim::Unary>(prim::UnaryOp::Tanh),
+                        {{Ref::Kind::Tmp, 0, false, 4}}, {Ref::Kind::Tmp, 1, false, 4}, {f32},
+                        f32));
+  f.members.push_back(m(std::make_shared<prim::Convert>(DType::BFloat16, false),
+                        {{Ref::Kind::Tmp, 1, false, 4}}, {Ref::Kind::Out, 0, false, 2}, {f32},
+                        DType::BFloat16));
+  Host x = random(f32, {n}, 31), s = random(f32, {}, 32);
+  expect_same(f, {x, s}, {{{n}, DType::BFloat16}}, "mul tanh bf16");
+}
+
+}  // namespace
+}  // namespace tsr::detail::cuda
