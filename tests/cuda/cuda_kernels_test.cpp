@@ -257,6 +257,19 @@ TEST(CudaKernels, ShapeOpsAndCreation) {
     expect_same(sp, {random(t, {3, 8}, 38)}, {{{3, 2}, t}, {{3, 5}, t}, {{3, 1}, t}},
                 std::string("split ") + dtype_name(t));
   }
+  // Start indices of several dtypes, out of range on both sides (clamped), and a dim
+  // covered whole (its index is ignored).
+  for (DType t : {DType::Float32, DType::Int16}) {
+    Host big = random(t, {6, 7, 5}, 39);
+    Host i0 = make(DType::Int32, {}, [](int64_t) { return 4.0; });
+    Host i1 = make(DType::Int64, {}, [](int64_t) { return -3.0; });
+    Host i2 = make(DType::UInt8, {}, [](int64_t) { return 200.0; });
+    prim::DynamicSlice ds({3, 4, 5});
+    expect_same(ds, {big, i0, i1, i2}, {{{3, 4, 5}, t}}, std::string("dynamic_slice ") + dtype_name(t), true);
+    prim::DynamicUpdateSlice du;
+    expect_same(du, {big, random(t, {2, 7, 3}, 44), i0, i1, i2}, {{{6, 7, 5}, t}},
+                std::string("dynamic_update_slice ") + dtype_name(t), true);
+  }
   prim::BroadcastInDim bc({4, 3, 5}, {1, 2}, std::nullopt);
   expect_same(bc, {random(DType::Float32, {3, 1}, 23)}, {{{4, 3, 5}, DType::Float32}},
               "broadcast_in_dim");

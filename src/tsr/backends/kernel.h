@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tsr/core/primitive.h"
+#include "tsr/device.h"
 #include "tsr/shape.h"
 
 namespace tsr::detail {
@@ -42,6 +43,13 @@ struct KernelArgs {
 
 /** A kernel: computes outputs from inputs on one device. */
 using KernelFn = void (*)(const KernelArgs&);
+
+/** The kernel table's backend name of a platform: "cpu" or "cuda". */
+inline const char* backend_name(Platform p) { return p == Platform::CUDA ? "cuda" : "cpu"; }
+/** The backend of the devices a step runs on (an empty list: "cpu"). */
+inline const char* backend_name(const std::vector<Device>& devices) {
+  return devices.empty() ? "cpu" : backend_name(devices[0].platform);
+}
 
 /** Registers a kernel (done by the backend's register.cpp). */
 void register_kernel(const char* prim, const char* backend, KernelFn fn);

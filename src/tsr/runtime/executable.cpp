@@ -496,7 +496,7 @@ struct Lowerer {
                                    use_pick ? picked->second.out : out_t);
     Executable::Step st;
     st.prim = e.prim;
-    st.fn = find_kernel(e.prim->name());
+    st.fn = find_kernel(e.prim->name(), backend_name(me.devices()));  // the mesh's platform
     st.mesh = me;
     for (size_t i = 0; i < e.ins.size(); ++i) {
       because("operand " + std::to_string(i) + " of " + e.prim->name(), true);

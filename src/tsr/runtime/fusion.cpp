@@ -89,7 +89,8 @@ Step make_fused(const Executable& ex, const std::vector<Step>& steps, size_t fir
   f->n = n;
   f->block = kBlock;
   Step fused;
-  fused.fn = find_kernel("fused_elementwise");
+  fused.fn = find_kernel("fused_elementwise",
+                         steps[first].mesh ? backend_name(steps[first].mesh->devices()) : "cpu");
   fused.mesh = steps[first].mesh;
   std::map<int, FusedElementwise::Ref> where;  // value -> its place in the fused step
   const std::set<int> program_outputs(ex.outputs.begin(), ex.outputs.end());

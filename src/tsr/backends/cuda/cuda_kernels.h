@@ -25,6 +25,8 @@ void rev(const KernelArgs& a);                  /**< reversal along dims */
 void pad(const KernelArgs& a);                  /**< lax.pad (low, high, interior) */
 void concatenate(const KernelArgs& a);          /**< along one dim */
 void split(const KernelArgs& a);                /**< into sizes along one axis */
+void dynamic_slice(const KernelArgs& a);        /**< start indices read on the device */
+void dynamic_update_slice(const KernelArgs& a); /**< start indices read on the device */
 void reduce(const KernelArgs& a);               /**< reduce_sum/prod/max/min/and/or */
 void arg_reduce(const KernelArgs& a);           /**< argmax / argmin */
 void cumulative(const KernelArgs& a);           /**< cumsum/cumprod/cummax/cummin/cumlogsumexp */

@@ -47,6 +47,23 @@ void run_copy(void* dst, const void* src, const StridedCopy& c, size_t isz, cons
   strided_copy_launch(isz, at(dst, c.dst_offset), at(src, c.src_offset), st, n, s);
 }
 
+// The starts of a dynamic slice of `small` out of `big`, index scalars from input
+// `first` on; a dim covered whole is the identity (possibly sharded, so its start
+// does not apply locally), as the CPU kernel's dynamic_starts.
+DynamicStarts dynamic_starts(const KernelArgs& a, int first, const Shape& big, const Shape& small,
+                             const char* prim) {
+  if (big.size() > static_cast<size_t>(kMaxDims)) too_many_dims(prim, big.size());
+  DynamicStarts st;
+  st.rank = static_cast<int>(big.size());
+  for (int d = 0; d < st.rank; ++d) {
+    if (small[d] == big[d]) continue;
+    st.index[d] = a.in_ptr[first + d];
+    st.dtype[d] = (*a.in)[first + d].dtype;
+    st.max_start[d] = big[d] - small[d];
+  }
+  return st;
+}
+
 }  // namespace
 
 void unary(const KernelArgs& a) {
@@ -157,6 +174,30 @@ void split(const KernelArgs& a) {
              "split", stream_of(a));
     pos += os[axis];
   }
+}
+
+void dynamic_slice(const KernelArgs& a) {
+  const Shape& s = (*a.in)[0].shape;
+  const Shape& os = (*a.out)[0].shape;
+  Strides st = read_strides(os, row_major(s), "dynamic_slice");  // in[0]: the source's strides
+  for (int d = 0; d < st.rank; ++d) st.in[1][d] = row_major(os)[d];
+  dynamic_copy_launch(itemsize((*a.out)[0].dtype), false, a.in_ptr[0], a.out_ptr[0], st,
+                      dynamic_starts(a, 1, s, os, "dynamic_slice"), numel(os), stream_of(a));
+}
+
+void dynamic_update_slice(const KernelArgs& a) {
+  const Shape& os = (*a.out)[0].shape;
+  const Shape& us = (*a.in)[1].shape;
+  size_t isz = itemsize((*a.out)[0].dtype);
+  if (a.in_ptr[0] != a.out_ptr[0] && numel(os) > 0)
+    check(cudaMemcpyAsync(a.out_ptr[0], a.in_ptr[0], static_cast<size_t>(numel(os)) * isz,
+                          cudaMemcpyDeviceToDevice, stream_of(a)),
+          "dynamic_update_slice", "cudaMemcpyAsync");
+  Strides st = read_strides(us, row_major(us), "dynamic_update_slice");  // in[0]: the update's
+  std::vector<int64_t> ds = row_major(os);
+  for (int d = 0; d < st.rank; ++d) st.in[1][d] = ds[d];
+  dynamic_copy_launch(isz, true, a.in_ptr[1], a.out_ptr[0], st,
+                      dynamic_starts(a, 2, os, us, "dynamic_update_slice"), numel(us), stream_of(a));
 }
 
 void full(const KernelArgs& a) {

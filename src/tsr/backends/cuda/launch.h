@@ -73,6 +73,20 @@ void strided_read_launch(size_t item, const void* src, const Strides& st, void* 
  *  items of `item` bytes; dst and src point at the box's first elements. */
 void strided_copy_launch(size_t item, void* dst, const void* src, const Strides& st, int64_t n,
                          cudaStream_t s);
+/** dynamic_slice / dynamic_update_slice's start indices, read on the device: per dim
+ *  the index scalar (null: the dim is covered whole, start 0), its dtype, and the
+ *  largest start (starts clamp to [0, max], as the CPU kernel). */
+struct DynamicStarts {
+  int rank = 0;                      /**< dims */
+  const void* index[kMaxDims] = {};  /**< the index scalars (device), or null */
+  DType dtype[kMaxDims] = {};        /**< each index's dtype */
+  int64_t max_start[kMaxDims] = {};  /**< big - small per dim */
+};
+/** out (row-major over st's sizes) = src at (index + start) * st.in[0] per dim
+ *  (dynamic_slice), or, with `update`, dst at (index + start) * st.in[1] = src at
+ *  index * st.in[0] (dynamic_update_slice's write of the update). */
+void dynamic_copy_launch(size_t item, bool update, const void* src, void* dst, const Strides& st,
+                         const DynamicStarts& starts, int64_t n, cudaStream_t s);
 /** out[0..n) = *value, an `item`-byte element in device memory. */
 void fill_from_launch(size_t item, const void* value, void* out, int64_t n, cudaStream_t s);
 /** out[0..n) = the `item`-byte value. */

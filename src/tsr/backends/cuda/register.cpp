@@ -39,6 +39,8 @@ void register_cuda_kernels() {
   reg("pad", cuda::pad);
   reg("concatenate", cuda::concatenate);
   reg("split", cuda::split);
+  reg("dynamic_slice", cuda::dynamic_slice);
+  reg("dynamic_update_slice", cuda::dynamic_update_slice);
   reg("iota", cuda::iota);
   reg("full", cuda::full);
 
