@@ -39,12 +39,20 @@ if(TSR_CUDA_ON)
   # -ffp-contract=off), for bit-identical random numbers.
   string(APPEND CMAKE_CUDA_FLAGS " --fmad=false")
   find_package(CUDAToolkit REQUIRED)
-  # NCCL ships in the toolkit's tree on our machines (or from NVIDIA's libnccl-dev).
-  find_path(TSR_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)
-  find_library(TSR_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
-  file(GLOB TSR_CUDA_SOURCES CONFIGURE_DEPENDS src/tsr/backends/cuda/*.cu src/tsr/backends/cuda/*.cpp
-                                               src/tsr/comm/nccl/*.cpp)
-  list(FILTER TSR_CUDA_SOURCES EXCLUDE REGEX "no_cuda.cpp$|no_nccl.cpp$")
+  # NCCL ships in the toolkit's tree on our machines (or from NVIDIA's libnccl-dev); a
+  # toolkit without it builds the CUDA kernels with the no_nccl.cpp stub.
+  find_path(TSR_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(TSR_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  file(GLOB TSR_CUDA_SOURCES CONFIGURE_DEPENDS src/tsr/backends/cuda/*.cu src/tsr/backends/cuda/*.cpp)
+  list(FILTER TSR_CUDA_SOURCES EXCLUDE REGEX "no_cuda.cpp$")
+  if(TSR_NCCL_INCLUDE_DIR AND TSR_NCCL_LIB)
+    list(APPEND TSR_CUDA_SOURCES src/tsr/comm/nccl/nccl.cpp)
+    set(TSR_NCCL_LINK ${TSR_NCCL_LIB})
+  else()
+    list(APPEND TSR_CUDA_SOURCES src/tsr/comm/nccl/no_nccl.cpp)
+    set(TSR_NCCL_LINK "")
+    message(STATUS "Tessera: NCCL not found beside the CUDA toolkit; the NCCL backend is off")
+  endif()
   # The .cu files (kernels only: they include no primitive headers) compile in their own
   # object library with only the headers they need; the host .cpp files join the core.
   set(TSR_CUDA_KERNEL_SOURCES ${TSR_CUDA_SOURCES})
@@ -70,7 +78,7 @@ if(TSR_CUDA_ON)
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     COMMENT "Embedding the scalar headers for NVRTC" VERBATIM)
   list(APPEND TSR_SOURCES ${TSR_NVRTC_EMBED})
-  set(TSR_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::nvrtc ${TSR_NCCL_LIB})
+  set(TSR_CUDA_LIBS CUDA::cudart CUDA::cublas CUDA::cublasLt CUDA::nvrtc ${TSR_NCCL_LINK})
   message(STATUS "Tessera: CUDA backend on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                  "architectures ${CMAKE_CUDA_ARCHITECTURES})")
 else()

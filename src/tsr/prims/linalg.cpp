@@ -22,16 +22,6 @@ namespace {
 const bool registered =
     register_primitive("dot_general") && declare_ad("dot_general", AdKind::Linear);
 
-std::vector<int> free_dims(int rank, const std::vector<int>& contract,
-                           const std::vector<int>& batch) {
-  std::vector<int> f;
-  for (int d = 0; d < rank; ++d)
-    if (std::find(contract.begin(), contract.end(), d) == contract.end() &&
-        std::find(batch.begin(), batch.end(), d) == batch.end())
-      f.push_back(d);
-  return f;
-}
-
 std::string entries_at(const std::vector<PartitionEntry>& e, const std::vector<int>& dims) {
   std::vector<PartitionEntry> sel;
   for (int d : dims) sel.push_back(e[d]);
@@ -137,8 +127,8 @@ std::vector<ArrayType> DotGeneral::infer(const std::vector<ArrayType>& in) const
   check_preferred("dot_general", l.dtype, out_dtype_);
   // One sum-unreduced operand gives a sum-unreduced product (JAX refuses any).
   std::set<std::string> U = bilinear_unreduced("dot_general", l, r, out_dtype_, "multiplied");
-  std::vector<int> lf = free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
-  std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
+  std::vector<int> lf = dot_free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
+  std::vector<int> rf = dot_free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
   Shape shape;
   for (int x : d.lhs_batch) shape.push_back(l.shape[x]);
   for (int x : lf) shape.push_back(l.shape[x]);
@@ -203,8 +193,8 @@ Lowering DotGeneral::partition(const std::vector<ArrayType>& in,
                                const std::vector<ArrayType>& out) const {
   const ArrayType &l = in[0], &r = in[1];
   const auto& d = dims_;
-  std::vector<int> lf = free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
-  std::vector<int> rf = free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
+  std::vector<int> lf = dot_free_dims(l.ndim(), d.lhs_contract, d.lhs_batch);
+  std::vector<int> rf = dot_free_dims(r.ndim(), d.rhs_contract, d.rhs_batch);
   auto oe = entries_of(out[0]);
   auto le = entries_of(l), re = entries_of(r);
   // An unreduced operand's axes stay partial in the kernel's result, so no
@@ -266,8 +256,8 @@ Array transpose_lhs(const Array& g0, const ArrayType& x, const Array& y,
                     const std::vector<int>& x_contract, const std::vector<int>& y_contract,
                     const std::vector<int>& x_batch, const std::vector<int>& y_batch,
                     bool swap_ans) {
-  std::vector<int> x_kept = free_dims(x.ndim(), x_contract, x_batch);
-  std::vector<int> y_kept = free_dims(y.ndim(), y_contract, y_batch);
+  std::vector<int> x_kept = dot_free_dims(x.ndim(), x_contract, x_batch);
+  std::vector<int> y_kept = dot_free_dims(y.ndim(), y_contract, y_batch);
   int nb = static_cast<int>(x_batch.size());
   std::vector<int> ans_batch, ans_y;
   for (int i = 0; i < nb; ++i) ans_batch.push_back(i);
@@ -388,6 +378,16 @@ detail::Batched DotGeneral::batch(const std::vector<Array>& args,
   auto p = std::make_shared<DotGeneral>(d, detail::batched_sharding(out_sharding_, out_dim, name()),
                                         out_dtype_);
   return {{detail::bind1(p, {l, r})}, {out_dim}};
+}
+
+std::vector<int> dot_free_dims(int rank, const std::vector<int>& contract,
+                               const std::vector<int>& batch) {
+  std::vector<int> f;
+  for (int d = 0; d < rank; ++d)
+    if (std::find(contract.begin(), contract.end(), d) == contract.end() &&
+        std::find(batch.begin(), batch.end(), d) == batch.end())
+      f.push_back(d);
+  return f;
 }
 
 }  // namespace tsr::prim

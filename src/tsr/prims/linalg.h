@@ -14,6 +14,11 @@ struct DotDims {
   bool operator==(const DotDims&) const = default;
 };
 
+/** The dims of a rank-`rank` operand that are neither contracted nor batch, in order
+ *  (dot_general's free dims; the kernels' GEMM view uses the same). */
+std::vector<int> dot_free_dims(int rank, const std::vector<int>& contract,
+                               const std::vector<int>& batch);
+
 /** out[batch..., lhs free..., rhs free...] = sum over contracted dims of lhs * rhs.
  *  Inputs share one dtype; the output has `out_dtype`. */
 class DotGeneral : public detail::Primitive {

@@ -25,17 +25,6 @@ inline std::vector<int> cat_dims(std::initializer_list<const std::vector<int>*> 
   return r;
 }
 
-/** The dims of a rank-`rank` operand that are neither batch nor contracted. */
-inline std::vector<int> free_dims(int rank, const std::vector<int>& batch,
-                                  const std::vector<int>& contract) {
-  std::vector<int> f;
-  for (int d = 0; d < rank; ++d)
-    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-        std::find(contract.begin(), contract.end(), d) == contract.end())
-      f.push_back(d);
-  return f;
-}
-
 /** The product of s's sizes along `dims`. */
 inline int64_t prod_dims(const Shape& s, const std::vector<int>& dims) {
   int64_t p = 1;
@@ -49,8 +38,8 @@ inline int64_t prod_dims(const Shape& s, const std::vector<int>& dims) {
 inline DotPlan dot_plan(const prim::DotDims& dims, const Shape& lhs, const Shape& rhs, DType in,
                         DType out) {
   DotPlan p;
-  p.lhs_free = free_dims(static_cast<int>(lhs.size()), dims.lhs_batch, dims.lhs_contract);
-  p.rhs_free = free_dims(static_cast<int>(rhs.size()), dims.rhs_batch, dims.rhs_contract);
+  p.lhs_free = prim::dot_free_dims(static_cast<int>(lhs.size()), dims.lhs_contract, dims.lhs_batch);
+  p.rhs_free = prim::dot_free_dims(static_cast<int>(rhs.size()), dims.rhs_contract, dims.rhs_batch);
   p.batch = prod_dims(lhs, dims.lhs_batch);
   p.m = prod_dims(lhs, p.lhs_free);
   p.n = prod_dims(rhs, p.rhs_free);

@@ -18,45 +18,8 @@ using Ref = FusedElementwise::Ref;
 
 bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
-// The type a value of dtype t lives in between ops (the half types: float).
-const char* compute_type(DType t) {
-  switch (t) {
-    case DType::Bool:
-      return "bool";
-    case DType::Int8:
-      return "int8_t";
-    case DType::Int16:
-      return "int16_t";
-    case DType::Int32:
-      return "int32_t";
-    case DType::Int64:
-      return "int64_t";
-    case DType::UInt8:
-      return "uint8_t";
-    case DType::UInt16:
-      return "uint16_t";
-    case DType::UInt32:
-      return "uint32_t";
-    case DType::UInt64:
-      return "uint64_t";
-    case DType::Float64:
-      return "double";
-    case DType::Float16:
-    case DType::BFloat16:
-    case DType::Float32:
-      return "float";
-    case DType::Complex64:
-    case DType::Complex128:
-      break;
-  }
-  // The fusion pass leaves complex steps unfused (runtime/fusion.cpp).
-  throw RuntimeError(std::string("[fused_elementwise] no CUDA code for dtype ") + dtype_name(t) +
-                     ". Got a fused chain with it; expected the fusion pass to leave complex "
-                     "steps unfused. Report this as a Tessera bug.");
-}
-
 // The element type in memory.
-std::string storage_type(DType t) { return is_half(t) ? "uint16_t" : compute_type(t); }
+std::string storage_type(DType t) { return is_half(t) ? "uint16_t" : cuda_compute_type(t); }
 
 // An expression of dtype t's compute type that rounds `e` (a float) to t when t is a
 // half type: a half value between ops is exactly what the unfused chain stores.
@@ -79,7 +42,7 @@ std::string convert_expr(DType from, DType to, const std::string& v) {
                                       : "d::ops::cast<float>(" + v + ")";
     return rounded(to, f);
   }
-  return std::string("d::ops::cast<") + compute_type(to) + ">(" + v + ")";
+  return std::string("d::ops::cast<") + cuda_compute_type(to) + ">(" + v + ")";
 }
 
 std::string ref_name(const Ref& r) {
@@ -119,6 +82,42 @@ std::string member_expr(const FusedElementwise::Member& m, const std::vector<std
 
 }  // namespace
 
+const char* cuda_compute_type(DType t) {
+  switch (t) {
+    case DType::Bool:
+      return "bool";
+    case DType::Int8:
+      return "int8_t";
+    case DType::Int16:
+      return "int16_t";
+    case DType::Int32:
+      return "int32_t";
+    case DType::Int64:
+      return "int64_t";
+    case DType::UInt8:
+      return "uint8_t";
+    case DType::UInt16:
+      return "uint16_t";
+    case DType::UInt32:
+      return "uint32_t";
+    case DType::UInt64:
+      return "uint64_t";
+    case DType::Float64:
+      return "double";
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float32:
+      return "float";
+    case DType::Complex64:
+    case DType::Complex128:
+      break;
+  }
+  // The fusion pass leaves complex steps unfused (runtime/fusion.cpp).
+  throw RuntimeError(std::string("[fused_elementwise] no CUDA code for dtype ") + dtype_name(t) +
+                     ". Got a fused chain with it; expected the fusion pass to leave complex "
+                     "steps unfused. Report this as a Tessera bug.");
+}
+
 std::string fused_source(const FusedElementwise& f, const std::vector<LocalType>& in,
                          const std::vector<LocalType>& out) {
   std::string s =
@@ -147,15 +146,15 @@ std::string fused_source(const FusedElementwise& f, const std::vector<LocalType>
     std::string v = t == DType::Float16    ? "d::half_bits_to_float(" + x + ")"
                     : t == DType::BFloat16 ? "d::bf16_bits_to_float(" + x + ")"
                                            : x;
-    s +=
-        "    const " + std::string(compute_type(t)) + " in" + std::to_string(k) + " = " + v + ";\n";
+    s += "    const " + std::string(cuda_compute_type(t)) + " in" + std::to_string(k) + " = " + v +
+         ";\n";
   }
   // Members in program order, each into a register.
   for (const auto& m : f.members) {
     std::vector<std::string> args;
     for (const Ref& r : m.ins) args.push_back(ref_name(r));
     DType t = m.blk_out[0].dtype;
-    s += "    const " + std::string(compute_type(t)) + " " + ref_name(m.outs[0]) + " = " +
+    s += "    const " + std::string(cuda_compute_type(t)) + " " + ref_name(m.outs[0]) + " = " +
          member_expr(m, args) + ";\n";
   }
   // Outputs, stored.

@@ -16,6 +16,10 @@ namespace tsr::detail::cuda {
 /** The name of the generated kernel's entry point. */
 inline constexpr const char* kFusedEntry = "tsr_fused";
 
+/** The CUDA C++ type a value of dtype t computes in between ops ("float" for the half
+ *  types, "int8_t", ...); RuntimeError for complex, which the fusion pass never fuses. */
+const char* cuda_compute_type(DType t);
+
 /** CUDA C++ of one fused chain: `extern "C" __global__ void tsr_fused(ins..., outs...,
  *  long long n)`, one grid-stride loop over the chain's n elements (scalar inputs
  *  read element 0). `in` / `out` are the fused step's local types. */

@@ -197,7 +197,8 @@ void dynamic_update_slice(const KernelArgs& a) {
   std::vector<int64_t> ds = row_major(os);
   for (int d = 0; d < st.rank; ++d) st.in[1][d] = ds[d];
   dynamic_copy_launch(isz, true, a.in_ptr[1], a.out_ptr[0], st,
-                      dynamic_starts(a, 2, os, us, "dynamic_update_slice"), numel(us), stream_of(a));
+                      dynamic_starts(a, 2, os, us, "dynamic_update_slice"), numel(us),
+                      stream_of(a));
 }
 
 void full(const KernelArgs& a) {
