@@ -31,6 +31,11 @@ start=$(date +%s)
 TSR_CUDA_VIRTUAL_DEVICES=8 timeout 300 "$work/bin/tsr_cuda_tests" --gtest_brief=1 \
   --gtest_output="xml:$logs/cuda_tests.xml" 2>&1 | tee "$logs/cuda_tests.log"
 tests_rc=${PIPESTATUS[0]}
+# On the GPU machine a skipped GPU test means CUDA saw no usable device: a failure.
+if grep -q '^\[  SKIPPED \]' "$logs/cuda_tests.log"; then
+  echo "gpu_check: GPU tests skipped (no usable GPU): failing"
+  tests_rc=1
+fi
 timeout 180 "$work/bin/cuda_bench" --reps 10 2>&1 | tee "$logs/cuda_bench.log"
 bench_rc=${PIPESTATUS[0]}
 echo "==== gpu_check summary ($(($(date +%s) - start)) s)"
