@@ -1,7 +1,7 @@
 // CUDA kernels against their references, in one run on one GPU (issue 27):
 //   gemm/sgemm/8192, gemm/bf16/8192: Tessera's dot_general kernel vs cuBLAS called
 //     directly with the same settings (goal: >= 0.95x);
-//   chain/256M: a 5-op fused elementwise chain over 256 M float32 (one NVRTC kernel)
+//   chain/256M: a 6-op fused elementwise chain over 256 M float32 (one NVRTC kernel)
 //     vs a device-to-device copy of the same bytes (goal: >= 80 % of its bandwidth).
 // Prints a table and exits 0 without a GPU ("no GPU: ...") so builds can run it anywhere.
 // Run: build/bench/cuda_bench [--reps N]
