@@ -265,7 +265,8 @@ TEST(CudaKernels, ShapeOpsAndCreation) {
     Host i1 = make(DType::Int64, {}, [](int64_t) { return -3.0; });
     Host i2 = make(DType::UInt8, {}, [](int64_t) { return 200.0; });
     prim::DynamicSlice ds({3, 4, 5});
-    expect_same(ds, {big, i0, i1, i2}, {{{3, 4, 5}, t}}, std::string("dynamic_slice ") + dtype_name(t), true);
+    expect_same(ds, {big, i0, i1, i2}, {{{3, 4, 5}, t}},
+                std::string("dynamic_slice ") + dtype_name(t), true);
     prim::DynamicUpdateSlice du;
     expect_same(du, {big, random(t, {2, 7, 3}, 44), i0, i1, i2}, {{{6, 7, 5}, t}},
                 std::string("dynamic_update_slice ") + dtype_name(t), true);

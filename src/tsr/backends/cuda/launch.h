@@ -77,10 +77,10 @@ void strided_copy_launch(size_t item, void* dst, const void* src, const Strides&
  *  the index scalar (null: the dim is covered whole, start 0), its dtype, and the
  *  largest start (starts clamp to [0, max], as the CPU kernel). */
 struct DynamicStarts {
-  int rank = 0;                      /**< dims */
-  const void* index[kMaxDims] = {};  /**< the index scalars (device), or null */
-  DType dtype[kMaxDims] = {};        /**< each index's dtype */
-  int64_t max_start[kMaxDims] = {};  /**< big - small per dim */
+  int rank = 0;                     /**< dims */
+  const void* index[kMaxDims] = {}; /**< the index scalars (device), or null */
+  DType dtype[kMaxDims] = {};       /**< each index's dtype */
+  int64_t max_start[kMaxDims] = {}; /**< big - small per dim */
 };
 /** out (row-major over st's sizes) = src at (index + start) * st.in[0] per dim
  *  (dynamic_slice), or, with `update`, dst at (index + start) * st.in[1] = src at
