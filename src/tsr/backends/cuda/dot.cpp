@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tsr/backends/common/dot_plan.h"
+#include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cuda/cuda_kernels.h"
 #include "tsr/error.h"
 #include "tsr/prims/linalg.h"
@@ -70,18 +71,6 @@ struct Scratch {
   Scratch& operator=(const Scratch&) = delete;
 };
 
-// The operand's dims in `order`, as a strided read of a row-major [order...] box.
-Strides read_in_order(const Shape& s, const std::vector<int>& order) {
-  Strides st;
-  if (order.size() > static_cast<size_t>(kMaxDims)) too_many_dims("dot_general", order.size());
-  std::vector<int64_t> full(s.size());
-  for (int64_t d = static_cast<int64_t>(s.size()) - 1, acc = 1; d >= 0; --d)
-    full[d] = acc, acc *= s[d];
-  st.rank = static_cast<int>(order.size());
-  for (int i = 0; i < st.rank; ++i) st.size[i] = s[order[i]], st.in[0][i] = full[order[i]];
-  return st;
-}
-
 cudaDataType_t blas_type(DType t) {
   switch (t) {
     case DType::Float16:
@@ -110,7 +99,9 @@ const void* stage(const KernelArgs& a, int k, const std::vector<int>& order, DTy
   if (t.dtype == st && is_identity(order)) return a.in_ptr[k];
   int64_t n = numel(t.shape);
   scratch.alloc(static_cast<size_t>(n) * itemsize(st));
-  Strides rd = read_in_order(t.shape, order);
+  // The operand's dims in `order`: a transpose's read (backends/common/strided_plans.h).
+  StridedRead r = transpose_read(t.shape, order);
+  Strides rd = read_strides(r.extent, r.strides, "dot_general");
   if (t.dtype == st) {
     strided_read_launch(itemsize(st), a.in_ptr[k], rd, scratch.p, n, s);
   } else {
