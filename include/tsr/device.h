@@ -1,6 +1,7 @@
 #pragma once
 /** Devices and runtime start-up. Simulated CPU devices live in this process: each
- *  has one in-order stream served by one worker thread. */
+ *  has one in-order stream served by one worker thread. CUDA devices (a build with
+ *  TSR_CUDA and a GPU) each have such a stream too, plus a CUDA stream and pool. */
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -40,10 +41,16 @@ struct InitOptions {
 void init(const InitOptions& options = {});
 /** True once the runtime has started. */
 bool is_initialized();
-/** All devices of every process, in id order: process-major (process p owns ids
- *  [p*L, (p+1)*L) for L devices per process). */
+/** The devices of the default platform, of every process, in id order: process-major
+ *  (process p owns CPU ids [p*L, (p+1)*L) for L devices per process). */
 std::vector<Device> devices();
-/** Number of devices. */
+/** The devices of one platform (CUDA: GPUs times TSR_CUDA_VIRTUAL_DEVICES, one
+ *  process only; empty when there are none). */
+std::vector<Device> devices(Platform platform);
+/** The platform devices() lists: TSR_PLATFORM (cpu or cuda) when set, else CUDA when
+ *  this process has a CUDA device, else CPU (as JAX's default backend). */
+Platform default_platform();
+/** Number of devices of the default platform. */
 int device_count();
 /** Blocks until every stream has run everything queued so far. */
 void synchronize();

@@ -1,5 +1,7 @@
 // Every test binary runs on 8 simulated CPU devices: in one process, or, launched by
 // mpirun with N processes, 8 / N devices in each (so every 8-device mesh spans them).
+// With a GPU (or TSR_TEST_FAKE_ACCELERATOR=1: the fake accelerator) the default
+// platform is CUDA, split into 8 virtual devices unless TSR_CUDA_VIRTUAL_DEVICES says.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,10 +10,15 @@
 #include <tsr/distributed.h>
 #include <tsr/tsr.h>
 
+#include "support/fake_accelerator.h"
+
 namespace {
 struct TsrEnvironment : ::testing::Environment {
   void SetUp() override {
     const char* np = std::getenv("OMPI_COMM_WORLD_SIZE");
+    const char* fake = std::getenv("TSR_TEST_FAKE_ACCELERATOR");
+    if (fake && std::string(fake) == "1") tsr::testing::install_fake_accelerator();
+    setenv("TSR_CUDA_VIRTUAL_DEVICES", "8", /*overwrite=*/0);
     if (!np) {
       tsr::init({.num_cpu_devices = 8});
       return;

@@ -44,8 +44,9 @@ struct KernelArgs {
 /** A kernel: computes outputs from inputs on one device. */
 using KernelFn = void (*)(const KernelArgs&);
 
-/** The kernel table's backend name of a platform: "cpu" or "cuda". */
-inline const char* backend_name(Platform p) { return p == Platform::CUDA ? "cuda" : "cpu"; }
+/** The kernel table's backend name of a platform: "cpu", or the installed
+ *  accelerator's ("cuda"; the tests' fake accelerator has its own). */
+const char* backend_name(Platform p);
 /** The backend of the devices a step runs on (an empty list: "cpu"). */
 inline const char* backend_name(const std::vector<Device>& devices) {
   return devices.empty() ? "cpu" : backend_name(devices[0].platform);

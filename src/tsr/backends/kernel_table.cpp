@@ -4,6 +4,7 @@
 
 #include "tsr/backends/kernel.h"
 #include "tsr/error.h"
+#include "tsr/runtime/accelerator.h"
 
 namespace tsr::detail {
 namespace {
@@ -22,6 +23,12 @@ void ensure_registered() {
 }
 
 }  // namespace
+
+const char* backend_name(Platform p) {
+  if (p == Platform::CPU) return "cpu";
+  const AcceleratorOps* ops = accelerator(p);
+  return ops ? ops->kernels : "cuda";
+}
 
 void register_kernel(const char* prim, const char* backend, KernelFn fn) {
   table()[{prim, backend}] = fn;

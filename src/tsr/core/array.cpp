@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "tsr/runtime/accelerator.h"
 #include "tsr/comm/process.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
@@ -124,7 +125,7 @@ bool spans_processes(const NamedSharding& s) {
   auto& rt = detail::Runtime::get();
   if (rt.process_count() == 1) return false;
   for (const auto& d : s.concrete_mesh()->devices())
-    if (!rt.is_local(d.id)) return true;
+    if (!rt.is_local(detail::slot(d))) return true;
   return false;
 }
 
@@ -171,7 +172,7 @@ void check_same_value(const std::vector<uint8_t>& bytes, DType dt, const Shape& 
 // placement live (JAX's uncommitted arrays; process_local.cpp treats them alike).
 bool process_local(const Array& x) {
   const auto& devs = x.impl()->sharding().concrete_mesh()->devices();
-  return devs.size() == 1 && devs[0].id == detail::Runtime::get().first_local();
+  return devs.size() == 1 && devs[0] == local_devices()[0];
 }
 
 // True when every distinct block has a copy on this process (always, in one process).
@@ -225,7 +226,7 @@ bool Array::is_fully_addressable() const {
   detail::check_concrete(*this, "is_fully_addressable");
   auto& rt = detail::Runtime::get();
   for (const auto& d : get(impl_).sharding().concrete_mesh()->devices())
-    if (!rt.is_local(d.id)) return false;
+    if (!rt.is_local(detail::slot(d))) return false;
   return true;
 }
 
@@ -294,7 +295,8 @@ void Array::copy_to_host(void* dst, DType as) const {
     if (all_here ? impl.sharding().replica_id(i) != 0 : !impl.buffers[i]) continue;
     Shape origin = origin_of(impl.sharding().index_of(i, shape()));
     if (!all_here && !done.insert(origin).second) continue;
-    const void* src = impl.buffers[i]->ptr;
+    detail::HostRead bytes(*impl.buffers[i], static_cast<size_t>(numel(local)) * isz);
+    const void* src = bytes.data();
     if (as == dtype())
       detail::copy_box(src, local, zero, dst, shape(), origin, local, isz);
     else
@@ -379,16 +381,19 @@ Array put_host(const void* data, DType dtype, const Shape& shape, const Placemen
   std::vector<detail::BufferPtr> bufs;
   bufs.reserve(static_cast<size_t>(mesh.size()));
   for (int i = 0; i < mesh.size(); ++i) {
-    if (!rt.is_local(mesh.devices()[i].id)) {  // another process puts its own blocks
+    if (!rt.is_local(detail::slot(mesh.devices()[i]))) {  // another process puts its own blocks
       bufs.push_back(nullptr);
       continue;
     }
-    auto b = rt.alloc(mesh.devices()[i].id, local_bytes);
-    if (zero_for_unreduced(s, i))
-      std::memset(b->ptr, 0, local_bytes);
-    else
-      detail::copy_box(data, shape, origin_of(s.index_of(i, shape)), b->ptr, local,
+    auto b = rt.alloc(detail::slot(mesh.devices()[i]), local_bytes);
+    if (zero_for_unreduced(s, i)) {
+      rt.memory(b->device).fill(b->ptr, 0, local_bytes);
+    } else {
+      detail::HostWrite w(*b, local_bytes);
+      detail::copy_box(data, shape, origin_of(s.index_of(i, shape)), w.data(), local,
                        Shape(local.size(), 0), local, isz);
+      w.commit();
+    }
     bufs.push_back(std::move(b));
   }
   Array a = detail::make_array(shape, dtype, s, std::move(bufs));

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "tsr/runtime/accelerator.h"
 #include "tsr/array.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/error.h"
@@ -75,10 +76,10 @@ Array make_array_from_callback(const Shape& shape, DType dtype, const Placement&
   std::map<std::vector<std::pair<int64_t, int64_t>>, Array> blocks;  // one call per index
   for (int i = 0; i < mesh.size(); ++i) {
     const Device& dev = mesh.devices()[static_cast<size_t>(i)];
-    if (!rt.is_local(dev.id)) continue;  // each process makes its own devices' blocks
+    if (!rt.is_local(detail::slot(dev))) continue;  // each process makes its own devices' blocks
     if (holds_zeros(s, i)) {
-      bufs[static_cast<size_t>(i)] = rt.alloc(dev.id, local_bytes);
-      std::memset(bufs[static_cast<size_t>(i)]->ptr, 0, local_bytes);
+      bufs[static_cast<size_t>(i)] = rt.alloc(detail::slot(dev), local_bytes);
+      rt.memory(detail::slot(dev)).fill(bufs[static_cast<size_t>(i)]->ptr, 0, local_bytes);
       continue;
     }
     ShardIndex idx = s.index_of(i, shape);

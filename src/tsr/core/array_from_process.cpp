@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tsr/runtime/accelerator.h"
 #include "tsr/array.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/distributed.h"
@@ -140,7 +141,7 @@ Array make_array_from_single_device_arrays(const Shape& shape, const NamedShardi
   auto& rt = detail::Runtime::get();
   std::vector<int> want;  // addressable devices of the sharding, in mesh order
   for (const auto& d : m.devices())
-    if (rt.is_local(d.id)) want.push_back(d.id);
+    if (rt.is_local(detail::slot(d))) want.push_back(detail::slot(d));
   std::map<int, const Array*> by_device;
   std::vector<int> dup;
   for (const auto& a : arrays) {
@@ -151,11 +152,13 @@ Array make_array_from_single_device_arrays(const Shape& shape, const NamedShardi
                        "] When making an array from single-device arrays the input arrays must "
                        "have one shard each. An argument array had " +
                        std::to_string(am.size()) + " shard(s).");
-    if (!by_device.emplace(am.devices()[0].id, &a).second) dup.push_back(am.devices()[0].id);
+    if (!by_device.emplace(detail::slot(am.devices()[0]), &a).second)
+      dup.push_back(detail::slot(am.devices()[0]));
   }
   auto ids = [](const std::vector<int>& v) {
     std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    for (size_t i = 0; i < v.size(); ++i)
+      out += (i ? ", " : "") + std::to_string(detail::device_at(v[i]).id);
     return out + "]";
   };
   if (arrays.size() != want.size())
@@ -191,7 +194,7 @@ Array make_array_from_single_device_arrays(const Shape& shape, const NamedShardi
   const Shape block = s.shard_shape(shape);
   std::vector<detail::BufferPtr> bufs(static_cast<size_t>(m.size()));
   for (int i = 0; i < m.size(); ++i) {
-    const int id = m.devices()[static_cast<size_t>(i)].id;
+    const int id = detail::slot(m.devices()[static_cast<size_t>(i)]);
     auto it = by_device.find(id);
     if (it == by_device.end()) continue;
     const Array& a = *it->second;

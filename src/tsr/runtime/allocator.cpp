@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tsr/error.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/timeline.h"
 
 namespace tsr::detail {
@@ -45,16 +46,17 @@ void* CachingAllocator::allocate(size_t bytes) {
     }
   }
   if (p) return poisoned(p, cls);
-  p = std::aligned_alloc(64, cls);
+  p = fresh(cls);
   if (!p) {
     clear_cache();
-    p = std::aligned_alloc(64, cls);
+    p = fresh(cls);
   }
   if (!p)
     throw BackendError("[allocator] out of memory. Got a request for " + std::to_string(bytes) +
-                       " bytes; expected it to fit in host memory. Free arrays or use fewer "
-                       "devices.");
-  if (cls >= kHugeMin && hugepages_.load(std::memory_order_relaxed)) {
+                       " bytes; expected it to fit in " +
+                       (ops_ ? "the device's memory" : "host memory") +
+                       ". Free arrays or use fewer devices.");
+  if (!ops_ && cls >= kHugeMin && hugepages_.load(std::memory_order_relaxed)) {
     // Before the first touch, so the faults can map 2 MiB pages. Advice only: a
     // kernel without THP leaves the block as it is.
     auto a = (reinterpret_cast<uintptr_t>(p) + 4095) & ~uintptr_t{4095};
@@ -77,8 +79,29 @@ void CachingAllocator::note_alloc(size_t cls) {
 }
 
 void* CachingAllocator::poisoned(void* p, size_t bytes) const {
-  if (poison_.load(std::memory_order_relaxed)) std::memset(p, 0xFF, bytes);
+  if (!poison_.load(std::memory_order_relaxed)) return p;
+  if (ops_)
+    ops_->fill(stream_, p, 0xFF, bytes);
+  else
+    std::memset(p, 0xFF, bytes);
   return p;
+}
+
+void CachingAllocator::use_device_memory(const AcceleratorOps* ops, int gpu, void* stream) {
+  ops_ = ops;
+  gpu_ = gpu;
+  stream_ = stream;
+}
+
+void* CachingAllocator::fresh(size_t cls) {
+  return ops_ ? ops_->alloc(gpu_, cls) : std::aligned_alloc(64, cls);
+}
+
+void CachingAllocator::free_block(void* p) {
+  if (ops_)
+    ops_->free(gpu_, p);
+  else
+    std::free(p);
 }
 
 void CachingAllocator::release(void* ptr, size_t bytes) {
@@ -90,7 +113,7 @@ void CachingAllocator::release(void* ptr, size_t bytes) {
     free_list(cls).push_back(ptr);
     cached_ += cls;
   } else {
-    std::free(ptr);
+    free_block(ptr);
   }
   if (timeline::on()) timeline::memory(device_, live_);
 }
@@ -98,10 +121,10 @@ void CachingAllocator::release(void* ptr, size_t bytes) {
 void CachingAllocator::clear_cache() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [cls, list] : free_)
-    for (void* p : list) std::free(p);
+    for (void* p : list) free_block(p);
   free_.clear();
   for (auto& list : small_) {
-    for (void* p : list) std::free(p);
+    for (void* p : list) free_block(p);
     list.clear();
   }
   cached_ = 0;

@@ -11,6 +11,8 @@
 
 namespace tsr::detail {
 
+struct AcceleratorOps;
+
 /** A snapshot of one allocator's counters (bytes are size classes). */
 struct AllocatorStats {
   size_t live = 0;         /**< handed out, not yet released */
@@ -54,9 +56,14 @@ class CachingAllocator {
   static constexpr size_t kHugeMin = size_t{2} << 20;
   /** The size class a request of `bytes` is rounded to. */
   static size_t size_class(size_t bytes);
+  /** Fresh blocks come from an accelerator's memory on `gpu` (poison filled on
+   *  `stream`) instead of the host's. Call before the first allocate(). */
+  void use_device_memory(const AcceleratorOps* ops, int gpu, void* stream);
 
  private:
   void* poisoned(void* p, size_t bytes) const;
+  void* fresh(size_t cls);
+  void free_block(void* p);
   /** The free list of a size class (a flat array up to 4 KiB, a map above). */
   std::vector<void*>& free_list(size_t cls);
   void note_alloc(size_t cls);  // with mu_ held
@@ -71,6 +78,9 @@ class CachingAllocator {
   uint64_t num_allocs_ = 0;
   size_t largest_ = 0;
   int device_ = -1;
+  const AcceleratorOps* ops_ = nullptr;  // null: host memory
+  int gpu_ = 0;
+  void* stream_ = nullptr;
   std::atomic<bool> poison_{false};
   std::atomic<bool> hugepages_{false};
 };

@@ -154,12 +154,14 @@ std::vector<Device> local_devices(int process) {
     throw ValueError("[local_devices] Unknown process_index " + std::to_string(process) + ". Got " +
                      std::to_string(process) + "; expected an index in [0, " +
                      std::to_string(rt.process_count()) + ").");
+  // Accelerator devices exist only in one-process runs (Runtime::start_accelerators).
+  if (rt.default_platform() == Platform::CUDA) return devices(Platform::CUDA);
   std::vector<Device> out;
   for (int i = 0; i < rt.local_count(); ++i)
     out.push_back(Device{Platform::CPU, process * rt.local_count() + i});
   return out;
 }
 
-int local_device_count() { return detail::Runtime::get().local_count(); }
+int local_device_count() { return static_cast<int>(local_devices().size()); }
 
 }  // namespace tsr

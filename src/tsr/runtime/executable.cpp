@@ -275,7 +275,7 @@ struct Lowerer {
             same = false;
         if (same)
           members.emplace_back(at[static_cast<size_t>(index_in_group(g))].second,
-                               m.devices()[g].id);
+                               detail::slot(m.devices()[g]));
       }
       std::sort(members.begin(), members.end());
       std::vector<int> ids;
@@ -427,7 +427,7 @@ struct Lowerer {
       std::vector<int> at(static_cast<size_t>(me.size()), -1);
       for (int f = 0; f < me.size(); ++f)
         for (size_t d = 0; d < sub->devs.size(); ++d)
-          if (sub->devs[d].dev == me.devices()[f].id) {
+          if (sub->devs[d].dev == detail::slot(me.devices()[f])) {
             at[static_cast<size_t>(f)] = static_cast<int>(d);
             ctl->n_groups[static_cast<size_t>(f)] += sub->devs[d].groups.size();
           }
@@ -554,7 +554,7 @@ struct Lowerer {
 
 // The program's mesh: the first input on a typed mesh, else the context mesh,
 // else the first input's devices, else device 0.
-Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts) {
+Mesh pick_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts) {
   std::vector<ArrayType> in_t = p.in_types();
   for (size_t i = 0; i < in_layouts.size(); ++i)
     if (!in_t[i].sharding.mesh().empty()) return *in_layouts[i].concrete_mesh();
@@ -564,6 +564,33 @@ Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts)
   for (const Eqn& e : p.eqns)
     if (e.prim->placement_mesh()) return *e.prim->placement_mesh();
   return device_mesh(local_devices()[0]);
+}
+
+std::string platform_name(Platform p) { return p == Platform::CUDA ? "cuda" : "cpu"; }
+
+// pick_mesh's mesh, after checking that every input sits on its platform: a program
+// runs one backend's kernels, and moving data between platforms is device_put's job.
+Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts) {
+  Mesh m = pick_mesh(p, in_layouts);
+  if (m.empty()) return m;
+  const Device& at = m.devices()[0];
+  for (size_t i = 0; i < in_layouts.size(); ++i) {
+    const auto& im = in_layouts[i].concrete_mesh();
+    if (!im || im->empty()) continue;
+    // A value on the default device alone was made without a placement (JAX's
+    // uncommitted arrays): it moves to wherever the program runs.
+    if (im->size() == 1 && im->devices()[0] == local_devices()[0]) continue;
+    const Device& d = im->devices()[0];
+    if (d.platform == at.platform) continue;
+    throw ValueError("[jit] the inputs are on different platforms. Got input " + std::to_string(i) +
+                     " on " + d.str() + " (" + platform_name(d.platform) +
+                     ") while the program runs on " + at.str() + " (" +
+                     platform_name(at.platform) +
+                     "); expected every input on one platform. Move the input with "
+                     "tsr::device_put(x, tsr::NamedSharding(mesh, spec)) onto a mesh of the "
+                     "program's platform first.");
+  }
+  return m;
 }
 
 }  // namespace
@@ -593,7 +620,7 @@ void record_fingerprint(Executable& ex, const Program& p,
   os << '\n';
   for (size_t i = 0; i < in_layouts.size(); ++i) {
     os << "input " << i << ": " << in_layouts[i].str() << " on";
-    for (const auto& d : in_layouts[i].concrete_mesh()->devices()) os << ' ' << d.id;
+    for (const auto& d : in_layouts[i].concrete_mesh()->devices()) os << ' ' << detail::slot(d);
     os << '\n';
   }
   for (size_t o = 0; o < out_layouts.size(); ++o)
@@ -781,13 +808,13 @@ void schedule(Executable& exr) {
                st.coll != Executable::Step::Coll::AxisIndex) {
       auto& rt = Runtime::get();
       for (int f = 0; f < st.mesh->size(); ++f) {
-        auto& dr = run_for(st.mesh->devices()[f].id);
+        auto& dr = run_for(detail::slot(st.mesh->devices()[f]));
         dr.steps.emplace_back(s, f);
         dr.groups.emplace_back(rt.group(st.coll_ids[f]), st.coll_rank[f]);
       }
     } else {
       for (int f = 0; f < st.mesh->size(); ++f) {
-        auto& dr = run_for(st.mesh->devices()[f].id);
+        auto& dr = run_for(detail::slot(st.mesh->devices()[f]));
         dr.steps.emplace_back(s, f);
         if (!st.ctl) continue;
         // A body's collectives: told on a failed input like the step's own (GroupSequence
@@ -821,7 +848,7 @@ void schedule(Executable& exr) {
     auto pos_in = [&](const NamedSharding& l) {
       const Mesh& m = *l.concrete_mesh();
       for (int f = 0; f < m.size(); ++f)
-        if (m.devices()[f].id == dr.dev) return f;
+        if (detail::slot(m.devices()[f]) == dr.dev) return f;
       return -1;
     };
     for (int v : ex->inputs) dr.input_pos.push_back(pos_in(ex->values[v].layout));
@@ -894,7 +921,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
     out_bufs[o].reserve(static_cast<size_t>(m.size()));
     // Another process's devices hold no buffer here (null): it computes its own.
     for (const auto& d : m.devices())
-      out_bufs[o].push_back(rt.is_local(d.id) ? rt.alloc(d.id, val.local_bytes) : nullptr);
+      out_bufs[o].push_back(rt.is_local(detail::slot(d)) ? rt.alloc(detail::slot(d), val.local_bytes) : nullptr);
   }
   timeline::Scope dispatch(timeline::kCaller, "dispatch", "dispatch");
   {
@@ -973,10 +1000,25 @@ void Executable::run_task(int di, std::exception_ptr err, const BufferList& ins,
 }
 
 namespace {
+// Temporaries of a step's host code: the device's allocator on a CPU device, the host
+// heap while an accelerator's step runs staged through host memory.
+struct HostAllocator {
+  CachingAllocator* dev = nullptr;  // null: host heap
+  void* allocate(size_t n) {
+    return dev ? dev->allocate(n) : ::operator new(n, std::align_val_t{64});
+  }
+  void release(void* p, size_t n) {
+    if (dev)
+      dev->release(p, n);
+    else
+      ::operator delete(p, std::align_val_t{64});
+  }
+};
+
 // A block-moving collective on one device: the block permutation before the Group
 // call (into a temporary), the call, and the permutation after it.
 void run_layout_collective(const Executable::Step& st, const Group& g, const void* in, void* out,
-                           DType dt, CachingAllocator& alloc) {
+                           DType dt, HostAllocator& alloc) {
   using C = Executable::Step::Coll;
   const prim::CollectiveRun& r = st.run;
   const size_t item = itemsize(dt);
@@ -1023,7 +1065,7 @@ void run_layout_collective(const Executable::Step& st, const Group& g, const voi
 }  // namespace
 
 void Executable::run_body(int di, const std::vector<void*>& in, const std::vector<void*>& out,
-                          std::vector<void*>& s) const {
+                          std::vector<void*>& s, const DeviceMemory& mem) const {
   s.assign(values.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) s[static_cast<size_t>(inputs[i])] = in[i];
   for (size_t o = 0; o < outputs.size(); ++o)
@@ -1035,7 +1077,7 @@ void Executable::run_body(int di, const std::vector<void*>& in, const std::vecto
                       : out_first[o] != static_cast<int>(o) ? out[static_cast<size_t>(out_first[o])]
                                                             : nullptr;
     if (src && src != out[o])
-      std::memcpy(out[o], src, values[static_cast<size_t>(outputs[o])].local_bytes);
+      mem.copy(out[o], src, values[static_cast<size_t>(outputs[o])].local_bytes);
   }
 }
 
@@ -1046,7 +1088,8 @@ char* at_byte(void* p, size_t off) { return static_cast<char*>(p) + off; }
 // (the output and a temporary) that the iterations alternate between.
 template <class Ensure>
 void run_control(const Executable& ex, const Executable::Step& st, int pos,
-                 std::vector<void*>& slots, Ensure&& ensure, CachingAllocator& alloc) {
+                 std::vector<void*>& slots, Ensure&& ensure, CachingAllocator& alloc,
+                 const DeviceMemory& mem) {
   using K = Executable::Control::Kind;
   const Executable::Control& c = *st.ctl;
   const size_t p = static_cast<size_t>(pos);
@@ -1055,13 +1098,14 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
   };
   std::vector<void*> in, out, scratch;
   if (c.kind == K::Cond) {
-    int32_t idx = *static_cast<const int32_t*>(slots[static_cast<size_t>(st.ins[0])]);
+    int32_t idx = 0;  // read back once per cond (the branch runs from the host)
+    mem.read(&idx, slots[static_cast<size_t>(st.ins[0])], sizeof idx);
     const int nb = static_cast<int>(c.subs.size());
     idx = std::clamp(idx, 0, nb - 1);  // as JAX: an out-of-range index takes an end branch
     for (size_t i = 1; i < st.ins.size(); ++i) in.push_back(slots[static_cast<size_t>(st.ins[i])]);
     for (int v : st.outs) out.push_back(ensure(v));
     c.subs[static_cast<size_t>(idx)]->run_body(c.sub_dev[static_cast<size_t>(idx)][p], in, out,
-                                               scratch);
+                                               scratch, mem);
     return;
   }
   const size_t nk = c.n_carry;
@@ -1095,7 +1139,7 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
         for (size_t k = 0; k < nk; ++k) out.push_back(last_parity ? fin[k] : tmp[k]);
         for (size_t j = 0; j < c.y_bytes.size(); ++j)
           out.push_back(at_byte(ensure(st.outs[nk + j]), idx * c.y_bytes[j]));
-        body.run_body(bd, in, out, scratch);
+        body.run_body(bd, in, out, scratch, mem);
         for (size_t k = 0; k < nk; ++k) cur[k] = out[k];
       }
       for (size_t y = 0; y < c.y_bytes.size(); ++y) ensure(st.outs[nk + y]);
@@ -1103,14 +1147,25 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
       const Executable& cond = *c.subs[0];
       const Executable& body = *c.subs[1];
       const int cd = c.sub_dev[0][p], bd = c.sub_dev[1][p];
-      alignas(8) char pred[8] = {};
+      // The predicate is computed into device memory and read back once per iteration.
+      alignas(8) char host_pred[8] = {};
+      void* pred = mem.host() ? host_pred : alloc.allocate(8);
+      struct Release {
+        CachingAllocator& a;
+        void* p;
+        bool own;
+        ~Release() {
+          if (own) a.release(p, 8);
+        }
+      } pred_owner{alloc, pred, pred != host_pred};
       for (;;) {
         in.clear();
         for (size_t i = 0; i < c.n_consts; ++i) in.push_back(slots[static_cast<size_t>(st.ins[i])]);
         for (size_t k = 0; k < nk; ++k) in.push_back(cur[k]);
         out.assign(1, pred);
-        cond.run_body(cd, in, out, scratch);
-        if (!pred[0]) break;
+        cond.run_body(cd, in, out, scratch, mem);
+        if (pred != host_pred) mem.read(host_pred, pred, 1);
+        if (!host_pred[0]) break;
         in.clear();
         out.clear();
         for (size_t i = c.n_consts; i < nconst; ++i)
@@ -1119,13 +1174,13 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
           in.push_back(cur[k]);
           out.push_back(cur[k] == fin[k] ? tmp[k] : fin[k]);
         }
-        body.run_body(bd, in, out, scratch);
+        body.run_body(bd, in, out, scratch, mem);
         cur = out;
       }
     }
     for (size_t k = 0; k < nk; ++k)
       if (cur[k] != fin[k])
-        std::memcpy(fin[k], cur[k], ex.values[static_cast<size_t>(st.outs[k])].local_bytes);
+        mem.copy(fin[k], cur[k], ex.values[static_cast<size_t>(st.outs[k])].local_bytes);
   } catch (...) {
     release();
     throw;
@@ -1136,7 +1191,13 @@ void run_control(const Executable& ex, const Executable::Step& st, int pos,
 
 void Executable::run_device(int di, std::vector<void*>& slots) const {
   const DeviceRun& dr = devs[di];
-  auto& alloc = Runtime::get().allocator(dr.dev);
+  auto& rt = Runtime::get();
+  auto& alloc = rt.allocator(dr.dev);
+  const DeviceMemory mem = rt.memory(dr.dev);
+  // The inline-dispatch path runs tasks on the caller's thread: kernels launch on
+  // this device's GPU only once it is the thread's current one.
+  if (!mem.host() && mem.ops->bind) mem.ops->bind(rt.gpu_of(dr.dev));
+  HostAllocator host_tmp{mem.host() ? &alloc : nullptr};
   Scratch<char> owned_scratch(values.size(), 0);
   std::vector<char>& owned = owned_scratch.get();
   auto ensure = [&](int v) {
@@ -1167,27 +1228,35 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
       const int64_t t0 = rec ? timeline::now_ns() : 0;
       if (rec) timeline::take_wait();
       if (st.ctl) {
-        run_control(*this, st, pos, slots, ensure, alloc);
+        run_control(*this, st, pos, slots, ensure, alloc, mem);
         seq.skip(st.ctl->n_groups[static_cast<size_t>(pos)]);
       } else if (st.alias) {
         int in = st.ins[0], out = st.outs[0];
         if (slots[out] == slots[in]) {
           // computed in place (see above)
         } else if (slots[out]) {
-          std::memcpy(slots[out], slots[in], values[out].local_bytes);
+          mem.copy(slots[out], slots[in], values[out].local_bytes);
         } else {
           slots[out] = slots[in];  // owned stays with the source
         }
       } else if (st.coll == Step::Coll::AllReduce) {
         int in = st.ins[0], out = st.outs[0];
-        seq.next().all_reduce(slots[in], ensure(out),
-                              numel(values[out].layout.shard_shape(values[out].shape)),
-                              values[out].dtype, st.reduce_op);
+        const Group& g = seq.next();
+        on_host(mem, slots[in], values[in].local_bytes, ensure(out), values[out].local_bytes,
+                [&](const void* x, void* y) {
+                  g.all_reduce(x, y, numel(values[out].layout.shard_shape(values[out].shape)),
+                               values[out].dtype, st.reduce_op);
+                });
       } else if (st.coll != Step::Coll::None && st.coll != Step::Coll::AxisIndex) {
-        run_layout_collective(st, seq.next(), slots[st.ins[0]], ensure(st.outs[0]),
-                              values[st.ins[0]].dtype, alloc);
+        int in = st.ins[0], out = st.outs[0];
+        const Group& g = seq.next();
+        on_host(mem, slots[in], values[in].local_bytes, ensure(out), values[out].local_bytes,
+                [&](const void* x, void* y) {
+                  run_layout_collective(st, g, x, y, values[in].dtype, host_tmp);
+                });
       } else if (st.coll == Step::Coll::AxisIndex) {
-        *static_cast<int32_t*>(ensure(st.outs[0])) = st.coll_rank[pos];
+        const int32_t rank = st.coll_rank[pos];
+        mem.write(ensure(st.outs[0]), &rank, sizeof rank);
       } else if (st.plan) {
         const Plan& pl = *st.plan;
         const DevicePlan& dp = pl.dev[pos];
@@ -1209,7 +1278,7 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
             slots[in] = nullptr;
             owned[in] = 0;
           } else {
-            std::memcpy(ensure(out), slots[in], values[out].local_bytes);
+            mem.copy(ensure(out), slots[in], values[out].local_bytes);
           }
         } else {
           run_plan(pl, pos, dp.src_slot >= 0 ? slots[in] : nullptr,
@@ -1232,6 +1301,7 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
           a.in_global = st.in_global.data();
         }
         a.busy_devices = st.mesh->size();
+        a.stream = mem.stream;
         st.fn(a);
       }
       if (rec) trace_step(*this, s, pos, dr.dev, t0, timeline::now_ns());

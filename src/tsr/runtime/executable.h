@@ -127,9 +127,10 @@ class Executable : public std::enable_shared_from_this<Executable> {
   /** Runs device run `di` (inside its task); slots hold inputs and outputs. */
   void run_device(int di, std::vector<void*>& slots) const;
   /** Runs this (a body) once on device run `di` with inputs `in` into outputs `out`
-   *  (distinct buffers; outputs that are inputs or repeats are copied). */
+   *  (distinct buffers; outputs that are inputs or repeats are copied through `mem`,
+   *  the device's memory). */
   void run_body(int di, const std::vector<void*>& in, const std::vector<void*>& out,
-                std::vector<void*>& scratch) const;
+                std::vector<void*>& scratch, const DeviceMemory& mem) const;
 };
 
 /** Every communication of `ex` (and of its loop and branch bodies). */

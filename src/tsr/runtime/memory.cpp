@@ -2,6 +2,7 @@
 // the compilation caches.
 #include "tsr/memory.h"
 
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/caches.h"
 #include "tsr/runtime/runtime.h"
 
@@ -9,7 +10,7 @@ namespace tsr {
 
 MemoryStats memory_stats(const Device& device) {
   detail::check_local_device(device, "memory_stats");
-  detail::AllocatorStats s = detail::Runtime::get().allocator(device.id).stats();
+  detail::AllocatorStats s = detail::Runtime::get().allocator(detail::slot(device)).stats();
   MemoryStats m;
   m.bytes_in_use = static_cast<int64_t>(s.live);
   m.peak_bytes_in_use = static_cast<int64_t>(s.peak);
@@ -22,7 +23,7 @@ MemoryStats memory_stats(const Device& device) {
 
 void reset_peak_memory_stats(const Device& device) {
   detail::check_local_device(device, "reset_peak_memory_stats");
-  detail::Runtime::get().allocator(device.id).reset_peak();
+  detail::Runtime::get().allocator(detail::slot(device)).reset_peak();
 }
 
 void clear_caches() {
@@ -35,6 +36,7 @@ void clear_caches() {
   rt.synchronize();
   for (int d = rt.first_local(); d < rt.first_local() + rt.local_count(); ++d)
     rt.allocator(d).clear_cache();
+  for (int d = 0; d < rt.accel_count(); ++d) rt.allocator(detail::kAccelSlot + d).clear_cache();
 }
 
 }  // namespace tsr

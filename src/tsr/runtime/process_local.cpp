@@ -1,6 +1,8 @@
 // Process-local inputs of programs on meshes that span processes (executable.h).
 #include <optional>
 
+#include "tsr/distributed.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
 #include "tsr/core/value_check.h"
@@ -44,7 +46,7 @@ bool place_process_local(std::vector<Array>& in, const Mesh* named) {
   if (found->empty()) return false;
   const Mesh* mesh = &*found;
   bool spans = false;
-  for (const auto& d : mesh->devices()) spans = spans || !rt.is_local(d.id);
+  for (const auto& d : mesh->devices()) spans = spans || !rt.is_local(detail::slot(d));
   if (!spans) return false;
   bool moved = false;
   for (auto& x : in) {
@@ -52,7 +54,7 @@ bool place_process_local(std::vector<Array>& in, const Mesh* named) {
     // placement lives (JAX's uncommitted arrays). One put on a chosen device is global.
     if (!x.valid() || x.impl()->var) continue;
     const Mesh& on = *x.impl()->sharding().concrete_mesh();
-    if (on == *mesh || on.size() != 1 || on.devices()[0].id != rt.first_local()) continue;
+    if (on == *mesh || on.size() != 1 || !(on.devices()[0] == local_devices()[0])) continue;
     // Keeps its type (a mesh-less value, which rules place freely, as a shard_map's
     // in_specs do); only its layout becomes the mesh's, alike on every process.
     SkipSameValueCheck same;  // the library places it: unchecked, as JAX's jit arguments

@@ -6,6 +6,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <cstring>
 #include <system_error>
 
 #include "tsr/comm/process.h"
@@ -19,6 +20,8 @@ namespace {
 
 Runtime* g_runtime = nullptr;
 std::mutex g_start_mu;
+const AcceleratorOps* g_accel = nullptr;  // set_accelerator's, else cuda_accelerator()
+bool g_accel_set = false;
 
 int default_device_count() {
   auto n = env_int({"TSR_NUM_CPU_DEVICES", 1, kMaxCpuDevices, "init",
@@ -148,10 +151,80 @@ std::vector<std::unique_ptr<Stream>> start_streams(int n) {
   return streams;
 }
 
+void set_accelerator(Platform p, const AcceleratorOps* ops) {
+  std::lock_guard<std::mutex> lock(g_start_mu);
+  if (p != Platform::CUDA || g_runtime)
+    throw ValueError(
+        "[set_accelerator] an accelerator is installed for the CUDA platform before the runtime "
+        "starts. Got a call after tsr::init or for the CPU platform; expected it first. Install it "
+        "before any other Tessera call.");
+  g_accel = ops;
+  g_accel_set = true;
+}
+
+const AcceleratorOps* accelerator(Platform p) {
+  if (p != Platform::CUDA) return nullptr;
+  return g_accel_set ? g_accel : cuda_accelerator();
+}
+
+void DeviceMemory::read(void* host_dst, const void* src, size_t n) const {
+  if (n == 0) return;
+  if (ops)
+    ops->to_host(stream, host_dst, src, n);
+  else
+    std::memcpy(host_dst, src, n);
+}
+
+void DeviceMemory::write(void* dst, const void* host_src, size_t n) const {
+  if (n == 0) return;
+  if (ops)
+    ops->to_device(stream, dst, host_src, n);
+  else
+    std::memcpy(dst, host_src, n);
+}
+
+void DeviceMemory::copy(void* dst, const void* src, size_t n) const {
+  if (n == 0 || dst == src) return;
+  if (ops)
+    ops->copy(stream, dst, src, n);
+  else
+    std::memcpy(dst, src, n);
+}
+
+void DeviceMemory::fill(void* dst, int byte, size_t n) const {
+  if (n == 0) return;
+  if (ops)
+    ops->fill(stream, dst, byte, n);
+  else
+    std::memset(dst, byte, n);
+}
+
+void DeviceMemory::sync() const {
+  if (ops) ops->sync(stream);
+}
+
+HostRead::HostRead(const DeviceBuffer& b, size_t n) : p_(b.ptr) {
+  DeviceMemory mem = Runtime::get().memory(b.device);
+  if (mem.host()) return;
+  copy_.resize(n);
+  mem.read(copy_.data(), b.ptr, n);
+  p_ = copy_.data();
+}
+
+HostWrite::HostWrite(DeviceBuffer& b, size_t n) : b_(&b), p_(b.ptr) {
+  if (Runtime::get().memory(b.device).host()) return;
+  copy_.resize(n);
+  p_ = copy_.data();
+}
+
+void HostWrite::commit() {
+  if (!copy_.empty()) Runtime::get().memory(b_->device).write(b_->ptr, copy_.data(), copy_.size());
+}
+
 void check_local_device(const Device& d, const char* api) {
   check_device(d, api);
   auto& rt = Runtime::get();
-  if (!rt.is_local(d.id))
+  if (!rt.is_local(slot(d)))
     throw ValueError(std::string("[") + api + "] the device belongs to another process. Got " +
                      d.str() + " of process " + std::to_string(d.process_index()) +
                      "; expected one of this process's devices (process " +
@@ -160,12 +233,21 @@ void check_local_device(const Device& d, const char* api) {
 }
 
 void check_device(const Device& d, const char* api) {
-  int n = Runtime::get().num_devices();
+  auto& rt = Runtime::get();
+  if (d.platform == Platform::CUDA) {
+    int n = rt.accel_count();
+    if (d.id >= 0 && d.id < n) return;
+    throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
+                     "; expected " +
+                     (n ? "a CUDA device with an id in [0, " + std::to_string(n) + ")"
+                        : "a CPU device (there are no CUDA devices: " + rt.accel_absent() + ")") +
+                     ". Use tsr::devices(tsr::Platform::CUDA) to list them.");
+  }
+  int n = rt.num_devices();
   if (d.platform != Platform::CPU || d.id < 0 || d.id >= n)
     throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
                      "; expected a CPU device with an id in [0, " + std::to_string(n) +
-                     ") (this build has simulated CPU devices only). Use tsr::devices() to list "
-                     "them.");
+                     "). Use tsr::devices(tsr::Platform::CPU) to list them.");
 }
 
 Runtime::Runtime(int n, int process_index, int processes)
@@ -181,12 +263,52 @@ Runtime::Runtime(int n, int process_index, int processes)
     allocators_.push_back(std::make_unique<CachingAllocator>(cache, process_index * n + i));
     allocators_.back()->set_hugepages(huge);
   }
-  set_allocator_poison(poison);
   streams_ = start_streams(n);
+  start_accelerators();
+  set_allocator_poison(poison);
+}
+
+void Runtime::start_accelerators() {
+  const int per_gpu = static_cast<int>(
+      env_int({"TSR_CUDA_VIRTUAL_DEVICES", 1, 64, "init",
+               "devices each GPU presents (own stream and memory pool each)", "8"})
+          .value_or(1));
+  auto choice =
+      env_choice("TSR_PLATFORM", "init", "the platform tsr::devices() lists", {"cpu", "cuda"});
+  accel_ops_ = accelerator(Platform::CUDA);
+  int gpus = 0;
+  if (!accel_ops_)
+    accel_absent_ = "this build has no CUDA backend (configure with -DTSR_CUDA=ON)";
+  else if (processes_ > 1)
+    accel_absent_ = "CUDA devices are not supported with several processes yet";
+  else if ((gpus = accel_ops_->count()) == 0)
+    accel_absent_ = accel_ops_->why_none();
+  if (choice == size_t{1} && gpus == 0)
+    throw ValueError("[init] TSR_PLATFORM asks for CUDA devices but there are none. Got "
+                     "TSR_PLATFORM=cuda; expected a process with a CUDA device (" +
+                     accel_absent_ + "). Unset TSR_PLATFORM or set it to cpu.");
+  if (gpus == 0) {
+    accel_ops_ = nullptr;
+    return;
+  }
+  const size_t cache = allocator_cache_limit();
+  const int n = gpus * per_gpu;
+  auto workers = start_streams(n);
+  for (int i = 0; i < n; ++i) {
+    AccelDevice d;
+    d.gpu = i / per_gpu;
+    d.queue = accel_ops_->make_stream(d.gpu);
+    d.stream = std::move(workers[static_cast<size_t>(i)]);
+    d.alloc = std::make_unique<CachingAllocator>(cache, kAccelSlot + i);
+    d.alloc->use_device_memory(accel_ops_, d.gpu, d.queue);
+    accel_.push_back(std::move(d));
+  }
+  default_platform_ = choice == size_t{0} ? Platform::CPU : Platform::CUDA;
 }
 
 void Runtime::set_allocator_poison(bool on) {
   for (auto& a : allocators_) a->set_poison(on);
+  for (auto& d : accel_) d.alloc->set_poison(on);
 }
 
 // The runtime is never destroyed: arrays in static storage may outlive any
@@ -237,6 +359,10 @@ std::shared_ptr<GroupImpl> Runtime::group(const std::vector<int>& device_ids) {
 
 void Runtime::synchronize() {
   for (auto& s : streams_) s->synchronize();
+  for (auto& d : accel_) {
+    d.stream->synchronize();
+    accel_ops_->sync(d.queue);
+  }
 }
 
 namespace {
@@ -304,20 +430,25 @@ void init(const InitOptions& options) {
 
 bool is_initialized() { return detail::Runtime::started(); }
 
-std::vector<Device> devices() {
-  int n = detail::Runtime::get().num_devices();
+std::vector<Device> devices() { return devices(default_platform()); }
+
+std::vector<Device> devices(Platform platform) {
+  auto& rt = detail::Runtime::get();
+  int n = platform == Platform::CUDA ? rt.accel_count() : rt.num_devices();
   std::vector<Device> out;
-  out.reserve(n);
-  for (int i = 0; i < n; ++i) out.push_back(Device{Platform::CPU, i});
+  out.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out.push_back(Device{platform, i});
   return out;
 }
 
+Platform default_platform() { return detail::Runtime::get().default_platform(); }
+
 int Device::process_index() const {
   auto& rt = detail::Runtime::get();
-  return id / rt.local_count();
+  return platform == Platform::CUDA ? rt.process_index() : id / rt.local_count();
 }
 
-int device_count() { return detail::Runtime::get().num_devices(); }
+int device_count() { return static_cast<int>(devices().size()); }
 
 void synchronize() { detail::Runtime::get().synchronize(); }
 

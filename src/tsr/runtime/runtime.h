@@ -8,11 +8,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "tsr/comm/group.h"
 #include "tsr/core/small_vec.h"
 #include "tsr/device.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/allocator.h"
 #include "tsr/runtime/stream.h"
 
@@ -82,14 +84,34 @@ class Runtime {
   int process_index() const { return process_; }
   /** Number of processes. */
   int process_count() const { return processes_; }
-  /** True when device `dev` is this process's. */
+  /** True when device `dev` (a runtime index, slot()) is this process's. */
   bool is_local(int dev) const {
+    if (dev >= kAccelSlot) return dev - kAccelSlot < accel_count();
     return dev >= first_local() && dev < first_local() + local_count();
   }
   /** The stream of a local device. */
-  Stream& stream(int dev) { return *streams_[dev - first_local()]; }
+  Stream& stream(int dev) {
+    return dev >= kAccelSlot ? *accel_[dev - kAccelSlot].stream : *streams_[dev - first_local()];
+  }
   /** The allocator of a local device. */
-  CachingAllocator& allocator(int dev) { return *allocators_[dev - first_local()]; }
+  CachingAllocator& allocator(int dev) {
+    return dev >= kAccelSlot ? *accel_[dev - kAccelSlot].alloc : *allocators_[dev - first_local()];
+  }
+  /** How host code reads and writes a local device's buffers. */
+  DeviceMemory memory(int dev) const {
+    if (dev < kAccelSlot) return {};
+    return {accel_ops_, accel_[dev - kAccelSlot].queue};
+  }
+  /** The accelerator devices of this process (CUDA: GPUs times virtual devices). */
+  int accel_count() const { return static_cast<int>(accel_.size()); }
+  /** The physical accelerator behind accelerator device `dev` (a runtime index). */
+  int gpu_of(int dev) const { return accel_[dev - kAccelSlot].gpu; }
+  /** The accelerator's ops (null when this process has no accelerator devices). */
+  const AcceleratorOps* accel_ops() const { return accel_ops_; }
+  /** Why there are no accelerator devices ("" when there are). */
+  const std::string& accel_absent() const { return accel_absent_; }
+  /** The platform devices() lists: TSR_PLATFORM, else CUDA when it has devices. */
+  Platform default_platform() const { return default_platform_; }
   /** A fresh buffer on a device. */
   BufferPtr alloc(int dev, size_t nbytes);
   /** Held while one operation enqueues its tasks on several streams. */
@@ -104,6 +126,18 @@ class Runtime {
 
  private:
   Runtime(int n, int process_index, int processes);
+  void start_accelerators();
+  // One accelerator device: a physical GPU's share (its own queue, worker and pool).
+  struct AccelDevice {
+    int gpu = 0;
+    void* queue = nullptr;
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<CachingAllocator> alloc;
+  };
+  std::vector<AccelDevice> accel_;
+  const AcceleratorOps* accel_ops_ = nullptr;
+  std::string accel_absent_;
+  Platform default_platform_ = Platform::CPU;
   int process_ = 0;
   int processes_ = 1;
   std::vector<std::unique_ptr<Stream>> streams_;
@@ -112,6 +146,56 @@ class Runtime {
   std::mutex group_mu_;
   std::map<std::vector<int>, std::shared_ptr<GroupImpl>> groups_;
 };
+
+/** A buffer's first n bytes as host memory: the buffer itself on a CPU device, a copy
+ *  read from an accelerator's (after the device's queued work). */
+class HostRead {
+ public:
+  /** Reads n bytes of b (b's producer must have run: wait() first). */
+  HostRead(const DeviceBuffer& b, size_t n);
+  /** The bytes. */
+  const void* data() const { return p_; }
+
+ private:
+  std::vector<unsigned char> copy_;
+  const void* p_ = nullptr;
+};
+
+/** Host memory whose bytes become a buffer's first n bytes at commit(): the buffer
+ *  itself on a CPU device, a staging copy written to an accelerator's. */
+class HostWrite {
+ public:
+  /** Stages n bytes for b. */
+  HostWrite(DeviceBuffer& b, size_t n);
+  /** Where to write. */
+  void* data() { return p_; }
+  /** Writes the staged bytes into the buffer (nothing to do on a CPU device). */
+  void commit();
+
+ private:
+  DeviceBuffer* b_;
+  std::vector<unsigned char> copy_;
+  void* p_ = nullptr;
+};
+
+/** Runs f(in, out) (a step's host code: a collective, a reshard plan) on host memory:
+ *  the blocks themselves on a CPU device, host copies on an accelerator (the output
+ *  is read first, so what f leaves unwritten keeps its bytes). Correct, not fast:
+ *  device-side collectives replace it (design 0024). */
+template <class F>
+void on_host(const DeviceMemory& mem, const void* in, size_t in_bytes, void* out, size_t out_bytes,
+             F&& f) {
+  if (mem.host()) {
+    f(in, out);
+    return;
+  }
+  std::vector<unsigned char> hin(in ? in_bytes : 0), hout(out ? out_bytes : 0);
+  if (in) mem.read(hin.data(), in, in_bytes);
+  if (out) mem.read(hout.data(), out, out_bytes);
+  f(in ? static_cast<const void*>(hin.data()) : nullptr,
+    out ? static_cast<void*>(hout.data()) : nullptr);
+  if (out) mem.write(out, hout.data(), out_bytes);
+}
 
 /** The buffers a task reads or writes (inline for the common few). */
 using BufferList = SmallVec<BufferPtr, 3>;

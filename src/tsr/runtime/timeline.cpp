@@ -131,6 +131,11 @@ void write_file(const std::string& path, std::vector<Event>& events, int64_t ori
     os << ",\n";
     meta("thread_name", tid_of(d), "device " + std::to_string(d) + " (cpu)", tid_of(d));
   }
+  for (int d = 0; d < rt.accel_count(); ++d) {
+    os << ",\n";
+    const int t = detail::kAccelSlot + d;
+    meta("thread_name", tid_of(t), "device " + std::to_string(d) + " (cuda)", tid_of(t));
+  }
   for (Event& e : events) {
     format(e);
     os << ",\n{\"ph\":\"" << e.ph << "\",\"cat\":\"" << e.cat << "\",\"name\":\""

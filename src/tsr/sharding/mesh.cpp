@@ -6,6 +6,7 @@
 #include <set>
 
 #include "tsr/error.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/runtime.h"
 #include "tsr/sharding/body_mesh.h"
 #include "tsr/sharding/format.h"
@@ -251,14 +252,20 @@ Mesh::Mesh(std::vector<Device> devices, std::vector<int> axis_sizes,
   std::set<int> ids;
   for (const Device& dev : devices) {
     detail::check_device(dev, "Mesh");
-    if (!ids.insert(dev.id).second)
+    if (!ids.insert(detail::slot(dev)).second)
       throw ValueError("[Mesh] a device appears twice. Got " + dev.str() +
                        " twice; expected each device at most once in a mesh.");
+    if (dev.platform != devices[0].platform)
+      throw ValueError("[Mesh] the devices are on different platforms. Got " + devices[0].str() +
+                       " and " + dev.str() +
+                       "; expected one platform per mesh (a step runs one backend's kernels). "
+                       "Make one mesh per platform and move arrays between them with "
+                       "device_put.");
   }
   d->abstract = abs;
   d->devices = std::move(devices);
   size_t h = abs.hash();
-  for (const Device& dev : d->devices) hash_mix(h, static_cast<size_t>(dev.id));
+  for (const Device& dev : d->devices) hash_mix(h, static_cast<size_t>(detail::slot(dev)));
   d->hash = h;
   d_ = std::move(d);
 }

@@ -135,12 +135,12 @@ bool plan_collective(Plan& plan, const Shape& shape, const NamedSharding& src,
   const Shape& part = gather ? plan.src_local : plan.dst_local;
   const Shape& whole = gather ? plan.dst_local : plan.src_local;
   for (int i = 0; i < m.size(); ++i) {
-    DevicePlan& dp = plan.dev[static_cast<size_t>(pos.at(m.devices()[i].id))];
+    DevicePlan& dp = plan.dev[static_cast<size_t>(pos.at(detail::slot(m.devices()[i])))];
     const Shape& origin = gather ? dp.dst_origin : dp.src_origin;
     const auto& g = coll[static_cast<size_t>(i)];
     dp.direct = true;
     for (int k = 0; k < static_cast<int>(g.size()); ++k) {
-      dp.coll_ids.push_back(m.devices()[g[k]].id);
+      dp.coll_ids.push_back(detail::slot(m.devices()[g[k]]));
       if (g[k] == i) dp.coll_rank = k;
       Shape at = box_of(by, g[k], shape).start;
       for (int d = 0; d < rank; ++d) at[d] -= origin[d];
@@ -149,7 +149,7 @@ bool plan_collective(Plan& plan, const Shape& shape, const NamedSharding& src,
     }
     if (!plan.reduce) continue;
     for (int k = 0; k < static_cast<int>(red[i].size()); ++k) {
-      dp.reduce_ids.push_back(m.devices()[red[i][k]].id);
+      dp.reduce_ids.push_back(detail::slot(m.devices()[red[i][k]]));
       if (red[i][k] == i) dp.reduce_rank = k;
     }
   }
@@ -186,18 +186,18 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   int rank = static_cast<int>(shape.size());
   std::map<int, int> pos;  // device id -> rank in ids
   for (const auto& d : ms.devices())
-    pos.emplace(d.id, static_cast<int>(pos.size())), plan->ids.push_back(d.id);
+    pos.emplace(detail::slot(d), static_cast<int>(pos.size())), plan->ids.push_back(detail::slot(d));
   for (const auto& d : md.devices())
-    if (!pos.count(d.id))
-      pos.emplace(d.id, static_cast<int>(plan->ids.size())), plan->ids.push_back(d.id);
+    if (!pos.count(detail::slot(d)))
+      pos.emplace(detail::slot(d), static_cast<int>(plan->ids.size())), plan->ids.push_back(detail::slot(d));
   int n = static_cast<int>(plan->ids.size());
   plan->dev.resize(n);
   for (auto& dp : plan->dev) {
     dp.send.resize(n);
     dp.recv.resize(n);
   }
-  for (int i = 0; i < ms.size(); ++i) plan->dev[pos[ms.devices()[i].id]].src_slot = i;
-  for (int j = 0; j < md.size(); ++j) plan->dev[pos[md.devices()[j].id]].dst_slot = j;
+  for (int i = 0; i < ms.size(); ++i) plan->dev[pos[detail::slot(ms.devices()[i])]].src_slot = i;
+  for (int j = 0; j < md.size(); ++j) plan->dev[pos[detail::slot(md.devices()[j])]].dst_slot = j;
   plan->src_local = src.shard_shape(shape);
   plan->dst_local = dst.shard_shape(shape);
   for (auto& dp : plan->dev) {
@@ -216,10 +216,10 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
     plan->reduce = true;
     auto groups = groups_over(ms, reduce_axes);
     for (int i = 0; i < ms.size(); ++i) {
-      auto& dp = plan->dev[pos[ms.devices()[i].id]];
+      auto& dp = plan->dev[pos[detail::slot(ms.devices()[i])]];
       const auto& g = groups[static_cast<size_t>(i)];
       for (int k = 0; k < static_cast<int>(g.size()); ++k) {
-        dp.reduce_ids.push_back(ms.devices()[g[k]].id);
+        dp.reduce_ids.push_back(detail::slot(ms.devices()[g[k]]));
         if (g[k] == i) dp.reduce_rank = k;
       }
     }
@@ -233,7 +233,7 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   };
 
   for (int j = 0; j < md.size(); ++j) {
-    int t = pos[md.devices()[j].id];
+    int t = pos[detail::slot(md.devices()[j])];
     auto& dt = plan->dev[t];
     for (const auto& a : added_axes)
       if (coord_on(md, j, a) != 0) dt.zero = true;
@@ -252,8 +252,8 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
       if (is_empty(inter)) continue;
       int chosen = cand[j % cand.size()];
       for (int i : cand)
-        if (ms.devices()[i].id == md.devices()[j].id) chosen = i;
-      int s = pos[ms.devices()[chosen].id];
+        if (detail::slot(ms.devices()[i]) == detail::slot(md.devices()[j])) chosen = i;
+      int s = pos[detail::slot(ms.devices()[chosen])];
       if (s == t) {
         dt.local.push_back(inter);
       } else {
@@ -392,15 +392,22 @@ namespace {
 
 // A temporary on `dev` from its caching allocator: a std::vector would zero it and,
 // at collective sizes, fault in fresh pages on every call.
+// A plan's temporary: the device's memory on a CPU device; host memory on an
+// accelerator, whose plan runs on host copies of its blocks (run_plan).
 struct Scratch {
-  CachingAllocator& alloc;
+  CachingAllocator* alloc;
   size_t bytes;
   void* ptr;
   Scratch(int dev, size_t n)
-      : alloc(Runtime::get().allocator(dev)),
+      : alloc(Runtime::get().memory(dev).host() ? &Runtime::get().allocator(dev) : nullptr),
         bytes(std::max<size_t>(n, 1)),
-        ptr(alloc.allocate(bytes)) {}
-  ~Scratch() { alloc.release(ptr, bytes); }
+        ptr(alloc ? alloc->allocate(bytes) : ::operator new(bytes, std::align_val_t{64})) {}
+  ~Scratch() {
+    if (alloc)
+      alloc->release(ptr, bytes);
+    else
+      ::operator delete(ptr, std::align_val_t{64});
+  }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   char* data() const { return static_cast<char*>(ptr); }
@@ -451,9 +458,7 @@ void run_reduce_scatter(const Plan& plan, const DevicePlan& dp, int dev, const v
   if (plan.reduce) seq.next().all_reduce(dst, dst, count, plan.dtype, plan.reduce_op);
 }
 
-}  // namespace
-
-void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
+void run_plan_here(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
   const DevicePlan& dp = plan.dev[u];
   int dev = plan.ids[u];
   if (plan.kind == PlanKind::AllGather) return run_all_gather(plan, dp, dev, sp, dst, seq);
@@ -514,6 +519,16 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
     }
 }
 
+}  // namespace
+
+void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
+  // An accelerator's blocks go through host copies (the groups exchange host memory).
+  const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
+  on_host(Runtime::get().memory(plan.ids[u]), sp, static_cast<size_t>(numel(plan.src_local)) * isz,
+          dst, static_cast<size_t>(numel(plan.dst_local)) * isz,
+          [&](const void* x, void* y) { run_plan_here(plan, u, x, y, seq); });
+}
+
 namespace {
 
 // Before a reshard that crosses processes, they agree on what moves where (as on a
@@ -527,9 +542,9 @@ void check_same_reshard(const Plan& plan, const Array& x, const NamedSharding& d
   if (procs.size() < 2 || !procs.count(rt.process_index())) return;
   std::ostringstream os;
   os << "reshard " << x.type().str() << '\n' << "from " << x.impl()->sharding().str() << " on";
-  for (const auto& d : x.impl()->sharding().concrete_mesh()->devices()) os << ' ' << d.id;
+  for (const auto& d : x.impl()->sharding().concrete_mesh()->devices()) os << ' ' << detail::slot(d);
   os << '\n' << "to " << dst.str() << " on";
-  for (const auto& d : dst.concrete_mesh()->devices()) os << ' ' << d.id;
+  for (const auto& d : dst.concrete_mesh()->devices()) os << ' ' << detail::slot(d);
   check_same_text(std::vector<int>(procs.begin(), procs.end()), os.str(), "reshard");
 }
 
