@@ -22,9 +22,10 @@ constexpr uintptr_t kTag = uintptr_t{1} << 62;
 std::atomic<long long> g_bytes{0};
 int g_gpus = 1;
 
-void* tag(void* p) { return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) ^ kTag) : p; }
+void* tag(void* p) { return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) | kTag) : p; }
+// Idempotent: the CPU fused kernel calls its members' (fake) kernels on host pointers.
 const void* untag(const void* p) {
-  return p ? reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) ^ kTag) : p;
+  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~kTag);
 }
 void* untag(void* p) { return const_cast<void*>(untag(static_cast<const void*>(p))); }
 

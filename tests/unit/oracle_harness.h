@@ -64,7 +64,7 @@ inline int check(const std::string& what, const std::vector<Input>& inputs,
     MeshScope scope(one);
     std::vector<Array> base;
     for (const auto& in : inputs)
-      base.push_back(array(in.values, in.shape, Device{Platform::CPU, 0}).astype(in.dtype));
+      base.push_back(array(in.values, in.shape, devices()[0]).astype(in.dtype));
     want = (oracle_fn ? oracle_fn : fn)(base).to_vector<double>();
   }
   int ran = 0;

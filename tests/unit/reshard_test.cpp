@@ -127,11 +127,13 @@ TEST(Reshard, UnreducedPartialsAreSummed) {
   auto impl = std::make_shared<detail::ArrayImpl>(*x.impl());
   for (int f = 0; f < 8; ++f) {
     int b = f % 4, a = f / 4;
-    auto buf = detail::Runtime::get().alloc(f, 24 * sizeof(int));
+    auto buf = detail::Runtime::get().alloc(detail::slot(m.devices()[f]), 24 * sizeof(int));
+    detail::HostWrite w(*buf, 24 * sizeof(int));  // device memory on an accelerator
     for (int e = 0; e < 24; ++e) {
       int v = data[a * 24 + e];
-      buf->data<int>()[e] = b == 0 ? v - 6 * 3 : 6;  // sums to v over b = 0..3
+      static_cast<int*>(w.data())[e] = b == 0 ? v - 6 * 3 : 6;  // sums to v over b = 0..3
     }
+    w.commit();
     impl->buffers[f] = buf;
   }
   Array partial(impl);

@@ -1341,7 +1341,7 @@ std::string collective_text(const Executable::Step& st,
       break;
     }
     os << (shown > 1 ? " " : "") << "{";
-    for (size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << g[i];
+    for (size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << device_at(g[i]).id;
     os << "}";
   }
   os << ", " << bytes << " B per device";

@@ -1,5 +1,7 @@
 #include "tsr/runtime/step_trace.h"
 
+#include "tsr/runtime/accelerator.h"
+
 #include <memory>
 #include <sstream>
 
@@ -25,7 +27,8 @@ std::string local_types(const std::vector<LocalType>& ts, size_t& bytes) {
 
 std::string id_list(const std::vector<int>& ids) {
   std::string s = "[";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i)
+    s += (i ? "," : "") + std::to_string(device_at(ids[i]).id);  // runtime index -> id
   return s + "]";
 }
 

@@ -12,6 +12,7 @@
 
 #include "tsr/error.h"
 #include "tsr/profiler.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/runtime.h"
 
 namespace tsr::detail::timeline {
@@ -80,7 +81,7 @@ void push(Event e) {
 // Fills a deferred event's strings.
 void format(Event& e) {
   if (e.value >= 0) {
-    e.name = "memory device " + std::to_string(e.track);
+    e.name = "memory device " + std::to_string(detail::device_at(e.track).id);
     e.args = "\"live_bytes\":" + std::to_string(e.value);
   } else if (e.fmt) {
     e.fmt(e.ex, e.step, e.pos, e.wait, e.cat, e.name, e.args);
