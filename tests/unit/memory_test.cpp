@@ -288,7 +288,7 @@ TEST(MemoryStats, ClearCachesWhileWorkIsInFlight) {
 TEST(MemoryStats, UnknownDeviceIsAValueError) {
   std::string m = error_of<ValueError>([] { memory_stats(dev(device_count())); });
   EXPECT_HAS(m, "[memory_stats] unknown device. Got CpuDevice(id=8)");
-  EXPECT_HAS(m, "Use tsr::devices()");
+  EXPECT_HAS(m, "Use tsr::devices(tsr::Platform::CPU) to list them.");
   m = error_of<ValueError>([] { memory_stats(Device{Platform::CUDA, 0}); });
   EXPECT_HAS(m, "[memory_stats] unknown device");
   m = error_of<ValueError>([] { reset_peak_memory_stats(dev(-1)); });
