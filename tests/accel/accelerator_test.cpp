@@ -123,7 +123,8 @@ TEST(FakeAccelerator, LoopsReadTheirPredicateBack) {
   auto f = tsr::jit([](const Array& x) {
     Array n = tsr::while_loop([](const Array& c) { return tsr::sum(c) < 500.0; },
                               [](const Array& c) { return c * 1.5 + 1.0; }, x);
-    return tsr::fori_loop(0, 3, [](const Array&, const Array& c) { return tsr::sin(c); }, n);
+    return tsr::fori_loop(
+        0, 3, [](const Array&, const Array& c) { return tsr::sin(c); }, n);
   });
   expect_same_on_both([&](const std::vector<Array>& a) { return f(a[0]); }, {2, 4}, {"x", "y"},
                       {P("x")}, "while_loop + fori_loop");
@@ -133,15 +134,14 @@ TEST(FakeAccelerator, GradientsMatchTheCpuMesh) {
   auto loss = [](const Array& w, const Array& x) {
     return tsr::sum(tsr::square(tsr::tanh(tsr::matmul(x, tsr::transpose(w, {1, 0})))));
   };
-  expect_same_on_both(
-      [&](const std::vector<Array>& a) { return tsr::grad(loss)(a[0], a[1]); }, {2, 4},
-      {"x", "y"}, {P("y"), P("x")}, "grad");
+  expect_same_on_both([&](const std::vector<Array>& a) { return tsr::grad(loss)(a[0], a[1]); },
+                      {2, 4}, {"x", "y"}, {P("y"), P("x")}, "grad");
 }
 
 TEST(FakeAccelerator, DevicePutMovesBetweenPlatforms) {
   std::vector<float> v = iota_values(8 * 12);
-  Array on_cpu =
-      tsr::from_host(v.data(), tsr::DType::Float32, {8, 12}, NamedSharding(cpu_mesh({8}, {"x"}), P("x")));
+  Array on_cpu = tsr::from_host(v.data(), tsr::DType::Float32, {8, 12},
+                                NamedSharding(cpu_mesh({8}, {"x"}), P("x")));
   Array up = tsr::device_put(on_cpu, NamedSharding(cuda_mesh({2, 4}, {"a", "b"}), P("b", "a")));
   EXPECT_EQ(up.sharding().concrete_mesh()->devices()[0].platform, Platform::CUDA);
   EXPECT_EQ(up.to_vector<float>(), v);
@@ -156,17 +156,21 @@ TEST(FakeAccelerator, MixedPlatformsAreTypedErrors) {
   Array a = tsr::device_put(tsr::iota({4}), tsr::devices(Platform::CPU)[0]);
   // Not device 0: a value on the default device alone moves freely (JAX's uncommitted).
   Array b = tsr::device_put(tsr::iota({4}), tsr::devices(Platform::CUDA)[1]);
-  std::string e = error_of<tsr::ValueError>([&] { (void)tsr::jit([](const Array& x, const Array& y) { return x + y; })(b, a); });
-  EXPECT_HAS(e, "[jit] the inputs are on different platforms. Got input 1 on CpuDevice(id=0) (cpu)");
+  std::string e = error_of<tsr::ValueError>(
+      [&] { (void)tsr::jit([](const Array& x, const Array& y) { return x + y; })(b, a); });
+  EXPECT_HAS(e,
+             "[jit] the inputs are on different platforms. Got input 1 on CpuDevice(id=0) (cpu)");
   EXPECT_HAS(e, "CudaDevice(id=1) (cuda)");
   e = error_of<tsr::ValueError>([&] { (void)(b + a); });
   EXPECT_HAS(e, "different platforms");
   std::vector<Device> mixed = {tsr::devices(Platform::CUDA)[1], tsr::devices(Platform::CPU)[1]};
   e = error_of<tsr::ValueError>([&] { Mesh m(mixed, {2}, {"x"}); });
-  EXPECT_HAS(e, "[Mesh] the devices are on different platforms. Got CudaDevice(id=1) and "
-                "CpuDevice(id=1)");
+  EXPECT_HAS(e,
+             "[Mesh] the devices are on different platforms. Got CudaDevice(id=1) and "
+             "CpuDevice(id=1)");
   e = error_of<tsr::ValueError>([&] { (void)tsr::memory_stats(Device{Platform::CUDA, 8}); });
-  EXPECT_HAS(e, "unknown device. Got CudaDevice(id=8); expected a CUDA device with an id in [0, 8)");
+  EXPECT_HAS(e,
+             "unknown device. Got CudaDevice(id=8); expected a CUDA device with an id in [0, 8)");
 }
 
 TEST(FakeAccelerator, MemoryIsTheDevicesAndIsGivenBack) {

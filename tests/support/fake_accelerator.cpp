@@ -22,7 +22,9 @@ constexpr uintptr_t kTag = uintptr_t{1} << 62;
 std::atomic<long long> g_bytes{0};
 int g_gpus = 1;
 
-void* tag(void* p) { return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) | kTag) : p; }
+void* tag(void* p) {
+  return p ? reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) | kTag) : p;
+}
 // Idempotent: the CPU fused kernel calls its members' (fake) kernels on host pointers.
 const void* untag(const void* p) {
   return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) & ~kTag);
@@ -72,7 +74,7 @@ void kernel(const KernelArgs& a) {
 }  // namespace
 
 void install_fake_accelerator(int gpus) {
-  static const detail::AcceleratorOps ops{"fake", count,   why_none,  make_stream, sync, alloc,
+  static const detail::AcceleratorOps ops{"fake",  count,   why_none,  make_stream, sync, alloc,
                                           release, to_host, to_device, copy,        fill, bind};
   g_gpus = gpus;
   for (const std::string& name : detail::kernel_names("cpu"))

@@ -9,7 +9,6 @@
 #include <sstream>
 #include <string>
 
-#include "tsr/runtime/accelerator.h"
 #include "tsr/comm/process.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/core/box_copy.h"
@@ -18,6 +17,7 @@
 #include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/timeline.h"
 
 namespace tsr {

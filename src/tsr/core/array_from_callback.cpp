@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include "tsr/runtime/accelerator.h"
 #include "tsr/array.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/error.h"
+#include "tsr/runtime/accelerator.h"
 
 namespace tsr {
 namespace {

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "tsr/runtime/accelerator.h"
 #include "tsr/array.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/distributed.h"
 #include "tsr/error.h"
 #include "tsr/ops.h"
+#include "tsr/runtime/accelerator.h"
 
 namespace tsr {
 namespace {

@@ -51,7 +51,8 @@ constexpr int kAccelSlot = 1 << 24;
 inline int slot(const Device& d) { return d.platform == Platform::CPU ? d.id : kAccelSlot + d.id; }
 /** The device at a runtime index. */
 inline Device device_at(int slot) {
-  return slot >= kAccelSlot ? Device{Platform::CUDA, slot - kAccelSlot} : Device{Platform::CPU, slot};
+  return slot >= kAccelSlot ? Device{Platform::CUDA, slot - kAccelSlot}
+                            : Device{Platform::CPU, slot};
 }
 
 /** Host code's only way to touch a buffer's bytes: memcpy on a CPU device, the

@@ -584,8 +584,7 @@ Mesh choose_mesh(const Program& p, const std::vector<NamedSharding>& in_layouts)
     if (d.platform == at.platform) continue;
     throw ValueError("[jit] the inputs are on different platforms. Got input " + std::to_string(i) +
                      " on " + d.str() + " (" + platform_name(d.platform) +
-                     ") while the program runs on " + at.str() + " (" +
-                     platform_name(at.platform) +
+                     ") while the program runs on " + at.str() + " (" + platform_name(at.platform) +
                      "); expected every input on one platform. Move the input with "
                      "tsr::device_put(x, tsr::NamedSharding(mesh, spec)) onto a mesh of the "
                      "program's platform first.");
@@ -921,7 +920,8 @@ std::vector<Array> Executable::run(const std::vector<Array>& in) const {
     out_bufs[o].reserve(static_cast<size_t>(m.size()));
     // Another process's devices hold no buffer here (null): it computes its own.
     for (const auto& d : m.devices())
-      out_bufs[o].push_back(rt.is_local(detail::slot(d)) ? rt.alloc(detail::slot(d), val.local_bytes) : nullptr);
+      out_bufs[o].push_back(
+          rt.is_local(detail::slot(d)) ? rt.alloc(detail::slot(d), val.local_bytes) : nullptr);
   }
   timeline::Scope dispatch(timeline::kCaller, "dispatch", "dispatch");
   {
@@ -1005,13 +1005,13 @@ namespace {
 struct HostAllocator {
   CachingAllocator* dev = nullptr;  // null: host heap
   void* allocate(size_t n) {
-    return dev ? dev->allocate(n) : ::operator new(n, std::align_val_t{64});
+    return dev ? dev->allocate(n) : ::operator new (n, std::align_val_t{64});
   }
   void release(void* p, size_t n) {
     if (dev)
       dev->release(p, n);
     else
-      ::operator delete(p, std::align_val_t{64});
+      ::operator delete (p, std::align_val_t{64});
   }
 };
 

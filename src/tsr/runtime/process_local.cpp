@@ -1,11 +1,11 @@
 // Process-local inputs of programs on meshes that span processes (executable.h).
 #include <optional>
 
-#include "tsr/distributed.h"
-#include "tsr/runtime/accelerator.h"
 #include "tsr/core/array_impl.h"
 #include "tsr/core/primitive.h"
 #include "tsr/core/value_check.h"
+#include "tsr/distributed.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/executable.h"
 
 namespace tsr::detail {

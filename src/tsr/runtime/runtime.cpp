@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <optional>
 #include <string>
-#include <cstring>
 #include <system_error>
 
 #include "tsr/comm/process.h"
@@ -237,8 +237,7 @@ void check_device(const Device& d, const char* api) {
   if (d.platform == Platform::CUDA) {
     int n = rt.accel_count();
     if (d.id >= 0 && d.id < n) return;
-    throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() +
-                     "; expected " +
+    throw ValueError(std::string("[") + api + "] unknown device. Got " + d.str() + "; expected " +
                      (n ? "a CUDA device with an id in [0, " + std::to_string(n) + ")"
                         : "a CPU device (there are no CUDA devices: " + rt.accel_absent() + ")") +
                      ". Use tsr::devices(tsr::Platform::CUDA) to list them.");
@@ -269,10 +268,10 @@ Runtime::Runtime(int n, int process_index, int processes)
 }
 
 void Runtime::start_accelerators() {
-  const int per_gpu = static_cast<int>(
-      env_int({"TSR_CUDA_VIRTUAL_DEVICES", 1, 64, "init",
-               "devices each GPU presents (own stream and memory pool each)", "8"})
-          .value_or(1));
+  const int per_gpu =
+      static_cast<int>(env_int({"TSR_CUDA_VIRTUAL_DEVICES", 1, 64, "init",
+                                "devices each GPU presents (own stream and memory pool each)", "8"})
+                           .value_or(1));
   auto choice =
       env_choice("TSR_PLATFORM", "init", "the platform tsr::devices() lists", {"cpu", "cuda"});
   accel_ops_ = accelerator(Platform::CUDA);
@@ -284,9 +283,10 @@ void Runtime::start_accelerators() {
   else if ((gpus = accel_ops_->count()) == 0)
     accel_absent_ = accel_ops_->why_none();
   if (choice == size_t{1} && gpus == 0)
-    throw ValueError("[init] TSR_PLATFORM asks for CUDA devices but there are none. Got "
-                     "TSR_PLATFORM=cuda; expected a process with a CUDA device (" +
-                     accel_absent_ + "). Unset TSR_PLATFORM or set it to cpu.");
+    throw ValueError(
+        "[init] TSR_PLATFORM asks for CUDA devices but there are none. Got "
+        "TSR_PLATFORM=cuda; expected a process with a CUDA device (" +
+        accel_absent_ + "). Unset TSR_PLATFORM or set it to cpu.");
   if (gpus == 0) {
     accel_ops_ = nullptr;
     return;

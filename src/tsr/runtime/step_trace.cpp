@@ -1,13 +1,12 @@
 #include "tsr/runtime/step_trace.h"
 
-#include "tsr/runtime/accelerator.h"
-
 #include <memory>
 #include <sstream>
 
 #include "tsr/core/primitive.h"
 #include "tsr/prims/collectives.h"
 #include "tsr/prims/collectives_layout.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/timeline.h"
 
 namespace tsr::detail {

@@ -2,8 +2,8 @@
 #include <functional>
 #include <map>
 
-#include "tsr/runtime/accelerator.h"
 #include "tsr/error.h"
+#include "tsr/runtime/accelerator.h"
 #include "tsr/sharding.h"
 #include "tsr/sharding/format.h"
 
@@ -238,8 +238,10 @@ bool NamedSharding::is_equivalent_to(const NamedSharding& o, int rank) const {
     for (auto& sl : idx) sl.full = false;
     return idx;
   };
-  for (int i = 0; i < mesh_->size(); ++i) a[detail::slot(mesh_->devices()[i])] = explicit_index(*this, i);
-  for (int i = 0; i < o.mesh_->size(); ++i) b[detail::slot(o.mesh_->devices()[i])] = explicit_index(o, i);
+  for (int i = 0; i < mesh_->size(); ++i)
+    a[detail::slot(mesh_->devices()[i])] = explicit_index(*this, i);
+  for (int i = 0; i < o.mesh_->size(); ++i)
+    b[detail::slot(o.mesh_->devices()[i])] = explicit_index(o, i);
   return a == b;
 }
 

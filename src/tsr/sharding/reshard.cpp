@@ -186,10 +186,12 @@ std::shared_ptr<const Plan> build_plan(const Shape& shape, DType dtype, const Na
   int rank = static_cast<int>(shape.size());
   std::map<int, int> pos;  // device id -> rank in ids
   for (const auto& d : ms.devices())
-    pos.emplace(detail::slot(d), static_cast<int>(pos.size())), plan->ids.push_back(detail::slot(d));
+    pos.emplace(detail::slot(d), static_cast<int>(pos.size())),
+        plan->ids.push_back(detail::slot(d));
   for (const auto& d : md.devices())
     if (!pos.count(detail::slot(d)))
-      pos.emplace(detail::slot(d), static_cast<int>(plan->ids.size())), plan->ids.push_back(detail::slot(d));
+      pos.emplace(detail::slot(d), static_cast<int>(plan->ids.size())),
+          plan->ids.push_back(detail::slot(d));
   int n = static_cast<int>(plan->ids.size());
   plan->dev.resize(n);
   for (auto& dp : plan->dev) {
@@ -401,12 +403,12 @@ struct Scratch {
   Scratch(int dev, size_t n)
       : alloc(Runtime::get().memory(dev).host() ? &Runtime::get().allocator(dev) : nullptr),
         bytes(std::max<size_t>(n, 1)),
-        ptr(alloc ? alloc->allocate(bytes) : ::operator new(bytes, std::align_val_t{64})) {}
+        ptr(alloc ? alloc->allocate(bytes) : ::operator new (bytes, std::align_val_t{64})) {}
   ~Scratch() {
     if (alloc)
       alloc->release(ptr, bytes);
     else
-      ::operator delete(ptr, std::align_val_t{64});
+      ::operator delete (ptr, std::align_val_t{64});
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
@@ -542,7 +544,8 @@ void check_same_reshard(const Plan& plan, const Array& x, const NamedSharding& d
   if (procs.size() < 2 || !procs.count(rt.process_index())) return;
   std::ostringstream os;
   os << "reshard " << x.type().str() << '\n' << "from " << x.impl()->sharding().str() << " on";
-  for (const auto& d : x.impl()->sharding().concrete_mesh()->devices()) os << ' ' << detail::slot(d);
+  for (const auto& d : x.impl()->sharding().concrete_mesh()->devices())
+    os << ' ' << detail::slot(d);
   os << '\n' << "to " << dst.str() << " on";
   for (const auto& d : dst.concrete_mesh()->devices()) os << ' ' << detail::slot(d);
   check_same_text(std::vector<int>(procs.begin(), procs.end()), os.str(), "reshard");

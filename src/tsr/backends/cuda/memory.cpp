@@ -21,7 +21,9 @@ void* make_stream(int gpu) {
   return s;
 }
 
-void sync(void* s) { check(cudaStreamSynchronize(as_stream(s)), "device", "cudaStreamSynchronize"); }
+void sync(void* s) {
+  check(cudaStreamSynchronize(as_stream(s)), "device", "cudaStreamSynchronize");
+}
 
 void* alloc(int gpu, size_t n) {
   bind(gpu);
@@ -68,9 +70,9 @@ std::string why_none() { return no_gpu_reason(); }
 }  // namespace cuda
 
 const AcceleratorOps* cuda_accelerator() {
-  static const AcceleratorOps ops{"cuda",         cuda::count,    cuda::why_none, cuda::make_stream,
-                                  cuda::sync,     cuda::alloc,    cuda::release,  cuda::to_host,
-                                  cuda::to_device, cuda::copy,    cuda::fill,     cuda::bind};
+  static const AcceleratorOps ops{"cuda",          cuda::count, cuda::why_none, cuda::make_stream,
+                                  cuda::sync,      cuda::alloc, cuda::release,  cuda::to_host,
+                                  cuda::to_device, cuda::copy,  cuda::fill,     cuda::bind};
   return &ops;
 }
 
