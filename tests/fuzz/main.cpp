@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fuzz.h"
+#include "support/fake_accelerator.h"
 
 namespace {
 
@@ -48,6 +49,15 @@ struct Row {
 
 std::string ops_of(const fuzz::Case& c) { return c.ops(); }
 
+/** Starts the runtime: 8 CPU devices, or with a GPU (or TSR_TEST_FAKE_ACCELERATOR=1) 8
+ *  virtual CUDA devices as the default platform, so the same cases run there. */
+void start_runtime() {
+  const char* fake = std::getenv("TSR_TEST_FAKE_ACCELERATOR");
+  if (fake && std::string(fake) == "1") tsr::testing::install_fake_accelerator();
+  setenv("TSR_CUDA_VIRTUAL_DEVICES", "8", /*overwrite=*/0);
+  tsr::init({.num_cpu_devices = 8});
+}
+
 /** Child body: runs cases [a, b) and writes a line per case to fd. */
 [[noreturn]] void child(const Options& o, int64_t a, int64_t b, int fd) {
   if (o.quiet_child) {
@@ -57,7 +67,7 @@ std::string ops_of(const fuzz::Case& c) { return c.ops(); }
       dup2(devnull, 1);
     }
   }
-  tsr::init({.num_cpu_devices = 8});
+  start_runtime();
   for (int64_t i = a; i < b; ++i) {
     std::string line;
     {
@@ -332,7 +342,7 @@ int main(int argc, char** argv) {
 
   if (o.one_case) {
     // In-process, with the whole story printed.
-    tsr::init({.num_cpu_devices = 8});
+    start_runtime();
     fuzz::Case c = fuzz::generate(o.seed, *o.one_case);
     std::string log;
     fuzz::Result r = fuzz::run_case(c, &log, o.ad_rate.value_or(1.0));
