@@ -17,6 +17,7 @@
 #include "tsr/backends/fused.h"
 #include "tsr/core/convert.h"
 #include "tsr/error.h"
+#include "tsr/prims/complex.h"
 #include "tsr/prims/creation.h"
 #include "tsr/prims/cumulative.h"
 #include "tsr/prims/elementwise.h"
@@ -56,11 +57,27 @@ Host random(DType t, Shape s, uint32_t seed, double lo = -3, double hi = 3) {
   });
 }
 
+// A complex array as its parts (real, imaginary, ...), every other dtype converted.
 std::vector<double> as_double(const LocalType& t, const std::vector<unsigned char>& b) {
   int64_t n = numel(t.shape);
+  DType from = t.dtype;
+  if (is_complex(t.dtype)) {
+    n *= 2;
+    from = t.dtype == DType::Complex128 ? DType::Float64 : DType::Float32;
+  }
   std::vector<double> v(static_cast<size_t>(n));
-  convert(b.data(), t.dtype, v.data(), DType::Float64, n);
+  convert(b.data(), from, v.data(), DType::Float64, n);
   return v;
+}
+
+// A complex array of shape s from its parts, interleaved (real, imaginary, ...).
+Host make_complex_host(DType t, Shape s, uint32_t seed) {
+  DType r = t == DType::Complex128 ? DType::Float64 : DType::Float32;
+  Shape parts = s;
+  parts.push_back(2);
+  Host h = random(r, parts, seed);
+  h.t = {std::move(s), t};
+  return h;
 }
 
 // Runs prim's kernel on `backend` and returns the outputs' bytes.
@@ -99,7 +116,16 @@ std::vector<std::vector<unsigned char>> run(const char* backend, const Primitive
     op.push_back(d);
   }
   if (origin.empty() && !outs.empty()) origin.assign(outs[0].shape.size(), 0);
+  // One device holds everything: each input's block is at the origin and whole (the
+  // indexing kernels read these).
+  std::vector<Shape> in_origin, in_global;
+  for (const auto& t : it) {
+    in_origin.emplace_back(t.shape.size(), 0);
+    in_global.push_back(t.shape);
+  }
   KernelArgs a;
+  a.in_origin = in_origin.data();
+  a.in_global = in_global.data();
   a.prim = &p;
   a.in = &it;
   a.out = &outs;
@@ -126,8 +152,10 @@ double tolerance(DType t) {
     case DType::BFloat16:
       return 1e-2;
     case DType::Float32:
+    case DType::Complex64:  // per part
       return 2e-5;
     case DType::Float64:
+    case DType::Complex128:
       return 1e-12;
     default:
       return 0;
@@ -424,6 +452,25 @@ TEST(CudaKernels, FusedChainMatchesTheCpuChain) {
                         DType::BFloat16));
   Host x = random(f32, {n}, 31), s = random(f32, {}, 32);
   expect_same(f, {x, s}, {{{n}, DType::BFloat16}}, "mul tanh bf16");
+}
+
+// The parts are moved, not computed: bit for bit.
+TEST(CudaKernels, ComplexParts) {
+  TSR_NEED_GPU();
+  for (DType z : {DType::Complex64, DType::Complex128}) {
+    DType r = z == DType::Complex128 ? DType::Float64 : DType::Float32;
+    std::string name = dtype_name(z);
+    Host x = make_complex_host(z, {7, 33}, 50);
+    prim::ComplexPart re(prim::PartKind::Real), im(prim::PartKind::Imag), cj(prim::PartKind::Conj);
+    expect_same(re, {x}, {{{7, 33}, r}}, "real " + name, true);
+    expect_same(im, {x}, {{{7, 33}, r}}, "imag " + name, true);
+    expect_same(cj, {x}, {{{7, 33}, z}}, "conj " + name, true);
+    prim::MakeComplex mk;
+    expect_same(mk, {random(r, {7, 33}, 51), random(r, {7, 33}, 52)}, {{{7, 33}, z}},
+                "complex " + name, true);
+    expect_same(mk, {random(r, {7, 1}, 53), random(r, {}, 54)}, {{{7, 33}, z}},
+                "complex broadcast " + name, true);
+  }
 }
 
 }  // namespace

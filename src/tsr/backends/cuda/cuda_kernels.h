@@ -34,5 +34,7 @@ void dot_general(const KernelArgs& a);          /**< batched GEMM through cuBLAS
 void fused_elementwise(const KernelArgs& a);    /**< a jit-fused chain, one NVRTC kernel */
 void random_bits(const KernelArgs& a);          /**< random_bits / uniform / randint */
 void threefry2x32(const KernelArgs& a);         /**< the hash over counter arrays */
+void complex_part(const KernelArgs& a);         /**< real / imag / conj */
+void make_complex(const KernelArgs& a);         /**< complex(x, y), broadcasting */
 
 }  // namespace tsr::detail::cuda

@@ -124,6 +124,13 @@ void store_convert_launch(DType t, DType ct, const void* c, void* out, int64_t n
 void gemm_int_launch(const int64_t* a, const int64_t* bm, int64_t* c, int64_t nb, int64_t m,
                      int64_t n, int64_t k, cudaStream_t s);
 
+/** real (kind 0), imag (1) or conj (2) of n elements of complex dtype zt: out is the
+ *  real part type for real / imag, zt for conj. */
+void complex_part_launch(int kind, DType zt, const void* z, void* out, int64_t n, cudaStream_t s);
+/** out (complex dtype zt) = x + i y, the parts read through st.in[0] / st.in[1]. */
+void make_complex_launch(DType zt, const void* x, const void* y, void* out, const Strides& st,
+                         int64_t n, cudaStream_t s);
+
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */
 struct RandomCall {

@@ -47,6 +47,9 @@ void register_cuda_kernels() {
   for (const char* n : {"random_bits", "random_uniform", "random_randint"})
     reg(n, cuda::random_bits);
   reg("threefry2x32", cuda::threefry2x32);
+
+  for (const char* n : {"real", "imag", "conj"}) reg(n, cuda::complex_part);
+  reg("complex", cuda::make_complex);
 }
 
 }  // namespace tsr::detail
