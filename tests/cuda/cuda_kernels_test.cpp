@@ -21,10 +21,13 @@
 #include "tsr/prims/creation.h"
 #include "tsr/prims/cumulative.h"
 #include "tsr/prims/elementwise.h"
+#include "tsr/prims/gather_scatter.h"
 #include "tsr/prims/linalg.h"
 #include "tsr/prims/random.h"
 #include "tsr/prims/reduction.h"
 #include "tsr/prims/shape_ops.h"
+#include "tsr/prims/sort.h"
+#include "tsr/prims/windowed.h"
 
 namespace tsr::detail::cuda {
 namespace {
@@ -471,6 +474,134 @@ TEST(CudaKernels, ComplexParts) {
     expect_same(mk, {random(r, {7, 1}, 53), random(r, {}, 54)}, {{{7, 33}, z}},
                 "complex broadcast " + name, true);
   }
+}
+
+// Indices out of range on both sides (every mode), and duplicates.
+Host indices(Shape s, uint32_t seed, double lo, double hi) {
+  return random(DType::Int32, std::move(s), seed, lo, hi);
+}
+
+TEST(CudaKernels, Gather) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::BFloat16, DType::Int64, DType::Bool, DType::Complex128})
+    for (IndexMode m : {IndexMode::FillOrDrop, IndexMode::Clip, IndexMode::PromiseInBounds}) {
+      std::string name = std::string(dtype_name(t)) + " mode " + std::to_string(int(m));
+      Host x = is_complex(t) ? make_complex_host(t, {5, 7, 3}, 60) : random(t, {5, 7, 3}, 60);
+      // x[i, j:j+2, :] for 4 x 6 index pairs: [4, 6, 2, 3].
+      prim::Gather g({{2, 3}, {0}, {0, 1}, {}, {}}, {1, 2, 3}, m, 9.5, false, false, {});
+      expect_same(g, {x, indices({4, 6, 2}, 61, -2, 8)}, {{{4, 6, 2, 3}, t}}, "gather " + name,
+                  true);
+      // Batching dims: row b of x reads x[b, idx[b, k]].
+      Host y = random(t == DType::Complex128 ? DType::Float64 : t, {4, 10}, 62);
+      prim::Gather gb({{}, {1}, {1}, {0}, {0}}, {1, 1}, m, -1, false, false, {});
+      expect_same(gb, {y, indices({4, 5, 1}, 63, -1, 11)}, {{{4, 5}, y.t.dtype}},
+                  "gather batched " + name, true);
+    }
+}
+
+// Every combiner on every dtype, duplicates and dropped / clipped indices. Set, min,
+// max, mul (in the CPU's order on the GPU) and the integer sums are exact; float sums
+// are atomic (their order varies).
+TEST(CudaKernels, Scatter) {
+  TSR_NEED_GPU();
+  std::vector<DType> types(std::begin(kReal), std::end(kReal));
+  types.push_back(DType::Complex64);
+  types.push_back(DType::Complex128);
+  for (DType t : types)
+    for (ScatterKind k : {ScatterKind::Set, ScatterKind::Add, ScatterKind::Sub, ScatterKind::Mul,
+                          ScatterKind::Min, ScatterKind::Max})
+      for (IndexMode m : {IndexMode::FillOrDrop, IndexMode::Clip}) {
+        prim::Scatter p(k, {{1}, {0}, {0}, {}, {}}, m, false, false, {});
+        std::string name =
+            std::string(p.name()) + " " + dtype_name(t) + " mode " + std::to_string(int(m));
+        auto host = [&](Shape s, uint32_t seed) {
+          double lo = k == ScatterKind::Mul ? 0.5 : -3, hi = k == ScatterKind::Mul ? 1.5 : 3;
+          return is_complex(t) ? make_complex_host(t, std::move(s), seed)
+                               : random(t, std::move(s), seed, lo, hi);
+        };
+        bool exact = !float_like(t) && !is_complex(t);
+        exact = exact || k == ScatterKind::Set || k == ScatterKind::Min || k == ScatterKind::Max ||
+                (k == ScatterKind::Mul && !is_complex(t));
+        expect_same(p, {host({6, 5}, 70), indices({20, 1}, 71, -1, 7), host({20, 5}, 72)},
+                    {{{6, 5}, t}}, name, exact);
+      }
+  // Overlapping windows: the last scatter position wins each element, as on the CPU.
+  for (DType t : {DType::Int32, DType::Float16}) {
+    prim::Scatter set(ScatterKind::Set, {{1}, {}, {0}, {}, {}}, IndexMode::Clip, false, false, {});
+    expect_same(set, {random(t, {10}, 73), indices({8, 1}, 74, 0, 9), random(t, {8, 3}, 75)},
+                {{{10}, t}}, std::string("scatter overlapping ") + dtype_name(t), true);
+  }
+}
+
+// Small integers (many ties), NaN, infinities and both zeros.
+Host sort_input(DType t, Shape s, uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int> u(0, 9);
+  const double special[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0};
+  bool fl = float_like(t);
+  return make(t, std::move(s), [&](int64_t) {
+    int r = u(g);
+    return fl && r < 5 ? special[r] : static_cast<double>(u(g)) - 4;
+  });
+}
+
+// Exact: the order is the CPU's (stable sorts, so full ties too).
+TEST(CudaKernels, SortTopKSearchSorted) {
+  TSR_NEED_GPU();
+  for (DType t : kReal) {
+    std::string name = dtype_name(t);
+    for (int dim : {0, 1, 2}) {
+      prim::Sort one(dim, true, 1);
+      expect_same(one, {sort_input(t, {4, 37, 3}, 80)}, {{{4, 37, 3}, t}},
+                  "sort " + name + " dim " + std::to_string(dim), true);
+    }
+    // Two keys and a payload (int32 positions: the permutation itself).
+    prim::Sort two(1, true, 2);
+    Host pos = make(DType::Int32, {3, 50}, [](int64_t i) { return static_cast<double>(i); });
+    expect_same(two, {sort_input(t, {3, 50}, 81), sort_input(DType::Int8, {3, 50}, 82), pos},
+                {{{3, 50}, t}, {{3, 50}, DType::Int8}, {{3, 50}, DType::Int32}},
+                "sort 2 keys " + name, true);
+    prim::TopK tk(7);
+    expect_same(tk, {sort_input(t, {5, 40}, 83)}, {{{5, 7}, t}, {{5, 7}, DType::Int32}},
+                "top_k " + name, true);
+    // A sorted operand (sorted on the CPU) and queries with ties, NaN and zeros.
+    prim::Sort s1(0, true, 1);
+    Host sorted = sort_input(t, {60}, 84);
+    sorted.bytes = run("cpu", s1, {sorted}, {sorted.t}, {})[0];
+    for (bool right : {false, true}) {
+      prim::SearchSorted ss(right);
+      expect_same(ss, {sorted, sort_input(t, {9, 11}, 85)}, {{{9, 11}, DType::Int32}},
+                  "searchsorted " + name + (right ? " right" : " left"), true);
+    }
+  }
+}
+
+// Strides, padding and both dilations, with a pass-through feature dim; the window
+// positions walk their taps in the CPU's order, so every result is exact but
+// select_and_scatter_add's atomic sums.
+TEST(CudaKernels, WindowedReductionsAndPoolingGradients) {
+  TSR_NEED_GPU();
+  prim::Window w{
+      {1, 3, 2, 1}, {1, 2, 1, 1}, {{0, 0}, {1, 1}, {0, 1}, {0, 0}}, {1, 1, 2, 1}, {1, 1, 2, 1}};
+  const Shape in{2, 9, 5, 3};
+  const Shape out = w.out_shape(in);
+  for (DType t : kReal)
+    for (prim::WindowOp op : {prim::WindowOp::Sum, prim::WindowOp::Max, prim::WindowOp::Min}) {
+      prim::ReduceWindow p(op, w);
+      expect_same(p, {sort_input(t, in, 90)}, {{out, t}},
+                  std::string(p.name()) + " " + dtype_name(t), true);
+    }
+  for (DType st : {DType::Float32, DType::BFloat16, DType::Float64, DType::Float16})
+    for (DType t : {DType::Float32, DType::Int8, DType::Bool, DType::BFloat16})
+      for (prim::WindowOp sel : {prim::WindowOp::Max, prim::WindowOp::Min}) {
+        std::string name = std::string(dtype_name(st)) + " by " + dtype_name(t) +
+                           (sel == prim::WindowOp::Max ? " max" : " min");
+        Host x = sort_input(t, in, 91);  // ties, NaN, infinities
+        prim::SelectAndGatherAdd g(sel, w);
+        expect_same(g, {random(st, in, 92), x}, {{out, st}}, "select_and_gather_add " + name, true);
+        prim::SelectAndScatterAdd sc(sel, w);
+        expect_same(sc, {random(st, out, 93), x}, {{in, st}}, "select_and_scatter_add " + name);
+      }
 }
 
 }  // namespace

@@ -36,5 +36,13 @@ void random_bits(const KernelArgs& a);          /**< random_bits / uniform / ran
 void threefry2x32(const KernelArgs& a);         /**< the hash over counter arrays */
 void complex_part(const KernelArgs& a);         /**< real / imag / conj */
 void make_complex(const KernelArgs& a);         /**< complex(x, y), broadcasting */
+void gather(const KernelArgs& a);               /**< lax.gather, every mode */
+void scatter(const KernelArgs& a);       /**< scatter / scatter_add / sub / mul / min / max */
+void sort(const KernelArgs& a);          /**< lax.sort, several operands and keys */
+void top_k(const KernelArgs& a);         /**< the k largest along the last axis */
+void searchsorted(const KernelArgs& a);  /**< insertion positions, left or right */
+void reduce_window(const KernelArgs& a); /**< reduce_window_sum / max / min */
+void select_and_gather_add(const KernelArgs& a);  /**< max / min pooling's jvp */
+void select_and_scatter_add(const KernelArgs& a); /**< max / min pooling's gradient */
 
 }  // namespace tsr::detail::cuda

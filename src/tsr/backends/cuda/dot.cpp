@@ -56,21 +56,6 @@ cublasHandle_t handle_for(cudaStream_t s) {
   return h;
 }
 
-// A stream-ordered scratch buffer, freed in stream order when it goes out of scope.
-struct Scratch {
-  void* p = nullptr;
-  cudaStream_t s;
-  explicit Scratch(cudaStream_t st) : s(st) {}
-  void alloc(size_t bytes) {
-    if (bytes) check(cudaMallocAsync(&p, bytes, s), "dot_general", "cudaMallocAsync");
-  }
-  ~Scratch() {
-    if (p) (void)cudaFreeAsync(p, s);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
 cudaDataType_t blas_type(DType t) {
   switch (t) {
     case DType::Float16:
@@ -134,7 +119,7 @@ void dot_general(const KernelArgs& a) {
   DType op_t = half_in ? in : ct;  // operands as cuBLAS reads them
   DType c_t = half_in ? out : ct;  // the product as cuBLAS writes it
   cudaStream_t s = stream_of(a);
-  Scratch ab(s), bb(s), cb(s);
+  Scratch ab(s, "dot_general"), bb(s, "dot_general"), cb(s, "dot_general");
   void* c = a.out_ptr[0];
   if (out != c_t) {
     cb.alloc(static_cast<size_t>(nout) * itemsize(c_t));

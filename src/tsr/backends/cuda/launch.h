@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "tsr/backends/common/gather_scatter_plan.h"
 #include "tsr/backends/common/threefry.h"
+#include "tsr/backends/common/window_ops.h"
 #include "tsr/backends/cuda/cuda_util.h"
 #include "tsr/dtype.h"
 #include "tsr/prims/elementwise_ops.h"
@@ -130,6 +132,40 @@ void complex_part_launch(int kind, DType zt, const void* z, void* out, int64_t n
 /** out (complex dtype zt) = x + i y, the parts read through st.in[0] / st.in[1]. */
 void make_complex_launch(DType zt, const void* x, const void* y, void* out, const Strides& st,
                          int64_t n, cudaStream_t s);
+
+/** gather: out (n elements of `item` bytes) from src through the plan; `fill` (one
+ *  element, host memory) where FillOrDrop finds a start out of bounds. */
+void gather_launch(size_t item, const void* src, const void* ind, const GatherPlan& p,
+                   const void* fill, void* out, int64_t n, cudaStream_t s);
+/** scatter (kind: ScatterKind's value) of nupd update elements into out (nout elements
+ *  of dtype t, already holding the operand). */
+void scatter_launch(int kind, DType t, const ScatterPlan& p, const void* ind, const void* upd,
+                    void* out, int64_t nupd, int64_t nout, cudaStream_t s);
+
+/** sort: nops operands of dtypes[k], each viewed as [no, n, ni], sorted along n by the
+ *  first num_keys (lexicographically, stable) into out. */
+void sort_launch(int nops, int num_keys, const DType* dtypes, const void* const* in,
+                 void* const* out, int64_t no, int64_t n, int64_t ni, cudaStream_t s);
+/** top_k of every [n] row of x ([no, n]): the k largest values and their int32 indices. */
+void top_k_launch(DType t, const void* x, void* vals, int32_t* idx, int64_t no, int64_t n,
+                  int64_t k, cudaStream_t s);
+/** out[q] = the insertion position of v[q] (m values) into sorted[0..n). */
+void searchsorted_launch(DType t, const void* sorted, int64_t n, const void* v, int64_t m,
+                         bool right, int32_t* out, cudaStream_t s);
+
+/** reduce_window (op: prim::WindowOp's value) of x into the n window positions of p. */
+void reduce_window_launch(int op, DType t, const void* x, void* out, const WindowPlan& p, int64_t n,
+                          cudaStream_t s);
+/** select_and_gather_add: out[i] (n window positions, float dtype st) = the tangent at
+ *  the element of x (dtype t) window i selects, else 0. */
+void select_and_gather_add_launch(bool is_max, DType st, DType t, const void* tangent,
+                                  const void* x, void* out, const WindowPlan& p, int64_t n,
+                                  cudaStream_t s);
+/** select_and_scatter_add: out (nout elements shaped like x, float dtype st) = zeros
+ *  plus each of the nsrc window positions' src value at the element it selects. */
+void select_and_scatter_add_launch(bool is_max, DType st, DType t, const void* src, const void* x,
+                                   void* out, const WindowPlan& p, int64_t nsrc, int64_t nout,
+                                   cudaStream_t s);
 
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */

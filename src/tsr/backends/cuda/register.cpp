@@ -50,6 +50,18 @@ void register_cuda_kernels() {
 
   for (const char* n : {"real", "imag", "conj"}) reg(n, cuda::complex_part);
   reg("complex", cuda::make_complex);
+
+  reg("gather", cuda::gather);
+  for (const char* n :
+       {"scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max"})
+    reg(n, cuda::scatter);
+  reg("sort", cuda::sort);
+  reg("top_k", cuda::top_k);
+  reg("searchsorted", cuda::searchsorted);
+  for (const char* n : {"reduce_window_sum", "reduce_window_max", "reduce_window_min"})
+    reg(n, cuda::reduce_window);
+  reg("select_and_gather_add", cuda::select_and_gather_add);
+  reg("select_and_scatter_add", cuda::select_and_scatter_add);
 }
 
 }  // namespace tsr::detail
