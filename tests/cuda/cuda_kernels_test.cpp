@@ -20,6 +20,7 @@
 #include "tsr/prims/complex.h"
 #include "tsr/prims/creation.h"
 #include "tsr/prims/cumulative.h"
+#include "tsr/prims/decompositions.h"
 #include "tsr/prims/elementwise.h"
 #include "tsr/prims/gather_scatter.h"
 #include "tsr/prims/linalg.h"
@@ -602,6 +603,51 @@ TEST(CudaKernels, WindowedReductionsAndPoolingGradients) {
         prim::SelectAndScatterAdd sc(sel, w);
         expect_same(sc, {random(st, out, 93), x}, {{in, st}}, "select_and_scatter_add " + name);
       }
+}
+
+// Every flag combination; a's other triangle holds values both kernels must ignore.
+TEST(CudaKernels, TriangularSolve) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::Float64}) {
+    std::mt19937 g(95);
+    std::uniform_real_distribution<double> u(-1, 1);
+    Host am = make(t, {2, 5, 5}, [&](int64_t i) { return u(g) + ((i % 25) % 6 == 0 ? 5 : 0); });
+    for (bool left : {true, false})
+      for (bool lower : {true, false})
+        for (bool trans : {true, false})
+          for (bool unit : {true, false}) {
+            prim::TriangularSolve p(left, lower, trans, unit);
+            Shape bs = left ? Shape{2, 5, 3} : Shape{2, 3, 5};
+            expect_same(p, {am, random(t, bs, 96)}, {{bs, t}},
+                        std::string("triangular_solve ") + dtype_name(t) + (left ? " left" : "") +
+                            (lower ? " lower" : "") + (trans ? " trans" : "") +
+                            (unit ? " unit" : ""));
+          }
+  }
+}
+
+// Positive definite a a^T + n I, and one matrix that is not (NaN in the lower triangle
+// on both); up to 16 x 16 the CPU's order, bit for bit.
+TEST(CudaKernels, Cholesky) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::Float64})
+    for (int64_t n : {1, 5, 16, 40}) {
+      std::mt19937 g(97);
+      std::uniform_real_distribution<double> u(-1, 1);
+      std::vector<double> m(static_cast<size_t>(3 * n * n)), spd(m.size());
+      for (double& v : m) v = u(g);
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double acc = i == j ? static_cast<double>(n) : 0;
+            for (int64_t k = 0; k < n; ++k) acc += m[(b * n + i) * n + k] * m[(b * n + j) * n + k];
+            spd[(b * n + i) * n + j] = b == 2 ? -acc : acc;  // matrix 2: negative definite
+          }
+      Host x = make(t, {3, n, n}, [&](int64_t i) { return spd[static_cast<size_t>(i)]; });
+      prim::Cholesky p;
+      expect_same(p, {x}, {{{3, n, n}, t}},
+                  std::string("cholesky ") + dtype_name(t) + " n " + std::to_string(n), n <= 16);
+    }
 }
 
 }  // namespace

@@ -44,5 +44,7 @@ void searchsorted(const KernelArgs& a);  /**< insertion positions, left or right
 void reduce_window(const KernelArgs& a); /**< reduce_window_sum / max / min */
 void select_and_gather_add(const KernelArgs& a);  /**< max / min pooling's jvp */
 void select_and_scatter_add(const KernelArgs& a); /**< max / min pooling's gradient */
+void triangular_solve(const KernelArgs& a);       /**< cuBLAS trsm per matrix */
+void cholesky(const KernelArgs& a);               /**< one block per matrix */
 
 }  // namespace tsr::detail::cuda

@@ -167,6 +167,10 @@ void select_and_scatter_add_launch(bool is_max, DType st, DType t, const void* s
                                    void* out, const WindowPlan& p, int64_t nsrc, int64_t nout,
                                    cudaStream_t s);
 
+/** cholesky: the row-major lower factor of each of `batch` n x n matrices of x (NaN
+ *  where one is not positive definite), the upper triangle zero. */
+void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n, cudaStream_t s);
+
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */
 struct RandomCall {

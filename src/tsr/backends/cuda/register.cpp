@@ -29,6 +29,8 @@ void register_cuda_kernels() {
   reg("argmax", cuda::arg_reduce);
   reg("argmin", cuda::arg_reduce);
   reg("dot_general", cuda::dot_general);
+  reg("triangular_solve", cuda::triangular_solve);
+  reg("cholesky", cuda::cholesky);
 
   for (const char* n : {"reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient"})
     reg(n, cuda::copy_input);

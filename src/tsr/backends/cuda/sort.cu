@@ -71,7 +71,7 @@ __global__ void searchsorted_k(const S* sorted, int64_t n, const S* v, int64_t m
 }
 
 // Line positions ordered by keys: `perm` (lines x n, starting as each line's order)
-// is stably sorted by each key in `keys` order of calls to next(); the buffers live
+// is stably sorted by the key of each call to by(); the buffers live
 // until the object goes.
 class LineSorter {
  public:
