@@ -18,6 +18,7 @@
 #include "tsr/core/convert.h"
 #include "tsr/error.h"
 #include "tsr/prims/complex.h"
+#include "tsr/prims/convolution.h"
 #include "tsr/prims/creation.h"
 #include "tsr/prims/cumulative.h"
 #include "tsr/prims/decompositions.h"
@@ -648,6 +649,70 @@ TEST(CudaKernels, Cholesky) {
       expect_same(p, {x}, {{{3, n, n}, t}},
                   std::string("cholesky ") + dtype_name(t) + " n " + std::to_string(n), n <= 16);
     }
+}
+
+// NHWC / HWIO specs with strides, padding (a negative side too), both dilations and
+// both group counts. The CPU direct loop's order: exact but where the CPU runs oneDNN
+// (float32, bfloat16).
+TEST(CudaKernels, ConvGeneralDilated) {
+  TSR_NEED_GPU();
+  struct Case {
+    std::string name;
+    std::vector<int64_t> strides, lhs_dil, rhs_dil;
+    std::vector<std::pair<int64_t, int64_t>> pad;
+    int64_t fgc, bgc;
+    Shape lhs, rhs;  // NHWC, HWIO
+  };
+  const std::vector<Case> cases = {
+      {"grouped", {2, 1}, {1, 1}, {1, 2}, {{1, 1}, {0, 2}}, 2, 1, {2, 7, 6, 4}, {3, 2, 2, 6}},
+      {"transposed", {1, 1}, {2, 1}, {1, 1}, {{1, 1}, {-1, 1}}, 1, 1, {2, 5, 6, 3}, {2, 3, 3, 4}},
+      {"batch groups", {1, 2}, {1, 1}, {1, 1}, {{0, 0}, {1, 0}}, 1, 2, {4, 5, 5, 3}, {2, 2, 3, 4}},
+  };
+  for (DType t : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32})
+    for (const Case& c : cases) {
+      prim::ConvParams p{
+          c.strides, c.pad, c.lhs_dil, c.rhs_dil, {{0, 3, 1, 2}, {3, 2, 0, 1}, {0, 3, 1, 2}},
+          c.fgc,     c.bgc};
+      Shape os = p.out_shape(c.lhs, c.rhs);
+      prim::ConvGeneralDilated conv(p, std::nullopt, std::nullopt);
+      bool exact = t != DType::Float32 && t != DType::BFloat16;
+      expect_same(conv, {random(t, c.lhs, 98), random(t, c.rhs, 99)}, {{os, t}},
+                  "conv " + c.name + " " + dtype_name(t), exact);
+    }
+}
+
+// Square, tall and wide matrices, and one with a zero column (a zero pivot); the
+// pivots and permutations exactly (no near-ties among random candidates).
+TEST(CudaKernels, Lu) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::Float64})
+    for (Shape s : {Shape{3, 6, 6}, Shape{2, 7, 4}, Shape{2, 4, 7}, Shape{2, 3, 0}}) {
+      const int64_t m = s[1], n = s[2];
+      Host x = random(t, s, 100, -1, 1);
+      if (n > 1)  // matrix 0, column 1: zeros
+        x = make(t, s, [&, v = as_double(x.t, x.bytes)](int64_t i) {
+          return i < m * n && i % n == 1 ? 0.0 : v[static_cast<size_t>(i)];
+        });
+      prim::Lu p;
+      expect_same(
+          p, {x}, {{s, t}, {{s[0], std::min(m, n)}, DType::Int32}, {{s[0], m}, DType::Int32}},
+          "lu " + std::string(dtype_name(t)) + " " + std::to_string(m) + "x" + std::to_string(n));
+    }
+}
+
+// Square, tall and wide, reduced and full: LAPACK's sign convention (r's diagonal
+// -sign(a's pivot) |column|), so q and r themselves agree, not only their product.
+TEST(CudaKernels, Qr) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::Float64})
+    for (Shape s : {Shape{3, 5, 5}, Shape{2, 7, 4}, Shape{2, 4, 7}, Shape{1, 3, 0}})
+      for (bool full : {false, true}) {
+        const int64_t m = s[1], n = s[2], qc = full ? m : std::min(m, n);
+        prim::Qr p(full);
+        expect_same(p, {random(t, s, 101, -1, 1)}, {{{s[0], m, qc}, t}, {{s[0], qc, n}, t}},
+                    "qr " + std::string(dtype_name(t)) + " " + std::to_string(m) + "x" +
+                        std::to_string(n) + (full ? " full" : ""));
+      }
 }
 
 }  // namespace

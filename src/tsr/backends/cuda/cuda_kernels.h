@@ -46,5 +46,8 @@ void select_and_gather_add(const KernelArgs& a);  /**< max / min pooling's jvp *
 void select_and_scatter_add(const KernelArgs& a); /**< max / min pooling's gradient */
 void triangular_solve(const KernelArgs& a);       /**< cuBLAS trsm per matrix */
 void cholesky(const KernelArgs& a);               /**< one block per matrix */
+void lu(const KernelArgs& a);                     /**< partial pivoting, one block per matrix */
+void qr(const KernelArgs& a);                     /**< Householder, one block per matrix */
+void conv_general_dilated(const KernelArgs& a);   /**< the CPU's direct loop per output */
 
 }  // namespace tsr::detail::cuda

@@ -171,6 +171,42 @@ void select_and_scatter_add_launch(bool is_max, DType st, DType t, const void* s
  *  where one is not positive definite), the upper triangle zero. */
 void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n, cudaStream_t s);
 
+/** The most spatial dims a CUDA convolution takes. */
+constexpr int kConvMaxSpatial = 8;
+/** conv_general_dilated's operands as (dim 0, dim 1, spatial...) in their specs'
+ *  orders: element strides and sizes, the window, and the groups (the CPU's direct
+ *  loop's names). */
+struct ConvPlan {
+  int ns = 0;                     /**< spatial dims */
+  int64_t O = 0, I = 0;           /**< out features; in features per group */
+  int64_t og = 1, ob = 1, nb = 1; /**< O / feature groups, O / batch groups, N / batch groups */
+  int64_t K = 1;                  /**< kernel taps */
+  int64_t l_stride[2 + kConvMaxSpatial] = {}; /**< lhs (N, C, spatial...) strides */
+  int64_t r_stride[2 + kConvMaxSpatial] = {}; /**< rhs (O, I, spatial...) strides */
+  int64_t o_stride[2 + kConvMaxSpatial] = {}; /**< out (N, O, spatial...) strides */
+  int64_t l_size[kConvMaxSpatial] = {};       /**< lhs spatial sizes */
+  int64_t r_size[kConvMaxSpatial] = {};       /**< kernel spatial sizes */
+  int64_t o_size[kConvMaxSpatial] = {};       /**< out spatial sizes */
+  int64_t stride[kConvMaxSpatial] = {};       /**< window strides */
+  int64_t rhs_dilation[kConvMaxSpatial] = {}; /**< tap spacing */
+  int64_t lhs_dilation[kConvMaxSpatial] = {}; /**< lhs spacing */
+  int64_t pad_lo[kConvMaxSpatial] = {};       /**< low padding (may be negative) */
+};
+/** conv_general_dilated of lhs and rhs (dtype t) into out, n elements of the
+ *  accumulation dtype acc_t (float64, float32 or int64) in the output's layout. */
+void conv_launch(DType t, DType acc_t, const void* lhs, const void* rhs, void* out,
+                 const ConvPlan& p, int64_t n, cudaStream_t s);
+
+/** lu: each of `batch` row-major m x n matrices of x factored (unit lower and upper
+ *  in one matrix), its min(m, n) pivot rows and its row permutation (int32). */
+void lu_launch(DType t, const void* x, void* lu, int32_t* piv, int32_t* perm, int64_t batch,
+               int64_t m, int64_t n, cudaStream_t s);
+
+/** qr: each of `batch` row-major m x n matrices of x as q (m x qc, orthonormal
+ *  columns) times r (qc x n, upper), qc = m (full_matrices) or min(m, n). */
+void qr_launch(DType t, const void* x, void* q, void* r, int64_t batch, int64_t m, int64_t n,
+               int64_t qc, cudaStream_t s);
+
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */
 struct RandomCall {

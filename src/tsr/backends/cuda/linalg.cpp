@@ -1,4 +1,4 @@
-// The CUDA kernel table's cholesky (linalg.cu) and triangular_solve: one cuBLAS trsm per
+// The CUDA kernel table's cholesky, lu and qr (linalg.cu) and triangular_solve: one cuBLAS trsm per
 // matrix of the batch on the CPU kernel's layout (row-major, b copied to the output and solved in
 // place). A row-major matrix is its transpose column-major, so the row-major solve is cuBLAS's with
 // the side and the triangle swapped (what CBLAS's row-major trsm does).
@@ -9,6 +9,16 @@
 #include "tsr/prims/decompositions.h"
 
 namespace tsr::detail::cuda {
+namespace {
+
+// The matrices of a [..., rows, cols] block (the leading dims' product).
+int64_t batch_of(const Shape& s) {
+  int64_t b = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) b *= s[i];
+  return b;
+}
+
+}  // namespace
 
 void triangular_solve(const KernelArgs& a) {
   const auto& p = static_cast<const prim::TriangularSolve&>(*a.prim);
@@ -53,9 +63,23 @@ void triangular_solve(const KernelArgs& a) {
 
 void cholesky(const KernelArgs& a) {
   const Shape& s = (*a.in)[0].shape;
-  const int64_t n = s.empty() ? 0 : s.back(), nn = n * n;
-  cholesky_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], nn == 0 ? 0 : numel(s) / nn, n,
-                  stream_of(a));
+  cholesky_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], batch_of(s), s.back(), stream_of(a));
+}
+
+void lu(const KernelArgs& a) {
+  const Shape& s = (*a.in)[0].shape;
+  const size_t r = s.size();
+  lu_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], static_cast<int32_t*>(a.out_ptr[1]),
+            static_cast<int32_t*>(a.out_ptr[2]), batch_of(s), s[r - 2], s[r - 1], stream_of(a));
+}
+
+void qr(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Qr&>(*a.prim);
+  const Shape& s = (*a.in)[0].shape;
+  const size_t r = s.size();
+  const int64_t m = s[r - 2], n = s[r - 1];
+  qr_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], a.out_ptr[1], batch_of(s), m, n,
+            p.full_matrices() ? m : std::min(m, n), stream_of(a));
 }
 
 }  // namespace tsr::detail::cuda

@@ -1,8 +1,14 @@
-// CUDA cholesky and its launcher (launch.h): one block per matrix, LAPACK's unblocked
-// potf2 order, the CPU kernel's small_cholesky (each column's pivot in one thread, the
-// entries below it across the block): bit-identical to the CPU up to its 16 x 16
-// cutoff, LAPACK's blocked rounding beyond. A matrix that is not positive definite
-// gives NaN in the lower triangle, as the CPU kernel.
+// CUDA cholesky and lu and their launchers (launch.h), one block per matrix.
+// cholesky: LAPACK's unblocked potf2 order, the CPU kernel's small_cholesky (each
+// column's pivot in one thread, the entries below it across the block): bit-identical
+// to the CPU up to its 16 x 16 cutoff, LAPACK's blocked rounding beyond. A matrix that
+// is not positive definite gives NaN in the lower triangle, as the CPU kernel.
+// lu: LAPACK's getf2 (partial pivoting on the first largest |a|, the column scaled by
+// the pivot's reciprocal, a rank-1 update); the CPU's getrf rounds in another order,
+// so only near-ties between pivot candidates could choose another row.
+// qr: LAPACK's geqr2 (Householder reflectors by dlarfg's convention: beta = -sign(alpha)
+// |x|, so the signs of r's diagonal are LAPACK's) and org2r for q; rounding as the
+// unblocked algorithm, not geqrf's blocked one.
 #include "tsr/backends/cuda/element.cuh"
 
 namespace tsr::detail::cuda {
@@ -49,6 +55,151 @@ __global__ void cholesky_k(const T* x, T* out, int64_t n) {
   }
 }
 
+// Row-major m x n matrix blockIdx.x of x factored in place in lu; piv (k entries) and
+// perm (m) as the CPU kernel writes them.
+template <typename T>
+__global__ void lu_k(const T* x, T* lu, int32_t* piv, int32_t* perm, int64_t m, int64_t n) {
+  __shared__ int64_t pivot_row;
+  const int64_t mn = m * n, k = m < n ? m : n;
+  const T* a = x + static_cast<int64_t>(blockIdx.x) * mn;
+  T* l = lu + static_cast<int64_t>(blockIdx.x) * mn;
+  int32_t* pv = piv + static_cast<int64_t>(blockIdx.x) * k;
+  int32_t* pm = perm + static_cast<int64_t>(blockIdx.x) * m;
+  for (int64_t i = threadIdx.x; i < mn; i += blockDim.x) l[i] = a[i];
+  __syncthreads();
+  for (int64_t j = 0; j < k; ++j) {
+    if (threadIdx.x == 0) {  // idamax: the first largest |a|; a NaN is never larger
+      int64_t p = j;
+      T best = fabs(l[j * n + j]);
+      for (int64_t i = j + 1; i < m; ++i) {
+        T v = fabs(l[i * n + j]);
+        if (v > best) {
+          best = v;
+          p = i;
+        }
+      }
+      pivot_row = p;
+      pv[j] = static_cast<int32_t>(p);
+    }
+    __syncthreads();
+    const int64_t p = pivot_row;
+    const T d = l[p * n + j];
+    if (d != T(0)) {
+      if (p != j)
+        for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+          T t = l[j * n + c];
+          l[j * n + c] = l[p * n + c];
+          l[p * n + c] = t;
+        }
+      __syncthreads();
+      // LAPACK scales by the reciprocal unless it would overflow (|d| < the smallest
+      // normal number).
+      const bool recip = fabs(d) >= (sizeof(T) == 8 ? 2.2250738585072014e-308 : 1.17549435e-38f);
+      const T r = T(1) / d;
+      for (int64_t i = j + 1 + threadIdx.x; i < m; i += blockDim.x)
+        l[i * n + j] = recip ? l[i * n + j] * r : l[i * n + j] / d;
+    }
+    __syncthreads();
+    const int64_t rows = m - j - 1, cols = n - j - 1;
+    for (int64_t q = threadIdx.x; q < rows * cols; q += blockDim.x) {
+      int64_t i = j + 1 + q / cols, c = j + 1 + q % cols;
+      l[i * n + c] -= l[i * n + j] * l[j * n + c];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    for (int64_t i = 0; i < m; ++i) pm[i] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < k; ++i) {
+      int32_t q = pm[i];
+      pm[i] = pm[pv[i]];
+      pm[pv[i]] = q;
+    }
+  }
+}
+
+// H = I - tau v v^T (v = (1, w[i+1..m) column i)) applied from the left to columns
+// [c0, c1) of the m x ld row-major w, each thread its own columns.
+template <typename T>
+__device__ void apply_reflector(T* w, int64_t ld, int64_t m, int64_t i, T tau, int64_t c0,
+                                int64_t c1) {
+  if (tau == T(0)) return;  // H = I (LAPACK's dlarf skips it too)
+  for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    T dot = w[i * ld + c];
+    for (int64_t r = i + 1; r < m; ++r) dot += w[r * ld + i] * w[r * ld + c];
+    const T t = -tau * dot;
+    w[i * ld + c] += t;
+    for (int64_t r = i + 1; r < m; ++r) w[r * ld + c] += w[r * ld + i] * t;
+  }
+}
+
+// Matrix blockIdx.x: w (m x ld scratch, ld = max(n, qc)) and tau (k scratch); q is
+// m x qc, r is qc x n.
+template <typename T>
+__global__ void qr_k(const T* x, T* q, T* r, T* work, T* taus, int64_t m, int64_t n, int64_t qc) {
+  __shared__ T scale;
+  const int64_t k = m < n ? m : n, ld = n > qc ? n : qc;
+  const int64_t b = blockIdx.x;
+  const T* a = x + b * m * n;
+  T* w = work + b * m * ld;
+  T* tau = taus + b * (k > 0 ? k : 1);
+  for (int64_t e = threadIdx.x; e < m * n; e += blockDim.x) w[(e / n) * ld + e % n] = a[e];
+  __syncthreads();
+  for (int64_t i = 0; i < k; ++i) {
+    if (threadIdx.x == 0) {  // dlarfg
+      const T alpha = w[i * ld + i];
+      T ss = 0;
+      for (int64_t rr = i + 1; rr < m; ++rr) ss += w[rr * ld + i] * w[rr * ld + i];
+      const T xnorm = sqrt(ss);
+      if (xnorm == T(0)) {
+        tau[i] = 0;
+        scale = 1;
+      } else {
+        const T beta = -copysign(hypot(alpha, xnorm), alpha);
+        tau[i] = (beta - alpha) / beta;
+        scale = T(1) / (alpha - beta);
+        w[i * ld + i] = beta;
+      }
+    }
+    __syncthreads();
+    for (int64_t rr = i + 1 + threadIdx.x; rr < m; rr += blockDim.x) w[rr * ld + i] *= scale;
+    __syncthreads();
+    const T ti = tau[i], diag = w[i * ld + i];
+    __syncthreads();
+    if (threadIdx.x == 0) w[i * ld + i] = 1;
+    __syncthreads();
+    apply_reflector(w, ld, m, i, ti, i + 1, n);
+    __syncthreads();
+    if (threadIdx.x == 0) w[i * ld + i] = diag;
+    __syncthreads();
+  }
+  for (int64_t e = threadIdx.x; e < qc * n; e += blockDim.x) {
+    int64_t i = e / n, j = e - i * n;
+    r[b * qc * n + e] = j >= i ? w[i * ld + j] : T(0);
+  }
+  __syncthreads();
+  // org2r: columns k..qc of the identity, then the reflectors from the last.
+  for (int64_t e = threadIdx.x; e < m * (qc - k); e += blockDim.x) {
+    int64_t l = e / (qc - k), j = k + e % (qc - k);
+    w[l * ld + j] = l == j ? T(1) : T(0);
+  }
+  __syncthreads();
+  for (int64_t i = k - 1; i >= 0; --i) {
+    const T ti = tau[i];
+    if (i < qc - 1) {
+      if (threadIdx.x == 0) w[i * ld + i] = 1;
+      __syncthreads();
+      apply_reflector(w, ld, m, i, ti, i + 1, qc);
+      __syncthreads();
+    }
+    for (int64_t rr = i + 1 + threadIdx.x; rr < m; rr += blockDim.x) w[rr * ld + i] *= -ti;
+    for (int64_t l = threadIdx.x; l < i; l += blockDim.x) w[l * ld + i] = 0;
+    if (threadIdx.x == 0) w[i * ld + i] = T(1) - ti;
+    __syncthreads();
+  }
+  for (int64_t e = threadIdx.x; e < m * qc; e += blockDim.x)
+    q[b * m * qc + e] = w[(e / qc) * ld + e % qc];
+}
+
 }  // namespace
 
 void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n, cudaStream_t s) {
@@ -66,6 +217,56 @@ void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n
       unsupported("cholesky", t);  // the rule admits float32 and float64 only
   }
   check(cudaGetLastError(), "cholesky", "kernel launch");
+}
+
+void lu_launch(DType t, const void* x, void* lu, int32_t* piv, int32_t* perm, int64_t batch,
+               int64_t m, int64_t n, cudaStream_t s) {
+  if (batch == 0 || m == 0) return;
+  const int64_t k = m < n ? m : n;
+  const int64_t w = n > m ? n : m;
+  unsigned threads = w >= 256 ? 256u : (w > 32 ? static_cast<unsigned>((w + 31) / 32 * 32) : 32u);
+  for (int64_t b0 = 0; b0 < batch; b0 += 65535) {
+    unsigned nb = static_cast<unsigned>(batch - b0 < 65535 ? batch - b0 : 65535);
+    if (t == DType::Float64)
+      lu_k<double><<<nb, threads, 0, s>>>(static_cast<const double*>(x) + b0 * m * n,
+                                          static_cast<double*>(lu) + b0 * m * n, piv + b0 * k,
+                                          perm + b0 * m, m, n);
+    else if (t == DType::Float32)
+      lu_k<float><<<nb, threads, 0, s>>>(static_cast<const float*>(x) + b0 * m * n,
+                                         static_cast<float*>(lu) + b0 * m * n, piv + b0 * k,
+                                         perm + b0 * m, m, n);
+    else
+      unsupported("lu", t);  // the rule admits float32 and float64 only
+  }
+  check(cudaGetLastError(), "lu", "kernel launch");
+}
+
+void qr_launch(DType t, const void* x, void* q, void* r, int64_t batch, int64_t m, int64_t n,
+               int64_t qc, cudaStream_t s) {
+  if (batch == 0 || m == 0) return;
+  const int64_t k = m < n ? m : n, ld = n > qc ? n : qc;
+  const int64_t w = ld > m ? ld : m;
+  unsigned threads = w >= 256 ? 256u : (w > 32 ? static_cast<unsigned>((w + 31) / 32 * 32) : 32u);
+  const size_t isz = t == DType::Float64 ? 8 : 4;
+  for (int64_t b0 = 0; b0 < batch; b0 += 65535) {
+    const int64_t nb = batch - b0 < 65535 ? batch - b0 : 65535;
+    Scratch work(s, "qr"), taus(s, "qr");
+    work.alloc(static_cast<size_t>(nb * m * ld) * isz + isz);
+    taus.alloc(static_cast<size_t>(nb * (k > 0 ? k : 1)) * isz);
+    if (t == DType::Float64)
+      qr_k<double><<<static_cast<unsigned>(nb), threads, 0, s>>>(
+          static_cast<const double*>(x) + b0 * m * n, static_cast<double*>(q) + b0 * m * qc,
+          static_cast<double*>(r) + b0 * qc * n, static_cast<double*>(work.p),
+          static_cast<double*>(taus.p), m, n, qc);
+    else if (t == DType::Float32)
+      qr_k<float><<<static_cast<unsigned>(nb), threads, 0, s>>>(
+          static_cast<const float*>(x) + b0 * m * n, static_cast<float*>(q) + b0 * m * qc,
+          static_cast<float*>(r) + b0 * qc * n, static_cast<float*>(work.p),
+          static_cast<float*>(taus.p), m, n, qc);
+    else
+      unsupported("qr", t);  // the rule admits float32 and float64 only
+  }
+  check(cudaGetLastError(), "qr", "kernel launch");
 }
 
 }  // namespace tsr::detail::cuda

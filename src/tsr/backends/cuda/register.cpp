@@ -31,6 +31,9 @@ void register_cuda_kernels() {
   reg("dot_general", cuda::dot_general);
   reg("triangular_solve", cuda::triangular_solve);
   reg("cholesky", cuda::cholesky);
+  reg("lu", cuda::lu);
+  reg("qr", cuda::qr);
+  reg("conv_general_dilated", cuda::conv_general_dilated);
 
   for (const char* n : {"reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient"})
     reg(n, cuda::copy_input);
