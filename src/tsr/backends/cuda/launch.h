@@ -207,6 +207,12 @@ void lu_launch(DType t, const void* x, void* lu, int32_t* piv, int32_t* perm, in
 void qr_launch(DType t, const void* x, void* q, void* r, int64_t batch, int64_t m, int64_t n,
                int64_t qc, cudaStream_t s);
 
+/** eigh: eigenvectors (columns of v) and ascending eigenvalues w of each of `batch`
+ *  symmetric n x n matrices, read from x's lower (else upper) triangle; NaN outputs for
+ *  a matrix holding a NaN. */
+void eigh_launch(DType t, const void* x, void* v, void* w, int64_t batch, int64_t n, bool lower,
+                 cudaStream_t s);
+
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */
 struct RandomCall {

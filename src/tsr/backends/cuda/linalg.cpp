@@ -1,7 +1,7 @@
-// The CUDA kernel table's cholesky, lu and qr (linalg.cu) and triangular_solve: one cuBLAS trsm per
-// matrix of the batch on the CPU kernel's layout (row-major, b copied to the output and solved in
-// place). A row-major matrix is its transpose column-major, so the row-major solve is cuBLAS's with
-// the side and the triangle swapped (what CBLAS's row-major trsm does).
+// The CUDA kernel table's cholesky, lu, qr and eigh (linalg.cu) and triangular_solve: one cuBLAS
+// trsm per matrix of the batch on the CPU kernel's layout (row-major, b copied to the output and
+// solved in place). A row-major matrix is its transpose column-major, so the row-major solve is
+// cuBLAS's with the side and the triangle swapped (what CBLAS's row-major trsm does).
 #include <algorithm>
 
 #include "tsr/backends/cuda/blas.h"
@@ -80,6 +80,13 @@ void qr(const KernelArgs& a) {
   const int64_t m = s[r - 2], n = s[r - 1];
   qr_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], a.out_ptr[1], batch_of(s), m, n,
             p.full_matrices() ? m : std::min(m, n), stream_of(a));
+}
+
+void eigh(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Eigh&>(*a.prim);
+  const Shape& s = (*a.in)[0].shape;
+  eigh_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], a.out_ptr[1], batch_of(s), s.back(),
+              p.lower(), stream_of(a));
 }
 
 }  // namespace tsr::detail::cuda

@@ -9,6 +9,8 @@
 // qr: LAPACK's geqr2 (Householder reflectors by dlarfg's convention: beta = -sign(alpha)
 // |x|, so the signs of r's diagonal are LAPACK's) and org2r for q; rounding as the
 // unblocked algorithm, not geqrf's blocked one.
+// eigh: cyclic Jacobi rotations (not LAPACK's syevd): eigenvalues ascending as LAPACK's,
+// to rounding; each eigenvector's sign is the rotations' (either sign is an answer).
 #include "tsr/backends/cuda/element.cuh"
 
 namespace tsr::detail::cuda {
@@ -200,6 +202,99 @@ __global__ void qr_k(const T* x, T* q, T* r, T* work, T* taus, int64_t m, int64_
     q[b * m * qc + e] = w[(e / qc) * ld + e % qc];
 }
 
+// Matrix blockIdx.x: the symmetric matrix from x's lower (else upper) triangle in a
+// (n x n), rotations accumulated in vv (n x n), order (n) for the ascending sort.
+template <typename T>
+__global__ void eigh_k(const T* x, T* v, T* w, T* work, int64_t* order, int64_t n, bool lower) {
+  __shared__ T cs, sn;
+  __shared__ int done, has_nan;
+  const int64_t nn = n * n, b = blockIdx.x;
+  const T* src = x + b * nn;
+  T* a = work + b * 2 * nn;
+  T* vv = a + nn;
+  int64_t* ord = order + b * n;
+  if (threadIdx.x == 0) has_nan = 0;
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < nn; e += blockDim.x) {
+    int64_t i = e / n, j = e - i * n;
+    bool mine = lower ? j <= i : j >= i;  // the triangle that is read
+    T val = mine ? src[e] : src[j * n + i];
+    a[e] = val;
+    vv[e] = i == j ? T(1) : T(0);
+    if (src[e] != src[e]) has_nan = 1;  // a NaN anywhere: NaN outputs, as the CPU
+  }
+  __syncthreads();
+  if (has_nan) {
+    for (int64_t e = threadIdx.x; e < nn; e += blockDim.x) v[b * nn + e] = ops::qnan<T>();
+    for (int64_t e = threadIdx.x; e < n; e += blockDim.x) w[b * n + e] = ops::qnan<T>();
+    return;
+  }
+  const T eps = sizeof(T) == 8 ? T(1.1102230246251565e-16) : T(5.9604645e-08f);
+  for (int sweep = 0; sweep < 60; ++sweep) {
+    if (threadIdx.x == 0) {
+      T off = 0, all = 0;
+      for (int64_t e = 0; e < nn; ++e) {
+        all += a[e] * a[e];
+        if (e / n != e % n) off += a[e] * a[e];
+      }
+      done = !(off > eps * eps * all);
+    }
+    __syncthreads();
+    if (done) break;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        if (threadIdx.x == 0) {
+          const T apq = a[p * n + q];
+          if (apq == T(0)) {
+            cs = 1;
+            sn = 0;
+          } else {
+            const T tau = (a[q * n + q] - a[p * n + p]) / (T(2) * apq);
+            const T t = (tau >= T(0) ? T(1) : T(-1)) / (fabs(tau) + sqrt(T(1) + tau * tau));
+            cs = T(1) / sqrt(T(1) + t * t);
+            sn = t * cs;
+          }
+        }
+        __syncthreads();
+        const T c = cs, s = sn;
+        if (s != T(0)) {
+          for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {  // columns p, q
+            const T akp = a[k * n + p], akq = a[k * n + q];
+            a[k * n + p] = c * akp - s * akq;
+            a[k * n + q] = s * akp + c * akq;
+            const T vkp = vv[k * n + p], vkq = vv[k * n + q];
+            vv[k * n + p] = c * vkp - s * vkq;
+            vv[k * n + q] = s * vkp + c * vkq;
+          }
+          __syncthreads();
+          for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {  // rows p, q
+            const T apk = a[p * n + k], aqk = a[q * n + k];
+            a[p * n + k] = c * apk - s * aqk;
+            a[q * n + k] = s * apk + c * aqk;
+          }
+        }
+        __syncthreads();
+      }
+  }
+  if (threadIdx.x == 0) {  // ascending, equal values by index
+    for (int64_t j = 0; j < n; ++j) ord[j] = j;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t best = j;
+      for (int64_t i = j + 1; i < n; ++i)
+        if (a[ord[i] * n + ord[i]] < a[ord[best] * n + ord[best]]) best = i;
+      const int64_t chosen = ord[best];
+      for (int64_t i = best; i > j; --i) ord[i] = ord[i - 1];  // stable: shift, not swap
+      ord[j] = chosen;
+    }
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < nn; e += blockDim.x) {
+    int64_t i = e / n, j = e - i * n;
+    v[b * nn + e] = vv[i * n + ord[j]];
+  }
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) w[b * n + j] = a[ord[j] * n + ord[j]];
+}
+
 }  // namespace
 
 void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n, cudaStream_t s) {
@@ -267,6 +362,31 @@ void qr_launch(DType t, const void* x, void* q, void* r, int64_t batch, int64_t 
       unsupported("qr", t);  // the rule admits float32 and float64 only
   }
   check(cudaGetLastError(), "qr", "kernel launch");
+}
+
+void eigh_launch(DType t, const void* x, void* v, void* w, int64_t batch, int64_t n, bool lower,
+                 cudaStream_t s) {
+  if (batch == 0 || n == 0) return;
+  unsigned threads = n >= 256 ? 256u : (n > 32 ? static_cast<unsigned>((n + 31) / 32 * 32) : 32u);
+  const size_t isz = t == DType::Float64 ? 8 : 4;
+  for (int64_t b0 = 0; b0 < batch; b0 += 65535) {
+    const int64_t nb = batch - b0 < 65535 ? batch - b0 : 65535;
+    Scratch work(s, "eigh"), order(s, "eigh");
+    work.alloc(static_cast<size_t>(nb * 2 * n * n) * isz);
+    order.alloc(static_cast<size_t>(nb * n) * sizeof(int64_t));
+    auto* ord = static_cast<int64_t*>(order.p);
+    if (t == DType::Float64)
+      eigh_k<double><<<static_cast<unsigned>(nb), threads, 0, s>>>(
+          static_cast<const double*>(x) + b0 * n * n, static_cast<double*>(v) + b0 * n * n,
+          static_cast<double*>(w) + b0 * n, static_cast<double*>(work.p), ord, n, lower);
+    else if (t == DType::Float32)
+      eigh_k<float><<<static_cast<unsigned>(nb), threads, 0, s>>>(
+          static_cast<const float*>(x) + b0 * n * n, static_cast<float*>(v) + b0 * n * n,
+          static_cast<float*>(w) + b0 * n, static_cast<float*>(work.p), ord, n, lower);
+    else
+      unsupported("eigh", t);  // the rule admits float32 and float64 only
+  }
+  check(cudaGetLastError(), "eigh", "kernel launch");
 }
 
 }  // namespace tsr::detail::cuda
