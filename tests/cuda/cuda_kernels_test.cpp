@@ -752,5 +752,63 @@ TEST(CudaKernels, Eigh) {
   expect_same(p, {nan}, {{{2, 2}, DType::Float32}, {{2}, DType::Float32}}, "eigh NaN", true);
 }
 
+// One-sided Jacobi against LAPACK: the singular values, each (u column, vt row) pair
+// up to one sign, and full_matrices' complement (any orthonormal completion is an
+// answer) by u^T u = I and vt vt^T = I.
+TEST(CudaKernels, Svd) {
+  TSR_NEED_GPU();
+  for (DType t : {DType::Float32, DType::Float64})
+    for (Shape sh : {Shape{2, 5, 5}, Shape{2, 7, 4}, Shape{2, 4, 7}})
+      for (bool full : {false, true})
+        for (bool uv : {true, false}) {
+          const int64_t nb = sh[0], m = sh[1], n = sh[2], k = std::min(m, n);
+          const int64_t ku = full ? m : k, kv = full ? n : k;
+          prim::Svd p(full, uv);
+          Host x = random(t, sh, 103, -1, 1);
+          std::vector<LocalType> outs = {{{nb, k}, t}};
+          if (uv) outs.insert(outs.end(), {{{nb, m, ku}, t}, {{nb, kv, n}, t}});
+          auto cpu = run("cpu", p, {x}, outs, {}), gpu = run("cuda", p, {x}, outs, {});
+          const double tol = t == DType::Float32 ? 1e-4 : 1e-10;
+          std::string name = std::string("svd ") + dtype_name(t) + " " + std::to_string(m) + "x" +
+                             std::to_string(n) + (full ? " full" : "") + (uv ? " uv" : "");
+          std::vector<double> cs = as_double(outs[0], cpu[0]), gs = as_double(outs[0], gpu[0]);
+          for (size_t i = 0; i < cs.size(); ++i) EXPECT_NEAR(cs[i], gs[i], tol) << name;
+          if (!uv) continue;
+          std::vector<double> cu = as_double(outs[1], cpu[1]), gu = as_double(outs[1], gpu[1]);
+          std::vector<double> cv = as_double(outs[2], cpu[2]), gv = as_double(outs[2], gpu[2]);
+          for (int64_t b = 0; b < nb; ++b) {
+            const double* u0 = cu.data() + b * m * ku;
+            const double* u1 = gu.data() + b * m * ku;
+            const double* v0 = cv.data() + b * kv * n;
+            const double* v1 = gv.data() + b * kv * n;
+            for (int64_t j = 0; j < k; ++j) {
+              auto sign = [&](const double* u) {
+                int64_t big = 0;
+                for (int64_t i = 0; i < m; ++i)
+                  if (std::fabs(u[i * ku + j]) > std::fabs(u[big * ku + j])) big = i;
+                return u[big * ku + j] < 0 ? -1.0 : 1.0;
+              };
+              double s0 = sign(u0), s1 = sign(u1);
+              for (int64_t i = 0; i < m; ++i)
+                EXPECT_NEAR(s0 * u0[i * ku + j], s1 * u1[i * ku + j], tol) << name << " u";
+              for (int64_t i = 0; i < n; ++i)
+                EXPECT_NEAR(s0 * v0[j * n + i], s1 * v1[j * n + i], tol) << name << " vt";
+            }
+            for (int64_t p0 = 0; p0 < ku; ++p0)
+              for (int64_t q = 0; q < ku; ++q) {
+                double d = 0;
+                for (int64_t i = 0; i < m; ++i) d += u1[i * ku + p0] * u1[i * ku + q];
+                EXPECT_NEAR(d, p0 == q ? 1.0 : 0.0, tol) << name << " u^T u";
+              }
+            for (int64_t p0 = 0; p0 < kv; ++p0)
+              for (int64_t q = 0; q < kv; ++q) {
+                double d = 0;
+                for (int64_t i = 0; i < n; ++i) d += v1[p0 * n + i] * v1[q * n + i];
+                EXPECT_NEAR(d, p0 == q ? 1.0 : 0.0, tol) << name << " vt vt^T";
+              }
+          }
+        }
+}
+
 }  // namespace
 }  // namespace tsr::detail::cuda

@@ -49,6 +49,7 @@ void cholesky(const KernelArgs& a);               /**< one block per matrix */
 void lu(const KernelArgs& a);                     /**< partial pivoting, one block per matrix */
 void qr(const KernelArgs& a);                     /**< Householder, one block per matrix */
 void eigh(const KernelArgs& a);                   /**< Jacobi rotations, one block per matrix */
+void svd(const KernelArgs& a);                    /**< one-sided Jacobi, one block per matrix */
 void conv_general_dilated(const KernelArgs& a);   /**< the CPU's direct loop per output */
 
 }  // namespace tsr::detail::cuda

@@ -213,6 +213,12 @@ void qr_launch(DType t, const void* x, void* q, void* r, int64_t batch, int64_t 
 void eigh_launch(DType t, const void* x, void* v, void* w, int64_t batch, int64_t n, bool lower,
                  cudaStream_t s);
 
+/** svd: the singular values s (min(m, n), descending) of each of `batch` m x n
+ *  matrices of x and, with uv, u (m x ku) and vt (kv x n) (ku = m, kv = n when full,
+ *  else min(m, n)); NaN outputs for a matrix holding a NaN. */
+void svd_launch(DType t, const void* x, void* s_out, void* u, void* vt, int64_t batch, int64_t m,
+                int64_t n, bool uv, bool full, cudaStream_t s);
+
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */
 struct RandomCall {

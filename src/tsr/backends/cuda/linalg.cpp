@@ -1,6 +1,6 @@
-// The CUDA kernel table's cholesky, lu, qr and eigh (linalg.cu) and triangular_solve: one cuBLAS
-// trsm per matrix of the batch on the CPU kernel's layout (row-major, b copied to the output and
-// solved in place). A row-major matrix is its transpose column-major, so the row-major solve is
+// The CUDA kernel table's cholesky, lu, qr, eigh and svd (linalg.cu) and triangular_solve: one
+// cuBLAS trsm per matrix of the batch on the CPU kernel's layout (row-major, b copied to the output
+// and solved in place). A row-major matrix is its transpose column-major, so the row-major solve is
 // cuBLAS's with the side and the triangle swapped (what CBLAS's row-major trsm does).
 #include <algorithm>
 
@@ -87,6 +87,15 @@ void eigh(const KernelArgs& a) {
   const Shape& s = (*a.in)[0].shape;
   eigh_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], a.out_ptr[1], batch_of(s), s.back(),
               p.lower(), stream_of(a));
+}
+
+void svd(const KernelArgs& a) {
+  const auto& p = static_cast<const prim::Svd&>(*a.prim);
+  const Shape& s = (*a.in)[0].shape;
+  const size_t r = s.size();
+  svd_launch((*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0], p.compute_uv() ? a.out_ptr[1] : nullptr,
+             p.compute_uv() ? a.out_ptr[2] : nullptr, batch_of(s), s[r - 2], s[r - 1],
+             p.compute_uv(), p.full_matrices(), stream_of(a));
 }
 
 }  // namespace tsr::detail::cuda

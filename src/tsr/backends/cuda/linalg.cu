@@ -11,6 +11,13 @@
 // unblocked algorithm, not geqrf's blocked one.
 // eigh: cyclic Jacobi rotations (not LAPACK's syevd): eigenvalues ascending as LAPACK's,
 // to rounding; each eigenvector's sign is the rotations' (either sign is an answer).
+// svd: one-sided Jacobi (Hestenes) on the taller of a and a^T: singular values
+// descending as gesdd's, singular vectors up to a sign per pair; the columns no
+// singular value fixes (full_matrices' complement, a zero singular value) are the
+// unit vectors e_0, e_1, ... made orthogonal to the others (twice, Gram-Schmidt).
+#include <cstring>
+#include <vector>
+
 #include "tsr/backends/cuda/element.cuh"
 
 namespace tsr::detail::cuda {
@@ -295,6 +302,179 @@ __global__ void eigh_k(const T* x, T* v, T* w, T* work, int64_t* order, int64_t 
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) w[b * n + j] = a[ord[j] * n + ord[j]];
 }
 
+// The sum of every thread's v (blockDim.x a power of two; red holds blockDim.x).
+template <typename T>
+__device__ T block_sum(T v, T* red) {
+  red[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned h = blockDim.x / 2; h > 0; h >>= 1) {
+    if (threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
+    __syncthreads();
+  }
+  T r = red[0];
+  __syncthreads();
+  return r;
+}
+
+// Matrix blockIdx.x of x (m x n): s (k), and with uv u (m x ku) and vt (kv x n).
+// g (r x c, r >= c: a or a^T), v (c x c), uf (r x want), sig (c) and ord (c) are
+// scratch.
+template <typename T>
+__global__ void svd_k(const T* x, T* s_out, T* u_out, T* vt_out, T* work, int64_t* order, int64_t m,
+                      int64_t n, bool uv, bool full) {
+  __shared__ T red[256];
+  __shared__ T cs, sn;
+  __shared__ int rotated, has_nan, accept;
+  const bool tall = m >= n;
+  const int64_t r = tall ? m : n, c = tall ? n : m, want = full ? r : c;
+  const int64_t b = blockIdx.x;
+  const T* a = x + b * m * n;
+  T* g = work + b * (r * c + c * c + r * want + c);
+  T* v = g + r * c;
+  T* uf = v + c * c;
+  T* sig = uf + r * want;
+  int64_t* ord = order + b * c;
+  const int64_t ku = full ? m : c, kv = full ? n : c;
+  if (threadIdx.x == 0) has_nan = 0;
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < m * n; e += blockDim.x) {
+    int64_t i = e / n, j = e - i * n;
+    g[tall ? e : j * c + i] = a[e];
+    if (a[e] != a[e]) has_nan = 1;
+  }
+  for (int64_t e = threadIdx.x; e < c * c; e += blockDim.x) v[e] = e / c == e % c ? T(1) : T(0);
+  __syncthreads();
+  if (has_nan) {  // NaN outputs, as the CPU kernel
+    for (int64_t e = threadIdx.x; e < c; e += blockDim.x) s_out[b * c + e] = ops::qnan<T>();
+    if (uv) {
+      for (int64_t e = threadIdx.x; e < m * ku; e += blockDim.x)
+        u_out[b * m * ku + e] = ops::qnan<T>();
+      for (int64_t e = threadIdx.x; e < kv * n; e += blockDim.x)
+        vt_out[b * kv * n + e] = ops::qnan<T>();
+    }
+    return;
+  }
+  const T eps = sizeof(T) == 8 ? T(1.1102230246251565e-16) : T(5.9604645e-08f);
+  for (int sweep = 0; sweep < 60; ++sweep) {
+    if (threadIdx.x == 0) rotated = 0;
+    __syncthreads();
+    for (int64_t p = 0; p < c; ++p)
+      for (int64_t q = p + 1; q < c; ++q) {
+        T al = 0, be = 0, ga = 0;
+        for (int64_t i = threadIdx.x; i < r; i += blockDim.x) {
+          const T gp = g[i * c + p], gq = g[i * c + q];
+          al += gp * gp;
+          be += gq * gq;
+          ga += gp * gq;
+        }
+        al = block_sum(al, red);
+        be = block_sum(be, red);
+        ga = block_sum(ga, red);
+        if (threadIdx.x == 0) {
+          sn = 0;
+          cs = 1;
+          if (ga != T(0) && fabs(ga) > eps * sqrt(al * be)) {
+            const T zeta = (be - al) / (T(2) * ga);
+            const T t = (zeta >= T(0) ? T(1) : T(-1)) / (fabs(zeta) + sqrt(T(1) + zeta * zeta));
+            cs = T(1) / sqrt(T(1) + t * t);
+            sn = cs * t;
+            rotated = 1;
+          }
+        }
+        __syncthreads();
+        const T co = cs, si = sn;
+        if (si != T(0)) {
+          for (int64_t i = threadIdx.x; i < r; i += blockDim.x) {
+            const T gp = g[i * c + p], gq = g[i * c + q];
+            g[i * c + p] = co * gp - si * gq;
+            g[i * c + q] = si * gp + co * gq;
+          }
+          for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
+            const T vp = v[i * c + p], vq = v[i * c + q];
+            v[i * c + p] = co * vp - si * vq;
+            v[i * c + q] = si * vp + co * vq;
+          }
+        }
+        __syncthreads();
+      }
+    if (!rotated) break;
+  }
+  for (int64_t j = 0; j < c; ++j) {
+    T ss = 0;
+    for (int64_t i = threadIdx.x; i < r; i += blockDim.x) ss += g[i * c + j] * g[i * c + j];
+    ss = block_sum(ss, red);
+    if (threadIdx.x == 0) sig[j] = sqrt(ss);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {  // descending, equal values by index
+    for (int64_t j = 0; j < c; ++j) ord[j] = j;
+    for (int64_t j = 0; j < c; ++j) {
+      int64_t best = j;
+      for (int64_t i = j + 1; i < c; ++i)
+        if (sig[ord[i]] > sig[ord[best]]) best = i;
+      const int64_t chosen = ord[best];
+      for (int64_t i = best; i > j; --i) ord[i] = ord[i - 1];
+      ord[j] = chosen;
+    }
+  }
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < c; j += blockDim.x) s_out[b * c + j] = sig[ord[j]];
+  if (!uv) return;
+  // uf's first c columns: g's, normalised, in the sorted order (zero where sigma is).
+  for (int64_t e = threadIdx.x; e < r * want; e += blockDim.x) {
+    int64_t i = e / want, j = e - i * want;
+    T sj = j < c ? sig[ord[j]] : T(0);
+    uf[e] = sj > T(0) ? g[i * c + ord[j]] / sj : T(0);
+  }
+  __syncthreads();
+  // The columns no singular value fixes: unit vectors orthogonalised against the rest.
+  int64_t cand = 0;
+  for (int64_t j = 0; j < want; ++j) {
+    if (j < c && sig[ord[j]] > T(0)) continue;
+    for (; cand < r; ++cand) {
+      for (int64_t i = threadIdx.x; i < r; i += blockDim.x)
+        uf[i * want + j] = i == cand ? T(1) : T(0);
+      __syncthreads();
+      for (int pass = 0; pass < 2; ++pass)
+        for (int64_t l = 0; l < want; ++l) {
+          bool filled = l < j || (l < c && sig[ord[l]] > T(0));
+          if (!filled || l == j) continue;
+          T d = 0;
+          for (int64_t i = threadIdx.x; i < r; i += blockDim.x)
+            d += uf[i * want + l] * uf[i * want + j];
+          d = block_sum(d, red);
+          for (int64_t i = threadIdx.x; i < r; i += blockDim.x)
+            uf[i * want + j] -= d * uf[i * want + l];
+          __syncthreads();
+        }
+      T nrm = 0;
+      for (int64_t i = threadIdx.x; i < r; i += blockDim.x)
+        nrm += uf[i * want + j] * uf[i * want + j];
+      nrm = sqrt(block_sum(nrm, red));
+      // Some e_t keeps at least 1 / sqrt(r) of its length: accept half of that.
+      if (threadIdx.x == 0) accept = nrm > T(0.5) / sqrt(T(r));
+      __syncthreads();
+      if (accept) {
+        for (int64_t i = threadIdx.x; i < r; i += blockDim.x) uf[i * want + j] /= nrm;
+        __syncthreads();
+        ++cand;
+        break;
+      }
+    }
+  }
+  // tall: u = uf (m x ku), vt = v^T; wide: u = v (m x m), vt = uf^T (kv x n).
+  T* ub = u_out + b * m * ku;
+  T* vb = vt_out + b * kv * n;
+  for (int64_t e = threadIdx.x; e < m * ku; e += blockDim.x) {
+    int64_t i = e / ku, j = e - i * ku;
+    ub[e] = tall ? uf[i * want + j] : v[i * c + ord[j]];
+  }
+  for (int64_t e = threadIdx.x; e < kv * n; e += blockDim.x) {
+    int64_t j = e / n, i = e - j * n;
+    vb[e] = tall ? v[i * c + ord[j]] : uf[i * want + j];
+  }
+}
+
 }  // namespace
 
 void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n, cudaStream_t s) {
@@ -387,6 +567,63 @@ void eigh_launch(DType t, const void* x, void* v, void* w, int64_t batch, int64_
       unsupported("eigh", t);  // the rule admits float32 and float64 only
   }
   check(cudaGetLastError(), "eigh", "kernel launch");
+}
+
+void svd_launch(DType t, const void* x, void* s_out, void* u, void* vt, int64_t batch, int64_t m,
+                int64_t n, bool uv, bool full, cudaStream_t s) {
+  if (batch == 0) return;
+  const int64_t r = m > n ? m : n, c = m < n ? m : n, want = full ? r : c;
+  const int64_t ku = full ? m : c, kv = full ? n : c;
+  const size_t isz = t == DType::Float64 ? 8 : 4;
+  if (c == 0) {  // nothing to decompose: full u and vt are identities, as the CPU
+    if (!uv) return;
+    std::vector<unsigned char> host;
+    auto eye = [&](void* dst, int64_t rows, int64_t cols) {
+      host.assign(static_cast<size_t>(batch * rows * cols) * isz, 0);
+      for (int64_t bb = 0; bb < batch; ++bb)
+        for (int64_t i = 0; i < rows && i < cols; ++i) {
+          size_t at = static_cast<size_t>((bb * rows + i) * cols + i) * isz;
+          if (isz == 8) {
+            double one = 1;
+            std::memcpy(&host[at], &one, 8);
+          } else {
+            float one = 1;
+            std::memcpy(&host[at], &one, 4);
+          }
+        }
+      if (!host.empty())
+        check(cudaMemcpyAsync(dst, host.data(), host.size(), cudaMemcpyHostToDevice, s), "svd",
+              "cudaMemcpyAsync");
+      check(cudaStreamSynchronize(s), "svd", "cudaStreamSynchronize");  // host buffer reused
+    };
+    eye(u, m, ku);
+    eye(vt, kv, n);
+    return;
+  }
+  unsigned threads = 32;
+  while (threads < 256 && threads < static_cast<unsigned>(r)) threads *= 2;  // a power of two
+  for (int64_t b0 = 0; b0 < batch; b0 += 65535) {
+    const int64_t nb = batch - b0 < 65535 ? batch - b0 : 65535;
+    Scratch work(s, "svd"), order(s, "svd");
+    work.alloc(static_cast<size_t>(nb * (r * c + c * c + r * want + c)) * isz);
+    order.alloc(static_cast<size_t>(nb * c) * sizeof(int64_t));
+    auto* ord = static_cast<int64_t*>(order.p);
+    if (t == DType::Float64)
+      svd_k<double><<<static_cast<unsigned>(nb), threads, 0, s>>>(
+          static_cast<const double*>(x) + b0 * m * n, static_cast<double*>(s_out) + b0 * c,
+          uv ? static_cast<double*>(u) + b0 * m * ku : nullptr,
+          uv ? static_cast<double*>(vt) + b0 * kv * n : nullptr, static_cast<double*>(work.p), ord,
+          m, n, uv, full);
+    else if (t == DType::Float32)
+      svd_k<float><<<static_cast<unsigned>(nb), threads, 0, s>>>(
+          static_cast<const float*>(x) + b0 * m * n, static_cast<float*>(s_out) + b0 * c,
+          uv ? static_cast<float*>(u) + b0 * m * ku : nullptr,
+          uv ? static_cast<float*>(vt) + b0 * kv * n : nullptr, static_cast<float*>(work.p), ord, m,
+          n, uv, full);
+    else
+      unsupported("svd", t);  // the rule admits float32 and float64 only
+  }
+  check(cudaGetLastError(), "svd", "kernel launch");
 }
 
 }  // namespace tsr::detail::cuda

@@ -34,6 +34,7 @@ void register_cuda_kernels() {
   reg("lu", cuda::lu);
   reg("qr", cuda::qr);
   reg("eigh", cuda::eigh);
+  reg("svd", cuda::svd);
   reg("conv_general_dilated", cuda::conv_general_dilated);
 
   for (const char* n : {"reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient"})
