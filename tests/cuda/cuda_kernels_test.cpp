@@ -23,6 +23,7 @@
 #include "tsr/prims/cumulative.h"
 #include "tsr/prims/decompositions.h"
 #include "tsr/prims/elementwise.h"
+#include "tsr/prims/fft.h"
 #include "tsr/prims/gather_scatter.h"
 #include "tsr/prims/linalg.h"
 #include "tsr/prims/random.h"
@@ -808,6 +809,33 @@ TEST(CudaKernels, Svd) {
               }
           }
         }
+}
+
+// Even and odd lengths over one and two axes, every transform type; the GPU's direct
+// sums against KISS FFT, to rounding.
+TEST(CudaKernels, Fft) {
+  TSR_NEED_GPU();
+  using tsr::fft::FftType;
+  for (DType z : {DType::Complex64, DType::Complex128}) {
+    DType r = z == DType::Complex128 ? DType::Float64 : DType::Float32;
+    std::string name = dtype_name(z);
+    for (Shape s : {Shape{3, 8, 6}, Shape{2, 5, 7}})
+      for (Shape lengths : {Shape{s[2]}, Shape{s[1], s[2]}}) {
+        std::string tag = name + " " + std::to_string(s[1]) + "x" + std::to_string(s[2]) + " " +
+                          std::to_string(lengths.size()) + " axes";
+        for (FftType t : {FftType::FFT, FftType::IFFT}) {
+          prim::Fft p(t, lengths);
+          expect_same(p, {make_complex_host(z, s, 104)}, {{s, z}},
+                      std::string(t == FftType::FFT ? "fft " : "ifft ") + tag);
+        }
+        Shape half = s;
+        half[2] = s[2] / 2 + 1;
+        prim::Fft rf(FftType::RFFT, lengths);
+        expect_same(rf, {random(r, s, 105)}, {{half, z}}, "rfft " + tag);
+        prim::Fft irf(FftType::IRFFT, lengths);
+        expect_same(irf, {make_complex_host(z, half, 106)}, {{s, r}}, "irfft " + tag);
+      }
+  }
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ void lu(const KernelArgs& a);                     /**< partial pivoting, one blo
 void qr(const KernelArgs& a);                     /**< Householder, one block per matrix */
 void eigh(const KernelArgs& a);                   /**< Jacobi rotations, one block per matrix */
 void svd(const KernelArgs& a);                    /**< one-sided Jacobi, one block per matrix */
+void fft(const KernelArgs& a);                    /**< FFT / IFFT / RFFT / IRFFT, direct DFTs */
 void conv_general_dilated(const KernelArgs& a);   /**< the CPU's direct loop per output */
 
 }  // namespace tsr::detail::cuda

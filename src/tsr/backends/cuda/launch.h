@@ -219,6 +219,19 @@ void eigh_launch(DType t, const void* x, void* v, void* w, int64_t batch, int64_
 void svd_launch(DType t, const void* x, void* s_out, void* u, void* vt, int64_t batch, int64_t m,
                 int64_t n, bool uv, bool full, cudaStream_t s);
 
+/** One fft pass: dst's lines along an axis (count lines of len, element stride
+ *  `stride`, complex dtype c) = the (inverse) DFTs of src's, times scale. */
+void fft_pass_launch(DType c, const void* src, void* dst, int64_t count, int64_t len,
+                     int64_t stride, bool inverse, double scale, cudaStream_t s);
+/** RFFT's last axis: out (lines x m, complex dtype c) = the first m bins of the DFT of
+ *  each real line of n. */
+void rfft_last_launch(DType c, const void* x, void* out, int64_t lines, int64_t n, int64_t m,
+                      cudaStream_t s);
+/** IRFFT's last axis: out (lines x n, real) = scale times the real part of the inverse
+ *  DFT of each line of m bins extended to its Hermitian spectrum of n. */
+void irfft_last_launch(DType c, const void* h, void* out, int64_t lines, int64_t m, int64_t n,
+                       double scale, cudaStream_t s);
+
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */
 struct RandomCall {

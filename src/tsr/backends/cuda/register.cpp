@@ -35,6 +35,7 @@ void register_cuda_kernels() {
   reg("qr", cuda::qr);
   reg("eigh", cuda::eigh);
   reg("svd", cuda::svd);
+  reg("fft", cuda::fft);
   reg("conv_general_dilated", cuda::conv_general_dilated);
 
   for (const char* n : {"reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient"})
