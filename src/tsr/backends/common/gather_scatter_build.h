@@ -13,24 +13,25 @@
 
 namespace tsr::detail {
 
-/** NotImplementedError unless every array of a gather / scatter has at most
- *  kIndexingMaxDims dims. */
-inline void check_indexing_rank(const KernelArgs& a, const char* prim) {
+/** NotImplementedError unless every array of a gather / scatter has at most `cap`
+ *  dims. */
+inline void check_indexing_rank(const KernelArgs& a, const char* prim, int cap) {
   auto too_many = [&](size_t r) {
-    if (r > static_cast<size_t>(kIndexingMaxDims))
+    if (r > static_cast<size_t>(cap))
       throw NotImplementedError(std::string("[") + prim + "] the kernel takes arrays of at most " +
-                                std::to_string(kIndexingMaxDims) + " dims; got " +
-                                std::to_string(r) + ". Reshape to merge dims first.");
+                                std::to_string(cap) + " dims; got " + std::to_string(r) +
+                                ". Reshape to merge dims first.");
   };
   for (const auto& t : *a.in) too_many(t.shape.size());
   for (const auto& t : *a.out) too_many(t.shape.size());
 }
 
-/** The gather plan of a's blocks (operand 0, indices 1, output 0). */
-inline GatherPlan gather_plan(const KernelArgs& a) {
+/** The gather plan of a's blocks (operand 0, indices 1, output 0), arrays of N. */
+template <int N = kIndexingMaxDims>
+GatherPlanT<N> gather_plan(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Gather&>(*a.prim);
   const auto& dn = p.dims();
-  check_indexing_rank(a, "gather");
+  check_indexing_rank(a, "gather", N);
   const LocalType& O = (*a.in)[0];
   const LocalType& I = (*a.in)[1];
   const LocalType& Out = (*a.out)[0];
@@ -41,7 +42,7 @@ inline GatherPlan gather_plan(const KernelArgs& a) {
   const std::vector<int64_t> os = row_major(O.shape), is = row_major(I.shape);
   const std::vector<int> wd = prim::dims_except(static_cast<int>(O.shape.size()),
                                                 dn.collapsed_slice_dims, dn.operand_batching_dims);
-  GatherPlan g;
+  GatherPlanT<N> g;
   g.orank = static_cast<int>(O.shape.size());
   g.out_rank = static_cast<int>(Out.shape.size());
   g.index_dtype = I.dtype;
@@ -82,11 +83,13 @@ inline GatherPlan gather_plan(const KernelArgs& a) {
   return g;
 }
 
-/** The scatter plan of a's blocks (operand 0, indices 1, updates 2, output 0). */
-inline ScatterPlan scatter_plan(const KernelArgs& a) {
+/** The scatter plan of a's blocks (operand 0, indices 1, updates 2, output 0), arrays
+ *  of N. */
+template <int N = kIndexingMaxDims>
+ScatterPlanT<N> scatter_plan(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Scatter&>(*a.prim);
   const auto& dn = p.dims();
-  check_indexing_rank(a, p.name());
+  check_indexing_rank(a, p.name(), N);
   const LocalType& I = (*a.in)[1];
   const LocalType& U = (*a.in)[2];
   const LocalType& Out = (*a.out)[0];
@@ -96,7 +99,7 @@ inline ScatterPlan scatter_plan(const KernelArgs& a) {
   const Shape& Uo = a.in_origin[2];
   const Shape& Po = *a.out_origin;
   const auto& uw = dn.update_window_dims;
-  ScatterPlan s;
+  ScatterPlanT<N> s;
   s.orank = static_cast<int>(Out.shape.size());
   s.urank = static_cast<int>(U.shape.size());
   s.index_dtype = I.dtype;

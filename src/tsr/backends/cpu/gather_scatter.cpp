@@ -117,7 +117,8 @@ void combine_any(ScatterKind k, DType t, void* dst, const int64_t* dst_st, const
 
 void gather(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Gather&>(*a.prim);
-  const GatherPlan g = gather_plan(a);  // the slice starts, shared with the CUDA kernel
+  // The slice starts, shared with the CUDA kernel.
+  const auto g = gather_plan<kCpuIndexingMaxDims>(a);
   const LocalType& O = (*a.in)[0];
   const LocalType& Out = (*a.out)[0];
   const size_t isz = itemsize(O.dtype);
@@ -158,7 +159,8 @@ void gather(const KernelArgs& a) {
 
 void scatter(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Scatter&>(*a.prim);
-  const ScatterPlan sp = scatter_plan(a);  // the window starts, shared with the CUDA kernel
+  // The window starts, shared with the CUDA kernel.
+  const auto sp = scatter_plan<kCpuIndexingMaxDims>(a);
   const LocalType& U = (*a.in)[2];
   const LocalType& Out = (*a.out)[0];
   const Shape& Po = *a.out_origin;
@@ -182,7 +184,7 @@ void scatter(const KernelArgs& a) {
     dst_st[j] = ps[sp.window_odim[j]];
     src_st[j] = us_st[sp.window_udim[j]];
   }
-  int64_t start[ScatterPlan::K];
+  int64_t start[kCpuIndexingMaxDims];
   do {
     int64_t uoff = 0;
     for (int k = 0; k < ns; ++k) uoff += sl[k] * us_st[sp.scatter_udim[k]];
