@@ -9,8 +9,10 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tsr/backends/common/elementwise_apply.h"
+#include "tsr/backends/common/gather_scatter_build.h"
 #include "tsr/backends/common/sort_ops.h"
 #include "tsr/backends/cuda/cuda_kernels.h"
 #include "tsr/backends/cuda/fusion_codegen.h"
@@ -18,6 +20,7 @@
 #include "tsr/comm/backends.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
+#include "tsr/prims/gather_scatter.h"
 
 namespace tsr::detail::cuda {
 namespace {
@@ -261,6 +264,42 @@ TEST(CudaHost, SortKeyBitsAreTheSortOrder) {
   expect_keys_follow_sort_less(std::vector<uint64_t>{0, 1, 1ull << 63, ~0ull});
   expect_keys_follow_sort_less(std::vector<uint16_t>{0, 1, 65535});
   expect_keys_follow_sort_less(std::vector<bool>{false, true});
+}
+
+// The shared gather plan holds the CPU kernel's ranks (64); the CUDA plan (kernel
+// parameters) 16 dims, and says so. A rank-20 gather of rows 2 and 0 of [3, 1 x 18, 4].
+TEST(CudaHost, GatherPlansTakeTheCpuRanks) {
+  Shape os(20, 1), is{2, 1}, outs(20, 1), slice(20, 1);
+  os[0] = 3;
+  os[19] = 4;
+  outs[0] = 2;
+  outs[19] = 4;
+  slice[19] = 4;
+  std::vector<int> offset;
+  for (int d = 1; d < 20; ++d) offset.push_back(d);
+  prim::Gather g({offset, {0}, {0}, {}, {}}, slice, IndexMode::Clip, 0, false, false, {});
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i);
+  std::vector<int32_t> idx = {2, 0};
+  std::vector<float> out(8, -1);
+  std::vector<LocalType> in = {{os, DType::Float32}, {is, DType::Int32}},
+                         ot = {{outs, DType::Float32}};
+  std::vector<Shape> origins = {Shape(20, 0), Shape(2, 0)}, globals = {os, is};
+  Shape out_origin(20, 0);
+  const void* ip[] = {x.data(), idx.data()};
+  void* op[] = {out.data()};
+  KernelArgs a;
+  a.prim = &g;
+  a.in = &in;
+  a.out = &ot;
+  a.in_ptr = ip;
+  a.out_ptr = op;
+  a.out_origin = &out_origin;
+  a.in_origin = origins.data();
+  a.in_global = globals.data();
+  find_kernel("gather", "cpu")(a);
+  EXPECT_EQ(out, (std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3}));
+  EXPECT_THROW(gather_plan(a), NotImplementedError);
 }
 
 }  // namespace
