@@ -4,17 +4,23 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tsr/backends/common/elementwise_apply.h"
+#include "tsr/backends/common/gather_scatter_build.h"
+#include "tsr/backends/common/sort_ops.h"
 #include "tsr/backends/cuda/cuda_kernels.h"
 #include "tsr/backends/cuda/fusion_codegen.h"
 #include "tsr/backends/cuda/nvrtc_headers.h"
 #include "tsr/comm/backends.h"
 #include "tsr/error.h"
 #include "tsr/prims/elementwise.h"
+#include "tsr/prims/gather_scatter.h"
 
 namespace tsr::detail::cuda {
 namespace {
@@ -22,33 +28,7 @@ namespace {
 // Primitives with a CPU kernel and no CUDA kernel yet (issue 27). The coverage test
 // fails when one of these gains a CUDA kernel (take it off the list) and when a CPU
 // kernel is added without either a CUDA kernel or an entry here.
-const std::set<std::string> kPending = {"cholesky",
-                                        "complex",
-                                        "conj",
-                                        "conv_general_dilated",
-                                        "eigh",
-                                        "fft",
-                                        "gather",
-                                        "imag",
-                                        "lu",
-                                        "qr",
-                                        "real",
-                                        "reduce_window_max",
-                                        "reduce_window_min",
-                                        "reduce_window_sum",
-                                        "scatter",
-                                        "scatter_add",
-                                        "scatter_max",
-                                        "scatter_min",
-                                        "scatter_mul",
-                                        "scatter_sub",
-                                        "searchsorted",
-                                        "select_and_gather_add",
-                                        "select_and_scatter_add",
-                                        "sort",
-                                        "svd",
-                                        "top_k",
-                                        "triangular_solve"};
+const std::set<std::string> kPending = {};
 
 TEST(CudaHost, BuiltWithCuda) {
   EXPECT_TRUE(cuda_is_available());
@@ -257,6 +237,69 @@ TEST(CudaFusion, NvrtcCompilesEveryElementwiseOpOnEveryDtype) {
   NvrtcResult r = nvrtc_compile(src, 90);
   ASSERT_TRUE(r.ok) << r.log;
   EXPECT_GT(kernels, 400);
+}
+
+// The CUDA sort orders sort_key_bits; the CPU sort compares with sort_less. They
+// must be one order, with ties exactly where sort_less has them.
+template <typename K>
+void expect_keys_follow_sort_less(const std::vector<K>& v) {
+  for (K a : v)
+    for (K b : v) {
+      EXPECT_EQ(sort_less(a, b), sort_key_bits(a) < sort_key_bits(b)) << +a << " " << +b;
+      EXPECT_EQ(!sort_less(a, b) && !sort_less(b, a), sort_key_bits(a) == sort_key_bits(b))
+          << +a << " " << +b;
+    }
+}
+
+TEST(CudaHost, SortKeyBitsAreTheSortOrder) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = INFINITY;
+  std::vector<double> d = {nan,    -nan,    inf,   -inf,   0.0, -0.0, 1.0, -1.0,
+                           1e-310, -1e-310, 1e308, -1e308, 0.5, 2.5,  -2.5};
+  expect_keys_follow_sort_less(d);
+  std::vector<float> f;
+  for (double x : d) f.push_back(static_cast<float>(x));
+  expect_keys_follow_sort_less(f);
+  expect_keys_follow_sort_less(std::vector<int64_t>{INT64_MIN, -5, -1, 0, 1, 7, INT64_MAX});
+  expect_keys_follow_sort_less(std::vector<int8_t>{-128, -1, 0, 1, 127});
+  expect_keys_follow_sort_less(std::vector<uint64_t>{0, 1, 1ull << 63, ~0ull});
+  expect_keys_follow_sort_less(std::vector<uint16_t>{0, 1, 65535});
+  expect_keys_follow_sort_less(std::vector<bool>{false, true});
+}
+
+// The shared gather plan holds the CPU kernel's ranks (64); the CUDA plan (kernel
+// parameters) 16 dims, and says so. A rank-20 gather of rows 2 and 0 of [3, 1 x 18, 4].
+TEST(CudaHost, GatherPlansTakeTheCpuRanks) {
+  Shape os(20, 1), is{2, 1}, outs(20, 1), slice(20, 1);
+  os[0] = 3;
+  os[19] = 4;
+  outs[0] = 2;
+  outs[19] = 4;
+  slice[19] = 4;
+  std::vector<int> offset;
+  for (int d = 1; d < 20; ++d) offset.push_back(d);
+  prim::Gather g({offset, {0}, {0}, {}, {}}, slice, IndexMode::Clip, 0, false, false, {});
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = static_cast<float>(i);
+  std::vector<int32_t> idx = {2, 0};
+  std::vector<float> out(8, -1);
+  std::vector<LocalType> in = {{os, DType::Float32}, {is, DType::Int32}},
+                         ot = {{outs, DType::Float32}};
+  std::vector<Shape> origins = {Shape(20, 0), Shape(2, 0)}, globals = {os, is};
+  Shape out_origin(20, 0);
+  const void* ip[] = {x.data(), idx.data()};
+  void* op[] = {out.data()};
+  KernelArgs a;
+  a.prim = &g;
+  a.in = &in;
+  a.out = &ot;
+  a.in_ptr = ip;
+  a.out_ptr = op;
+  a.out_origin = &out_origin;
+  a.in_origin = origins.data();
+  a.in_global = globals.data();
+  find_kernel("gather", "cpu")(a);
+  EXPECT_EQ(out, (std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3}));
+  EXPECT_THROW(gather_plan(a), NotImplementedError);
 }
 
 }  // namespace

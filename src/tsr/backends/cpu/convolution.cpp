@@ -20,6 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tsr/backends/common/window_ops.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/convolution.h"
 #include "tsr/prims/windowed.h"
@@ -386,14 +387,11 @@ void direct(const KernelArgs& a, const ConvParams& p) {
   std::vector<std::vector<int64_t>> taps(ns);
   for (size_t i = 0; i < ns; ++i) {
     const int64_t Ki = rv.dims[i + 2], Yi = ov.dims[i + 2], Li = lv.dims[i + 2];
-    const int64_t ld = p.lhs_dilation[i], extent = dilated_size(Li, ld);
     taps[i].assign(static_cast<size_t>(Yi * Ki), -1);
     for (int64_t y = 0; y < Yi; ++y)
-      for (int64_t k = 0; k < Ki; ++k) {
-        const int64_t pos = y * p.strides[i] + k * p.rhs_dilation[i] - p.padding[i].first;
-        if (pos >= 0 && pos < extent && pos % ld == 0)
-          taps[i][static_cast<size_t>(y * Ki + k)] = pos / ld;
-      }
+      for (int64_t k = 0; k < Ki; ++k)  // the window arithmetic the CUDA kernel shares
+        taps[i][static_cast<size_t>(y * Ki + k)] = window_tap(
+            y, k, p.strides[i], p.rhs_dilation[i], p.padding[i].first, p.lhs_dilation[i], Li);
   }
   std::vector<std::pair<int64_t, int64_t>> pairs;  // (k, lhs spatial offset) of one y
   std::vector<int64_t> yi(ns), ki(ns);

@@ -5,26 +5,12 @@
 #include <complex>
 #include <cstring>
 
+#include "tsr/backends/common/gather_scatter_build.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/gather_scatter.h"
 
 namespace tsr::detail::cpu {
 namespace {
-
-using prim::dims_except;
-using prim::has_dim;
-
-// Index reads: the common dtypes directly, the rest through convert_n.
-int64_t load_index(const char* base, DType t, int64_t i) {
-  switch (t) {
-    case DType::Int32:
-      return reinterpret_cast<const int32_t*>(base)[i];
-    case DType::Int64:
-      return reinterpret_cast<const int64_t*>(base)[i];
-    default:
-      return read_index(base + i * static_cast<int64_t>(itemsize(t)), t);
-  }
-}
 
 // Steps `idx` through `extent` row-major; false after the last position.
 bool next(Shape& idx, const Shape& extent) {
@@ -35,82 +21,37 @@ bool next(Shape& idx, const Shape& extent) {
   return false;
 }
 
+static_assert(static_cast<int>(ScatterKind::Max) == static_cast<int>(ScatterOp::Max) &&
+                  static_cast<int>(ScatterKind::Mul) == static_cast<int>(ScatterOp::Mul),
+              "ScatterOp mirrors ScatterKind");
+
+// The shared combiner (gather_scatter_plan.h); the half types combine in float, and
+// complex min / max compare lexicographically.
 template <typename T>
-T combine(ScatterKind k, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
+T combine(ScatterKind kind, T a, T b) {
+  const auto k = static_cast<ScatterOp>(kind);
+  if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
     switch (k) {
-      case ScatterKind::Add:
-      case ScatterKind::Max:
-        return a || b;
-      case ScatterKind::Mul:
-      case ScatterKind::Min:
-        return a && b;
-      case ScatterKind::Sub:
-        return a != b;
-      case ScatterKind::Set:
-        return b;
-    }
-    return b;
-  } else if constexpr (std::is_same_v<T, std::complex<float>> ||
-                       std::is_same_v<T, std::complex<double>>) {
-    // Lexicographic min / max, as the binary kernels (lax.max / lax.min of complex).
-    bool lt = b.real() < a.real() || (b.real() == a.real() && b.imag() < a.imag());
-    bool gt = b.real() > a.real() || (b.real() == a.real() && b.imag() > a.imag());
-    switch (k) {
-      case ScatterKind::Add:
+      case ScatterOp::Add:
         return a + b;
-      case ScatterKind::Sub:
+      case ScatterOp::Sub:
         return a - b;
-      case ScatterKind::Mul:
+      case ScatterOp::Mul:
         return a * b;
-      case ScatterKind::Min:
-        return lt ? b : a;
-      case ScatterKind::Max:
-        return gt ? b : a;
-      case ScatterKind::Set:
+      case ScatterOp::Min:
+        return complex_less(b.real(), b.imag(), a.real(), a.imag()) ? b : a;
+      case ScatterOp::Max:
+        return complex_less(a.real(), a.imag(), b.real(), b.imag()) ? b : a;
+      default:
         return b;
     }
-    return b;
   } else if constexpr (kIsHalf<T>) {
-    float r = combine(k, to_float(a), to_float(b));
+    float r = scatter_combine(k, to_float(a), to_float(b));
     T out;
     from_float(&r, &out, 1);
     return out;
-  } else if constexpr (std::is_integral_v<T>) {
-    // Integer arithmetic wraps (as XLA): computed unsigned, at least as wide as
-    // `unsigned` so that narrow types are not promoted to a signed int that overflows.
-    using U = WrapUnsigned<T>;
-    switch (k) {
-      case ScatterKind::Add:
-        return static_cast<T>(static_cast<U>(U(a) + U(b)));
-      case ScatterKind::Sub:
-        return static_cast<T>(static_cast<U>(U(a) - U(b)));
-      case ScatterKind::Mul:
-        return static_cast<T>(static_cast<U>(U(a) * U(b)));
-      case ScatterKind::Min:
-        return b < a ? b : a;
-      case ScatterKind::Max:
-        return b > a ? b : a;
-      case ScatterKind::Set:
-        return b;
-    }
-    return b;
   } else {
-    switch (k) {
-      case ScatterKind::Add:
-        return static_cast<T>(a + b);
-      case ScatterKind::Sub:
-        return static_cast<T>(a - b);
-      case ScatterKind::Mul:
-        return static_cast<T>(a * b);
-      case ScatterKind::Min:
-        return (b < a || b != b) ? b : a;  // NaN propagates, as lax.min
-      case ScatterKind::Max:
-        return (b > a || b != b) ? b : a;
-      case ScatterKind::Set:
-        return b;
-    }
-    return b;
+    return scatter_combine(k, a, b);
   }
 }
 
@@ -176,31 +117,19 @@ void combine_any(ScatterKind k, DType t, void* dst, const int64_t* dst_st, const
 
 void gather(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Gather&>(*a.prim);
-  const auto& dn = p.dims();
+  // The slice starts, shared with the CUDA kernel.
+  const auto g = gather_plan<kCpuIndexingMaxDims>(a);
   const LocalType& O = (*a.in)[0];
-  const LocalType& I = (*a.in)[1];
   const LocalType& Out = (*a.out)[0];
-  const Shape& Og = a.in_global[0];
-  const Shape& Oo = a.in_origin[0];
-  const Shape& Io = a.in_origin[1];
-  const Shape& Po = *a.out_origin;
-  const int orank = static_cast<int>(O.shape.size());
-  const int irank = static_cast<int>(I.shape.size());
-  const int out_rank = static_cast<int>(Out.shape.size());
   const size_t isz = itemsize(O.dtype);
-  const auto os = row_major_strides(O.shape), is = row_major_strides(I.shape),
-             ps = row_major_strides(Out.shape);
-  std::vector<int> wd = dims_except(orank, dn.collapsed_slice_dims, dn.operand_batching_dims);
-  std::vector<int> bpos;  // output batch dims, in indices-dim order
-  for (int i = 0; i < out_rank; ++i)
-    if (!has_dim(dn.offset_dims, i)) bpos.push_back(i);
-  const size_t nw = wd.size();
+  const auto ps = row_major_strides(Out.shape);
+  const size_t nw = static_cast<size_t>(g.nw);
   Shape extent(nw);
   std::vector<int64_t> dst_st(nw), src_st(nw), zero(nw, 0);
   for (size_t w = 0; w < nw; ++w) {
-    extent[w] = Out.shape[dn.offset_dims[w]];
-    dst_st[w] = ps[dn.offset_dims[w]];
-    src_st[w] = os[wd[w]];
+    extent[w] = Out.shape[g.window_out_dim[w]];
+    dst_st[w] = ps[g.window_out_dim[w]];
+    src_st[w] = g.window_stride[w];
   }
   alignas(16) unsigned char fill[16] = {};
   double fv = p.fill();
@@ -208,41 +137,21 @@ void gather(const KernelArgs& a) {
   const char* src = static_cast<const char*>(a.in_ptr[0]);
   const char* ind = static_cast<const char*>(a.in_ptr[1]);
   char* dst = static_cast<char*>(a.out_ptr[0]);
-  const int nb = static_cast<int>(bpos.size());
-  Shape bl(nb, 0), bext(nb), start(orank);
-  for (int k = 0; k < nb; ++k) bext[k] = Out.shape[bpos[k]];
+  Shape bl(g.nb, 0), bext(g.nb);
+  for (int k = 0; k < g.nb; ++k) bext[k] = Out.shape[g.batch_out_dim[k]];
   for (int64_t e : bext)
     if (e == 0) return;
   for (int64_t e : extent)
     if (e == 0) return;
-  const int64_t vstride = irank > 0 ? is[irank - 1] : 1;
   do {
-    int64_t ioff = 0, doff = 0;
-    for (int k = 0; k < nb; ++k) {
-      ioff += (bl[k] + Po[bpos[k]] - Io[k]) * is[k];
-      doff += bl[k] * ps[bpos[k]];
-    }
-    std::fill(start.begin(), start.end(), 0);
-    bool oob = false;
-    for (size_t v = 0; v < dn.start_index_map.size(); ++v) {
-      int d = dn.start_index_map[v];
-      int64_t s = load_index(ind, I.dtype, ioff + static_cast<int64_t>(v) * vstride);
-      int64_t hi = Og[d] - p.slice_sizes()[d];
-      if (p.mode() == IndexMode::FillOrDrop && (s < 0 || s > hi)) oob = true;
-      start[d] = std::clamp<int64_t>(s, 0, std::max<int64_t>(hi, 0));
-    }
-    for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i) {
-      int k = dn.start_indices_batching_dims[i];
-      start[dn.operand_batching_dims[i]] = bl[k] + Po[bpos[k]];
-    }
+    int64_t doff = 0;
+    for (int k = 0; k < g.nb; ++k) doff += bl[k] * ps[g.batch_out_dim[k]];
     char* out = dst + doff * static_cast<int64_t>(isz);
-    if (oob) {
+    const int64_t soff = gather_slice_offset(g, bl.data(), ind);
+    if (soff < 0) {
       copy_strided(out, dst_st.data(), fill, zero.data(), extent, isz);
       continue;
     }
-    int64_t soff = 0;
-    for (int d = 0; d < orank; ++d) soff += (start[d] - Oo[d]) * os[d];
-    for (size_t w = 0; w < nw; ++w) soff += Po[dn.offset_dims[w]] * os[wd[w]];
     copy_strided(out, dst_st.data(), src + soff * static_cast<int64_t>(isz), src_st.data(), extent,
                  isz);
   } while (next(bl, bext));
@@ -250,82 +159,53 @@ void gather(const KernelArgs& a) {
 
 void scatter(const KernelArgs& a) {
   const auto& p = static_cast<const prim::Scatter&>(*a.prim);
-  const auto& dn = p.dims();
-  const LocalType& I = (*a.in)[1];
+  // The window starts, shared with the CUDA kernel.
+  const auto sp = scatter_plan<kCpuIndexingMaxDims>(a);
   const LocalType& U = (*a.in)[2];
   const LocalType& Out = (*a.out)[0];
-  const Shape& Og = a.in_global[0];
-  const Shape& Ug = a.in_global[2];
-  const Shape& Io = a.in_origin[1];
-  const Shape& Uo = a.in_origin[2];
   const Shape& Po = *a.out_origin;
-  const int orank = static_cast<int>(Out.shape.size());
-  const int irank = static_cast<int>(I.shape.size());
-  const int urank = static_cast<int>(U.shape.size());
+  const int orank = sp.orank;
   const size_t isz = itemsize(Out.dtype);
   char* dst = static_cast<char*>(a.out_ptr[0]);
   if (a.out_ptr[0] != a.in_ptr[0])
     std::memcpy(dst, a.in_ptr[0], static_cast<size_t>(numel(Out.shape)) * isz);
-  const auto ps = row_major_strides(Out.shape), is = row_major_strides(I.shape),
-             us_st = row_major_strides(U.shape);
-  const auto& uw = dn.update_window_dims;
-  std::vector<int> ow = dims_except(orank, dn.inserted_window_dims, dn.operand_batching_dims);
-  std::vector<int> us = dims_except(urank, uw, {});  // update scatter dims <-> indices dims
-  Shape wsize(orank, 1);
-  for (size_t j = 0; j < ow.size(); ++j) wsize[ow[j]] = Ug[uw[j]];
+  const auto ps = row_major_strides(Out.shape), us_st = row_major_strides(U.shape);
   const char* ind = static_cast<const char*>(a.in_ptr[1]);
   const char* upd = static_cast<const char*>(a.in_ptr[2]);
-  const int ns = static_cast<int>(us.size());
-  Shape sl(ns, 0), sext(ns), start(orank);
-  for (int k = 0; k < ns; ++k) sext[k] = U.shape[us[k]];
+  const int ns = sp.ns;
+  Shape sl(ns, 0), sext(ns);
+  for (int k = 0; k < ns; ++k) sext[k] = sp.scatter_size[k];
   for (int64_t e : sext)
     if (e == 0) return;
-  const size_t nw = uw.size();
+  const size_t nw = static_cast<size_t>(sp.nw);
   Shape extent(nw);
   std::vector<int64_t> dst_st(nw), src_st(nw);
   for (size_t j = 0; j < nw; ++j) {
-    dst_st[j] = ps[ow[j]];
-    src_st[j] = us_st[uw[j]];
+    dst_st[j] = ps[sp.window_odim[j]];
+    src_st[j] = us_st[sp.window_udim[j]];
   }
-  const int64_t vstride = irank > 0 ? is[irank - 1] : 1;
+  int64_t start[kCpuIndexingMaxDims];
   do {
-    int64_t ioff = 0, uoff = 0;
-    for (int k = 0; k < ns; ++k) {
-      ioff += (sl[k] + Uo[us[k]] - Io[k]) * is[k];
-      uoff += sl[k] * us_st[us[k]];
-    }
-    std::fill(start.begin(), start.end(), 0);
-    bool skip = false;
-    for (size_t v = 0; v < dn.scatter_dims_to_operand_dims.size(); ++v) {
-      int d = dn.scatter_dims_to_operand_dims[v];
-      int64_t s = load_index(ind, I.dtype, ioff + static_cast<int64_t>(v) * vstride);
-      int64_t hi = Og[d] - wsize[d];
-      if (p.mode() == IndexMode::Clip)
-        s = std::clamp<int64_t>(s, 0, std::max<int64_t>(hi, 0));
-      else if (s < 0 || s > hi)
-        skip = true;  // the whole window is dropped (XLA semantics)
-      start[d] = s;
-    }
-    if (skip) continue;
-    for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i) {
-      int k = dn.scatter_indices_batching_dims[i];
-      start[dn.operand_batching_dims[i]] = sl[k] + Uo[us[k]];
-    }
+    int64_t uoff = 0;
+    for (int k = 0; k < ns; ++k) uoff += sl[k] * us_st[sp.scatter_udim[k]];
+    if (!scatter_start(sp, sl.data(), ind, start)) continue;
     // Dims without a window: the one position must be in this block.
+    bool skip = false;
     int64_t doff = 0;
     for (int d = 0; d < orank; ++d) {
-      if (has_dim(ow, d)) continue;
+      if (sp.windowed[d]) continue;
       int64_t l = start[d] - Po[d];
       if (l < 0 || l >= Out.shape[d]) skip = true;
       doff += l * ps[d];
     }
     if (skip) continue;
-    // Window dims: clip the local update range to this block.
+    // Window dims: clip the local update range to this block (scatter_dest per element,
+    // as one box).
     int64_t soff = uoff;
     for (size_t j = 0; j < nw; ++j) {
-      int d = ow[j];
-      int u = uw[j];
-      int64_t g0 = start[d] + Uo[u];  // operand position of the local window's first element
+      int d = sp.window_odim[j];
+      int u = sp.window_udim[j];
+      int64_t g0 = start[d] + sp.window_origin[j];  // operand position of the window's first
       int64_t lo = std::max<int64_t>(0, Po[d] - g0);
       int64_t hi = std::min<int64_t>(U.shape[u], Po[d] + Out.shape[d] - g0);
       if (hi <= lo) skip = true;

@@ -1,6 +1,7 @@
 // sort, top_k and searchsorted on local blocks. Floats compare as JAX's sort
-// comparator: NaN after every number, -0.0 equal to 0.0. Lines along the sorted
-// axis are viewed as [outer, n, inner].
+// comparator: NaN after every number, -0.0 equal to 0.0 (backends/common/sort_ops.h,
+// shared with the CUDA kernels). Lines along the sorted axis are viewed as
+// [outer, n, inner].
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tsr/backends/common/sort_ops.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/sort.h"
 
@@ -25,16 +27,6 @@ inline auto key(T v) {
   }
 }
 
-// a < b in the total order (NaN last).
-template <typename K>
-inline bool less_nan_last(K a, K b) {
-  if constexpr (std::is_floating_point_v<K>) {
-    return !std::isnan(a) && (std::isnan(b) || a < b);
-  } else {
-    return a < b;
-  }
-}
-
 // -1, 0, 1 comparing elements i and j of one operand.
 using Cmp = std::function<int(int64_t, int64_t)>;
 
@@ -44,7 +36,7 @@ Cmp make_cmp(const void* p, DType dt) {
     const T* x = static_cast<const T*>(p);
     return [x](int64_t i, int64_t j) {
       auto a = key(x[i]), b = key(x[j]);
-      return less_nan_last(a, b) ? -1 : less_nan_last(b, a) ? 1 : 0;
+      return sort_less(a, b) ? -1 : sort_less(b, a) ? 1 : 0;
     };
   });
 }
@@ -110,10 +102,7 @@ void top_k(const KernelArgs& a) {
       std::iota(idx.begin(), idx.end(), 0);
       // Larger first (NaN largest); equal values by lower index.
       std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t i, int32_t j) {
-        auto vi = key(row[i]), vj = key(row[j]);
-        if (less_nan_last(vj, vi)) return true;
-        if (less_nan_last(vi, vj)) return false;
-        return i < j;
+        return top_k_before(key(row[i]), i, key(row[j]), j);
       });
       for (int64_t j = 0; j < k; ++j) {
         vals[o * k + j] = row[idx[j]];
@@ -133,17 +122,8 @@ void searchsorted(const KernelArgs& a) {
     const T* sorted = a.i<T>(0);
     const T* v = a.i<T>(1);
     for (int64_t q = 0; q < m; ++q) {
-      auto x = key(v[q]);
-      int64_t lo = 0, hi = n;  // first i where the predicate holds
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        auto s = key(sorted[mid]);
-        bool after = p.right() ? less_nan_last(x, s) : !less_nan_last(s, x);
-        if (after)
-          hi = mid;
-        else
-          lo = mid + 1;
-      }
+      auto at = [&](int64_t i) { return key(sorted[i]); };
+      int64_t lo = sorted_position(at, n, key(v[q]), p.right());
       out[q] = static_cast<int32_t>(lo);
     }
   });

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "tsr/backends/common/window_ops.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/prims/windowed.h"
 
@@ -15,40 +16,18 @@ namespace {
 using prim::Window;
 using prim::WindowOp;
 
+// The accumulator and identities are shared with the CUDA kernels (window_ops.h).
 template <typename T>
 struct Acc {
-  using type = T;
+  using type = WindowAcc<T>;
 };
-template <>
-struct Acc<float16_t> {
-  using type = float;
-};
-template <>
-struct Acc<bfloat16_t> {
-  using type = float;
-};
-template <>
-struct Acc<bool> {  // bytes, not std::vector<bool>'s bits; max / min of 0 and 1
-  using type = uint8_t;
-};
-
 template <typename C>
 C lowest() {
-  if constexpr (std::is_same_v<C, bool>)
-    return false;
-  else if constexpr (std::numeric_limits<C>::has_infinity)
-    return -std::numeric_limits<C>::infinity();
-  else
-    return std::numeric_limits<C>::lowest();
+  return window_lowest<C>();
 }
 template <typename C>
 C highest() {
-  if constexpr (std::is_same_v<C, bool>)
-    return true;
-  else if constexpr (std::numeric_limits<C>::has_infinity)
-    return std::numeric_limits<C>::infinity();
-  else
-    return std::numeric_limits<C>::max();
+  return window_highest<C>();
 }
 
 template <typename T>
@@ -87,14 +66,12 @@ struct Walk {
     for (size_t d = 0; d < r; ++d) {
       out_n *= out[d];
       win_n *= w.dims[d];
-      const int64_t dil_in = prim::dilated_size(in[d], w.base_dilation[d]);
       taps[d].resize(static_cast<size_t>(out[d] * w.dims[d]));
       for (int64_t o = 0; o < out[d]; ++o)
         for (int64_t k = 0; k < w.dims[d]; ++k) {
-          int64_t p = o * w.strides[d] + k * w.window_dilation[d] - w.padding[d].first;
-          int64_t idx = -1;
-          if (p >= 0 && p < dil_in && p % w.base_dilation[d] == 0) idx = p / w.base_dilation[d];
-          taps[d][static_cast<size_t>(o * w.dims[d] + k)] = idx;
+          taps[d][static_cast<size_t>(o * w.dims[d] + k)] =
+              window_tap(o, k, w.strides[d], w.window_dilation[d], w.padding[d].first,
+                         w.base_dilation[d], in[d]);
         }
     }
   }
@@ -215,11 +192,8 @@ std::vector<int64_t> selected(const Walk& walk, const T* x, WindowOp op, int thr
                           for (int64_t j = 0; j < n; ++j) {
                             const C v = widen(x[i + j]);
                             C& bv = best[static_cast<size_t>(o + j)];
-                            const bool keep = op == WindowOp::Max ? bv >= v : bv <= v;
-                            if (!keep) {
-                              bv = v;
+                            if (select_step(op == WindowOp::Max, bv, v))
                               pick[static_cast<size_t>(o + j)] = i + j;
-                            }
                           }
                         },
                         b, e);

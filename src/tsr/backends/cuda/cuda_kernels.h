@@ -34,5 +34,23 @@ void dot_general(const KernelArgs& a);          /**< batched GEMM through cuBLAS
 void fused_elementwise(const KernelArgs& a);    /**< a jit-fused chain, one NVRTC kernel */
 void random_bits(const KernelArgs& a);          /**< random_bits / uniform / randint */
 void threefry2x32(const KernelArgs& a);         /**< the hash over counter arrays */
+void complex_part(const KernelArgs& a);         /**< real / imag / conj */
+void make_complex(const KernelArgs& a);         /**< complex(x, y), broadcasting */
+void gather(const KernelArgs& a);               /**< lax.gather, every mode */
+void scatter(const KernelArgs& a);       /**< scatter / scatter_add / sub / mul / min / max */
+void sort(const KernelArgs& a);          /**< lax.sort, several operands and keys */
+void top_k(const KernelArgs& a);         /**< the k largest along the last axis */
+void searchsorted(const KernelArgs& a);  /**< insertion positions, left or right */
+void reduce_window(const KernelArgs& a); /**< reduce_window_sum / max / min */
+void select_and_gather_add(const KernelArgs& a);  /**< max / min pooling's jvp */
+void select_and_scatter_add(const KernelArgs& a); /**< max / min pooling's gradient */
+void triangular_solve(const KernelArgs& a);       /**< cuBLAS trsm per matrix */
+void cholesky(const KernelArgs& a);               /**< one block per matrix */
+void lu(const KernelArgs& a);                     /**< partial pivoting, one block per matrix */
+void qr(const KernelArgs& a);                     /**< Householder, one block per matrix */
+void eigh(const KernelArgs& a);                   /**< Jacobi rotations, one block per matrix */
+void svd(const KernelArgs& a);                    /**< one-sided Jacobi, one block per matrix */
+void fft(const KernelArgs& a);                    /**< FFT / IFFT / RFFT / IRFFT, direct DFTs */
+void conv_general_dilated(const KernelArgs& a);   /**< the CPU's direct loop per output */
 
 }  // namespace tsr::detail::cuda

@@ -3,6 +3,7 @@
 // Compiled by both g++ (.cpp) and nvcc (.cu); nothing here needs a GPU to compile.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tsr::detail::cuda {
@@ -10,6 +11,24 @@ namespace tsr::detail::cuda {
 /** BackendError "[op] CUDA call `what` failed: <CUDA's text> (code N). ..." unless
  *  e is cudaSuccess. */
 void check(cudaError_t e, const char* op, const char* what);
+
+/** A stream-ordered scratch buffer, freed in stream order when it goes out of scope. */
+struct Scratch {
+  void* p = nullptr; /**< the buffer (null until alloc) */
+  cudaStream_t s;    /**< the stream it is ordered on */
+  const char* op;    /**< the primitive, for an allocation error */
+  /** No buffer yet. */
+  explicit Scratch(cudaStream_t st, const char* op_name = "scratch") : s(st), op(op_name) {}
+  /** Allocates `bytes` (nothing for 0). */
+  void alloc(size_t bytes) {
+    if (bytes) check(cudaMallocAsync(&p, bytes, s), op, "cudaMallocAsync");
+  }
+  ~Scratch() {
+    if (p) (void)cudaFreeAsync(p, s);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
 
 /** Physical GPUs this process sees: 0 without a driver or a device (never an error). */
 int gpu_count();

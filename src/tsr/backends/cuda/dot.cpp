@@ -5,8 +5,6 @@
 // integers (int64, wrapping), and the [batch, M, N] product, dot_general's output
 // order, converted to the output dtype. TF32 stays off unless TSR_CUDA_ALLOW_TF32=1,
 // so float32 matches the CPU's precision.
-#include <cublas_v2.h>
-
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,61 +13,46 @@
 
 #include "tsr/backends/common/dot_plan.h"
 #include "tsr/backends/common/strided_plans.h"
+#include "tsr/backends/cuda/blas.h"
 #include "tsr/backends/cuda/cuda_kernels.h"
 #include "tsr/error.h"
 #include "tsr/prims/linalg.h"
 #include "tsr/runtime/env.h"
 
 namespace tsr::detail::cuda {
-namespace {
 
-void check_blas(cublasStatus_t st, const char* what) {
+void check_blas(cublasStatus_t st, const char* prim, const char* what) {
   if (st == CUBLAS_STATUS_SUCCESS) return;
-  throw BackendError(std::string("[dot_general] cuBLAS call ") + what +
+  throw BackendError(std::string("[") + prim + "] cuBLAS call " + what +
                      " failed: " + cublasGetStatusString(st) +
                      ". Got that status from cuBLAS; expected success. "
                      "Check the GPU with nvidia-smi, or run on the CPU platform.");
 }
+
+cublasHandle_t blas_handle(cudaStream_t s) {
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, cublasHandle_t> handles;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cuBLAS", "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  auto& h = handles[{dev, s}];
+  if (!h) {
+    check_blas(cublasCreate(&h), "cuBLAS", "cublasCreate");
+    check_blas(cublasSetStream(h, s), "cuBLAS", "cublasSetStream");
+    // Default math: float32 GEMMs run in float32 (TF32 only through the compute type
+    // dot_general passes), half-type GEMMs on tensor cores with float32 accumulation.
+    check_blas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cuBLAS", "cublasSetMathMode");
+  }
+  return h;
+}
+
+namespace {
 
 bool allow_tf32() {
   static const bool on = env_flag("TSR_CUDA_ALLOW_TF32", "dot_general",
                                   "1 lets float32 GEMMs use TF32 tensor cores (less precise)");
   return on;
 }
-
-// One handle per (GPU, stream): cuBLAS handles are not to be shared across streams
-// that run at once.
-cublasHandle_t handle_for(cudaStream_t s) {
-  static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, cublasHandle_t> handles;
-  int dev = 0;
-  check(cudaGetDevice(&dev), "dot_general", "cudaGetDevice");
-  std::lock_guard<std::mutex> lock(mu);
-  auto& h = handles[{dev, s}];
-  if (!h) {
-    check_blas(cublasCreate(&h), "cublasCreate");
-    check_blas(cublasSetStream(h, s), "cublasSetStream");
-    // Default math: float32 GEMMs run in float32 (TF32 only through the compute type
-    // below), half-type GEMMs on tensor cores with float32 accumulation.
-    check_blas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  }
-  return h;
-}
-
-// A stream-ordered scratch buffer, freed in stream order when it goes out of scope.
-struct Scratch {
-  void* p = nullptr;
-  cudaStream_t s;
-  explicit Scratch(cudaStream_t st) : s(st) {}
-  void alloc(size_t bytes) {
-    if (bytes) check(cudaMallocAsync(&p, bytes, s), "dot_general", "cudaMallocAsync");
-  }
-  ~Scratch() {
-    if (p) (void)cudaFreeAsync(p, s);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
 
 cudaDataType_t blas_type(DType t) {
   switch (t) {
@@ -134,7 +117,7 @@ void dot_general(const KernelArgs& a) {
   DType op_t = half_in ? in : ct;  // operands as cuBLAS reads them
   DType c_t = half_in ? out : ct;  // the product as cuBLAS writes it
   cudaStream_t s = stream_of(a);
-  Scratch ab(s), bb(s), cb(s);
+  Scratch ab(s, "dot_general"), bb(s, "dot_general"), cb(s, "dot_general");
   void* c = a.out_ptr[0];
   if (out != c_t) {
     cb.alloc(static_cast<size_t>(nout) * itemsize(c_t));
@@ -163,11 +146,11 @@ void dot_general(const KernelArgs& a) {
     // Row-major C[M, N] = A[M, K] B[K, N] is column-major C^T = B^T A^T.
     check_blas(
         cublasGemmStridedBatchedEx(
-            handle_for(s), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+            blas_handle(s), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
             static_cast<int>(k), one, B, blas_type(op_t), static_cast<int>(n), k * n, A,
             blas_type(op_t), static_cast<int>(k), m * k, zero, c, blas_type(c_t),
             static_cast<int>(n), m * n, static_cast<int>(nb), compute, CUBLAS_GEMM_DEFAULT),
-        "cublasGemmStridedBatchedEx");
+        "dot_general", "cublasGemmStridedBatchedEx");
   }
   if (out != c_t) store_convert_launch(out, c_t, c, a.out_ptr[0], nout, s);
 }

@@ -73,6 +73,23 @@ __device__ __forceinline__ int64_t offset_of(const Strides& s, int k, int64_t i)
   return offset_in(s.rank, s.size, s.in[k], i);
 }
 
+/** Calls f(U{}) with an unsigned type of `item` bytes (Item16 for 16). */
+template <typename F>
+void by_item_size(size_t item, F&& f) {
+  switch (item) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    case 8:
+      return f(uint64_t{});
+    default:
+      return f(Item16{});
+  }
+}
+
 /** Grid-stride loop over [0, n). */
 #define TSR_CUDA_FOR(i, n)                                                               \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \

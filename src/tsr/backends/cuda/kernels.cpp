@@ -8,6 +8,7 @@
 #include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cuda/cuda_kernels.h"
 #include "tsr/core/convert.h"
+#include "tsr/prims/complex.h"
 #include "tsr/prims/creation.h"
 #include "tsr/prims/cumulative.h"
 #include "tsr/prims/elementwise.h"
@@ -303,6 +304,20 @@ void threefry2x32(const KernelArgs& a) {
                   static_cast<const uint32_t*>(a.in_ptr[1]),
                   static_cast<const uint32_t*>(a.in_ptr[2]), static_cast<uint32_t*>(a.out_ptr[0]),
                   static_cast<uint32_t*>(a.out_ptr[1]), count((*a.out)[0]), stream_of(a));
+}
+
+void complex_part(const KernelArgs& a) {
+  auto kind = static_cast<const prim::ComplexPart&>(*a.prim).kind();
+  complex_part_launch(static_cast<int>(kind), (*a.in)[0].dtype, a.in_ptr[0], a.out_ptr[0],
+                      count((*a.in)[0]), stream_of(a));
+}
+
+void make_complex(const KernelArgs& a) {
+  // The parts broadcast as a binary op's operands (the CPU kernel's strides).
+  const Shape& os = (*a.out)[0].shape;
+  Strides st = broadcast_strides(os, {&(*a.in)[0].shape, &(*a.in)[1].shape});
+  make_complex_launch((*a.out)[0].dtype, a.in_ptr[0], a.in_ptr[1], a.out_ptr[0], st, numel(os),
+                      stream_of(a));
 }
 
 }  // namespace tsr::detail::cuda

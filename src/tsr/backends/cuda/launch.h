@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "tsr/backends/common/gather_scatter_plan.h"
 #include "tsr/backends/common/threefry.h"
+#include "tsr/backends/common/window_ops.h"
 #include "tsr/backends/cuda/cuda_util.h"
 #include "tsr/dtype.h"
 #include "tsr/prims/elementwise_ops.h"
@@ -123,6 +125,112 @@ void store_convert_launch(DType t, DType ct, const void* c, void* out, int64_t n
 /** c[b] = a[b] @ bm[b] for int64 [nb, m, k] x [nb, k, n], wrapping. */
 void gemm_int_launch(const int64_t* a, const int64_t* bm, int64_t* c, int64_t nb, int64_t m,
                      int64_t n, int64_t k, cudaStream_t s);
+
+/** real (kind 0), imag (1) or conj (2) of n elements of complex dtype zt: out is the
+ *  real part type for real / imag, zt for conj. */
+void complex_part_launch(int kind, DType zt, const void* z, void* out, int64_t n, cudaStream_t s);
+/** out (complex dtype zt) = x + i y, the parts read through st.in[0] / st.in[1]. */
+void make_complex_launch(DType zt, const void* x, const void* y, void* out, const Strides& st,
+                         int64_t n, cudaStream_t s);
+
+/** gather: out (n elements of `item` bytes) from src through the plan; `fill` (one
+ *  element, host memory) where FillOrDrop finds a start out of bounds. */
+void gather_launch(size_t item, const void* src, const void* ind, const GatherPlan& p,
+                   const void* fill, void* out, int64_t n, cudaStream_t s);
+/** scatter (kind: ScatterKind's value) of nupd update elements into out (nout elements
+ *  of dtype t, already holding the operand). */
+void scatter_launch(int kind, DType t, const ScatterPlan& p, const void* ind, const void* upd,
+                    void* out, int64_t nupd, int64_t nout, cudaStream_t s);
+
+/** sort: nops operands of dtypes[k], each viewed as [no, n, ni], sorted along n by the
+ *  first num_keys (lexicographically, stable) into out. */
+void sort_launch(int nops, int num_keys, const DType* dtypes, const void* const* in,
+                 void* const* out, int64_t no, int64_t n, int64_t ni, cudaStream_t s);
+/** top_k of every [n] row of x ([no, n]): the k largest values and their int32 indices. */
+void top_k_launch(DType t, const void* x, void* vals, int32_t* idx, int64_t no, int64_t n,
+                  int64_t k, cudaStream_t s);
+/** out[q] = the insertion position of v[q] (m values) into sorted[0..n). */
+void searchsorted_launch(DType t, const void* sorted, int64_t n, const void* v, int64_t m,
+                         bool right, int32_t* out, cudaStream_t s);
+
+/** reduce_window (op: prim::WindowOp's value) of x into the n window positions of p. */
+void reduce_window_launch(int op, DType t, const void* x, void* out, const WindowPlan& p, int64_t n,
+                          cudaStream_t s);
+/** select_and_gather_add: out[i] (n window positions, float dtype st) = the tangent at
+ *  the element of x (dtype t) window i selects, else 0. */
+void select_and_gather_add_launch(bool is_max, DType st, DType t, const void* tangent,
+                                  const void* x, void* out, const WindowPlan& p, int64_t n,
+                                  cudaStream_t s);
+/** select_and_scatter_add: out (nout elements shaped like x, float dtype st) = zeros
+ *  plus each of the nsrc window positions' src value at the element it selects. */
+void select_and_scatter_add_launch(bool is_max, DType st, DType t, const void* src, const void* x,
+                                   void* out, const WindowPlan& p, int64_t nsrc, int64_t nout,
+                                   cudaStream_t s);
+
+/** cholesky: the row-major lower factor of each of `batch` n x n matrices of x (NaN
+ *  where one is not positive definite), the upper triangle zero. */
+void cholesky_launch(DType t, const void* x, void* out, int64_t batch, int64_t n, cudaStream_t s);
+
+/** The most spatial dims a CUDA convolution takes. */
+constexpr int kConvMaxSpatial = 8;
+/** conv_general_dilated's operands as (dim 0, dim 1, spatial...) in their specs'
+ *  orders: element strides and sizes, the window, and the groups (the CPU's direct
+ *  loop's names). */
+struct ConvPlan {
+  int ns = 0;                     /**< spatial dims */
+  int64_t O = 0, I = 0;           /**< out features; in features per group */
+  int64_t og = 1, ob = 1, nb = 1; /**< O / feature groups, O / batch groups, N / batch groups */
+  int64_t K = 1;                  /**< kernel taps */
+  int64_t l_stride[2 + kConvMaxSpatial] = {}; /**< lhs (N, C, spatial...) strides */
+  int64_t r_stride[2 + kConvMaxSpatial] = {}; /**< rhs (O, I, spatial...) strides */
+  int64_t o_stride[2 + kConvMaxSpatial] = {}; /**< out (N, O, spatial...) strides */
+  int64_t l_size[kConvMaxSpatial] = {};       /**< lhs spatial sizes */
+  int64_t r_size[kConvMaxSpatial] = {};       /**< kernel spatial sizes */
+  int64_t o_size[kConvMaxSpatial] = {};       /**< out spatial sizes */
+  int64_t stride[kConvMaxSpatial] = {};       /**< window strides */
+  int64_t rhs_dilation[kConvMaxSpatial] = {}; /**< tap spacing */
+  int64_t lhs_dilation[kConvMaxSpatial] = {}; /**< lhs spacing */
+  int64_t pad_lo[kConvMaxSpatial] = {};       /**< low padding (may be negative) */
+};
+/** conv_general_dilated of lhs and rhs (dtype t) into out, n elements of the
+ *  accumulation dtype acc_t (float64, float32 or int64) in the output's layout. */
+void conv_launch(DType t, DType acc_t, const void* lhs, const void* rhs, void* out,
+                 const ConvPlan& p, int64_t n, cudaStream_t s);
+
+/** lu: each of `batch` row-major m x n matrices of x factored (unit lower and upper
+ *  in one matrix), its min(m, n) pivot rows and its row permutation (int32). */
+void lu_launch(DType t, const void* x, void* lu, int32_t* piv, int32_t* perm, int64_t batch,
+               int64_t m, int64_t n, cudaStream_t s);
+
+/** qr: each of `batch` row-major m x n matrices of x as q (m x qc, orthonormal
+ *  columns) times r (qc x n, upper), qc = m (full_matrices) or min(m, n). */
+void qr_launch(DType t, const void* x, void* q, void* r, int64_t batch, int64_t m, int64_t n,
+               int64_t qc, cudaStream_t s);
+
+/** eigh: eigenvectors (columns of v) and ascending eigenvalues w of each of `batch`
+ *  symmetric n x n matrices, read from x's lower (else upper) triangle; NaN outputs for
+ *  a matrix holding a NaN. */
+void eigh_launch(DType t, const void* x, void* v, void* w, int64_t batch, int64_t n, bool lower,
+                 cudaStream_t s);
+
+/** svd: the singular values s (min(m, n), descending) of each of `batch` m x n
+ *  matrices of x and, with uv, u (m x ku) and vt (kv x n) (ku = m, kv = n when full,
+ *  else min(m, n)); NaN outputs for a matrix holding a NaN. */
+void svd_launch(DType t, const void* x, void* s_out, void* u, void* vt, int64_t batch, int64_t m,
+                int64_t n, bool uv, bool full, cudaStream_t s);
+
+/** One fft pass: dst's lines along an axis (count lines of len, element stride
+ *  `stride`, complex dtype c) = the (inverse) DFTs of src's, times scale. */
+void fft_pass_launch(DType c, const void* src, void* dst, int64_t count, int64_t len,
+                     int64_t stride, bool inverse, double scale, cudaStream_t s);
+/** RFFT's last axis: out (lines x m, complex dtype c) = the first m bins of the DFT of
+ *  each real line of n. */
+void rfft_last_launch(DType c, const void* x, void* out, int64_t lines, int64_t n, int64_t m,
+                      cudaStream_t s);
+/** IRFFT's last axis: out (lines x n, real) = scale times the real part of the inverse
+ *  DFT of each line of m bins extended to its Hermitian spectrum of n. */
+void irfft_last_launch(DType c, const void* h, void* out, int64_t lines, int64_t m, int64_t n,
+                       double scale, cudaStream_t s);
 
 /** One random primitive's launch: each local element i hashes the global flat index
  *  base + sum(index * global.in[0]) (global.size: the local shape). */

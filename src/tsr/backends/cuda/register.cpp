@@ -29,6 +29,14 @@ void register_cuda_kernels() {
   reg("argmax", cuda::arg_reduce);
   reg("argmin", cuda::arg_reduce);
   reg("dot_general", cuda::dot_general);
+  reg("triangular_solve", cuda::triangular_solve);
+  reg("cholesky", cuda::cholesky);
+  reg("lu", cuda::lu);
+  reg("qr", cuda::qr);
+  reg("eigh", cuda::eigh);
+  reg("svd", cuda::svd);
+  reg("fft", cuda::fft);
+  reg("conv_general_dilated", cuda::conv_general_dilated);
 
   for (const char* n : {"reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient"})
     reg(n, cuda::copy_input);
@@ -47,6 +55,21 @@ void register_cuda_kernels() {
   for (const char* n : {"random_bits", "random_uniform", "random_randint"})
     reg(n, cuda::random_bits);
   reg("threefry2x32", cuda::threefry2x32);
+
+  for (const char* n : {"real", "imag", "conj"}) reg(n, cuda::complex_part);
+  reg("complex", cuda::make_complex);
+
+  reg("gather", cuda::gather);
+  for (const char* n :
+       {"scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max"})
+    reg(n, cuda::scatter);
+  reg("sort", cuda::sort);
+  reg("top_k", cuda::top_k);
+  reg("searchsorted", cuda::searchsorted);
+  for (const char* n : {"reduce_window_sum", "reduce_window_max", "reduce_window_min"})
+    reg(n, cuda::reduce_window);
+  reg("select_and_gather_add", cuda::select_and_gather_add);
+  reg("select_and_scatter_add", cuda::select_and_scatter_add);
 }
 
 }  // namespace tsr::detail

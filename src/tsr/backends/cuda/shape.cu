@@ -92,23 +92,6 @@ __global__ void dynamic_copy_k(const U* src, U* dst, Strides p, DynamicStarts st
   }
 }
 
-// Calls f(U{}) with an unsigned type of `item` bytes (Item16 for 16).
-template <typename F>
-void by_item_size(size_t item, F&& f) {
-  switch (item) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    case 8:
-      return f(uint64_t{});
-    default:
-      return f(Item16{});
-  }
-}
-
 }  // namespace
 
 void strided_read_launch(size_t item, const void* src, const Strides& st, void* out, int64_t n,
