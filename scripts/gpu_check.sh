@@ -47,6 +47,11 @@ for t in tsr_rules_tests tsr_unit_tests; do
     --gtest_output="xml:$logs/$t.xml" >"$logs/$t.log" 2>&1
   echo "$t on CUDA: rc=$? $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$logs/$t.log") failed, $(grep -E '^\[  PASSED  \]' "$logs/$t.log")"
 done | tee "$logs/cuda_platform.log"
+# The differential fuzzer's campaign on the CUDA devices (each case against its
+# one-device run on the same platform; a MISMATCH / CRASH line is a finding).
+TSR_PLATFORM=cuda TSR_CUDA_VIRTUAL_DEVICES=8 timeout 120 "$work/bin/tsr_fuzz" --seed 2 \
+  --count 1000 --summary >"$logs/fuzz.log" 2>&1
+echo "tsr_fuzz on CUDA: rc=$? $(grep -E 'cases=' "$logs/fuzz.log")" | tee -a "$logs/cuda_platform.log"
 echo "==== gpu_check summary ($(($(date +%s) - start)) s)"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran" "$logs/cuda_tests.log" | tail -5
 grep -E "^GPU:|ratio" "$logs/cuda_bench.log"
