@@ -47,6 +47,9 @@ const AcceleratorOps* accelerator(Platform p);
 /** The runtime's index of a device (its stream, allocator and buffers): a CPU
  *  device's id, kAccelSlot + id for an accelerator's. */
 constexpr int kAccelSlot = 1 << 24;
+/** TSR_CUDA_VIRTUAL_DEVICES, parsed (1 to 64, default 1): devices each GPU presents. */
+int accelerator_virtual_devices();
+
 /** The runtime index of d. */
 inline int slot(const Device& d) { return d.platform == Platform::CPU ? d.id : kAccelSlot + d.id; }
 /** The device at a runtime index. */

@@ -151,6 +151,13 @@ std::vector<std::unique_ptr<Stream>> start_streams(int n) {
   return streams;
 }
 
+int accelerator_virtual_devices() {
+  return static_cast<int>(
+      env_int({"TSR_CUDA_VIRTUAL_DEVICES", 1, 64, "init",
+               "devices each GPU presents (own stream and memory pool each)", "8"})
+          .value_or(1));
+}
+
 void set_accelerator(Platform p, const AcceleratorOps* ops) {
   std::lock_guard<std::mutex> lock(g_start_mu);
   if (p != Platform::CUDA || g_runtime)
@@ -268,10 +275,7 @@ Runtime::Runtime(int n, int process_index, int processes)
 }
 
 void Runtime::start_accelerators() {
-  const int per_gpu =
-      static_cast<int>(env_int({"TSR_CUDA_VIRTUAL_DEVICES", 1, 64, "init",
-                                "devices each GPU presents (own stream and memory pool each)", "8"})
-                           .value_or(1));
+  const int per_gpu = accelerator_virtual_devices();
   auto choice =
       env_choice("TSR_PLATFORM", "init", "the platform tsr::devices() lists", {"cpu", "cuda"});
   accel_ops_ = accelerator(Platform::CUDA);

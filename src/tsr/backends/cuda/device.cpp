@@ -6,7 +6,7 @@
 #include "tsr/backends/cuda/cuda_util.h"
 #include "tsr/comm/backends.h"
 #include "tsr/error.h"
-#include "tsr/runtime/env.h"
+#include "tsr/runtime/accelerator.h"
 
 namespace tsr::detail {
 bool cuda_is_available() { return true; }
@@ -47,14 +47,7 @@ const Discovery& discovery() {
 int gpu_count() { return discovery().count; }
 const char* no_gpu_reason() { return discovery().why.c_str(); }
 
-int virtual_devices_per_gpu() {
-  static const int k = [] {
-    auto v = env_int({"TSR_CUDA_VIRTUAL_DEVICES", 1, 64, "devices",
-                      "devices each GPU presents (own stream and memory pool each)", "8"});
-    return v ? static_cast<int>(*v) : 1;
-  }();
-  return k;
-}
+int virtual_devices_per_gpu() { return accelerator_virtual_devices(); }
 
 Launch launch_1d(int64_t n, unsigned threads, unsigned max_blocks) {
   Launch l;
