@@ -211,6 +211,21 @@ __global__ void qr_k(const T* x, T* q, T* r, T* work, T* taus, int64_t m, int64_
 
 // Matrix blockIdx.x: the symmetric matrix from x's lower (else upper) triangle in a
 // (n x n), rotations accumulated in vv (n x n), order (n) for the ascending sort.
+// ord = 0..n-1 stably ordered by `before` (a selection that shifts, never swaps, so
+// equal keys keep index order); one thread, n is a matrix side.
+template <typename Before>
+__device__ void stable_order(int64_t* ord, int64_t n, Before before) {
+  for (int64_t j = 0; j < n; ++j) ord[j] = j;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t best = j;
+    for (int64_t i = j + 1; i < n; ++i)
+      if (before(ord[i], ord[best])) best = i;
+    const int64_t chosen = ord[best];
+    for (int64_t i = best; i > j; --i) ord[i] = ord[i - 1];
+    ord[j] = chosen;
+  }
+}
+
 template <typename T>
 __global__ void eigh_k(const T* x, T* v, T* w, T* work, int64_t* order, int64_t n, bool lower) {
   __shared__ T cs, sn;
@@ -284,15 +299,7 @@ __global__ void eigh_k(const T* x, T* v, T* w, T* work, int64_t* order, int64_t 
       }
   }
   if (threadIdx.x == 0) {  // ascending, equal values by index
-    for (int64_t j = 0; j < n; ++j) ord[j] = j;
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t best = j;
-      for (int64_t i = j + 1; i < n; ++i)
-        if (a[ord[i] * n + ord[i]] < a[ord[best] * n + ord[best]]) best = i;
-      const int64_t chosen = ord[best];
-      for (int64_t i = best; i > j; --i) ord[i] = ord[i - 1];  // stable: shift, not swap
-      ord[j] = chosen;
-    }
+    stable_order(ord, n, [&](int64_t p, int64_t q) { return a[p * n + p] < a[q * n + q]; });
   }
   __syncthreads();
   for (int64_t e = threadIdx.x; e < nn; e += blockDim.x) {
@@ -407,15 +414,7 @@ __global__ void svd_k(const T* x, T* s_out, T* u_out, T* vt_out, T* work, int64_
   }
   __syncthreads();
   if (threadIdx.x == 0) {  // descending, equal values by index
-    for (int64_t j = 0; j < c; ++j) ord[j] = j;
-    for (int64_t j = 0; j < c; ++j) {
-      int64_t best = j;
-      for (int64_t i = j + 1; i < c; ++i)
-        if (sig[ord[i]] > sig[ord[best]]) best = i;
-      const int64_t chosen = ord[best];
-      for (int64_t i = best; i > j; --i) ord[i] = ord[i - 1];
-      ord[j] = chosen;
-    }
+    stable_order(ord, c, [&](int64_t p, int64_t q) { return sig[p] > sig[q]; });
   }
   __syncthreads();
   for (int64_t j = threadIdx.x; j < c; j += blockDim.x) s_out[b * c + j] = sig[ord[j]];
