@@ -16,9 +16,15 @@
 #include <thread>
 #include <vector>
 
+#include "tsr/comm/device/device_group.h"
 #include "tsr/comm/group.h"
 #include "tsr/dtype.h"
 #include "tsr/error.h"
+
+namespace tsr::detail {
+// tests/support/fake_accelerator.cpp (its header would hide ::testing in tsr::).
+const AcceleratorOps* fake_accelerator_ops();
+}  // namespace tsr::detail
 
 namespace tsr::test {
 
@@ -84,8 +90,29 @@ inline ::testing::AssertionResult contains(const std::string& str, const std::st
 /** Makes a group of the named backend ("threads" or "reference"). */
 inline std::shared_ptr<GroupImpl> make_group(const std::string& backend, int n,
                                              int64_t timeout_ms = 0) {
+  // The device groups over the fake accelerator's ops, which take host pointers too:
+  // "device" puts every rank on one GPU (peers read in place), "device2" alternates
+  // two GPUs (peers' data is staged first), "staged" wraps the threads group.
+  if (backend == "device" || backend == "device2") {
+    std::vector<detail::DeviceRank> ranks;
+    for (int r = 0; r < n; ++r)
+      ranks.push_back({{detail::fake_accelerator_ops(), nullptr}, backend == "device" ? 0 : r % 2});
+    return detail::make_device_group(std::move(ranks), timeout_ms);
+  }
+  if (backend == "staged") {
+    std::vector<detail::DeviceMemory> mems(static_cast<size_t>(n));
+    for (int r = 0; r < n; r += 2)
+      mems[static_cast<size_t>(r)] = {detail::fake_accelerator_ops(), nullptr};
+    return detail::make_staged_group(detail::make_threads_group(n, timeout_ms), std::move(mems));
+  }
   return backend == "threads" ? detail::make_threads_group(n, timeout_ms)
                               : detail::make_reference_group(n, timeout_ms);
+}
+
+/** The group backends compared with "reference". */
+inline const std::vector<std::string>& fast_backends() {
+  static const std::vector<std::string> kAll{"threads", "device", "device2", "staged"};
+  return kAll;
 }
 
 /** `count` random elements of dt as bytes: full range for integers, 0/1 for bool,

@@ -1,4 +1,5 @@
-// The threads group against the reference group: every collective, every dtype,
+// The fast groups (threads; device and staged over the fake accelerator's ops)
+// against the reference group: every collective, every dtype,
 // group sizes 1-8 and element counts from 0 to past a task boundary; outputs (and
 // guard bytes around them) must be byte-identical.
 #include <cstring>
@@ -147,13 +148,15 @@ TEST_P(FastVsReference, OutputsAreByteIdentical) {
       for (int root = 0; root < (c.kind == Kind::Broadcast ? n : 1); ++root) {
         SCOPED_TRACE(testing::Message() << c.name << " " << dt << " n=" << n << " count=" << count
                                         << " root=" << root);
-        auto fast = run("threads", c, dt, s, count, root);
         auto ref = run("reference", c, dt, s, count, root);
-        for (int r = 0; r < n; ++r) {
-          ASSERT_EQ(fast[r], ref[r]) << "rank " << r << " differs";
-          const std::vector<char> guard(kGuard, char(0xCD));
-          ASSERT_TRUE(std::equal(guard.begin(), guard.end(), ref[r].begin()));
-          ASSERT_TRUE(std::equal(guard.begin(), guard.end(), ref[r].end() - kGuard));
+        for (const std::string& backend : fast_backends()) {
+          auto fast = run(backend, c, dt, s, count, root);
+          for (int r = 0; r < n; ++r) {
+            ASSERT_EQ(fast[r], ref[r]) << backend << " rank " << r << " differs";
+            const std::vector<char> guard(kGuard, char(0xCD));
+            ASSERT_TRUE(std::equal(guard.begin(), guard.end(), ref[r].begin()));
+            ASSERT_TRUE(std::equal(guard.begin(), guard.end(), ref[r].end() - kGuard));
+          }
         }
       }
     }
@@ -188,7 +191,7 @@ TEST_P(InPlace, AllReduceMatchesOutOfPlaceReference) {
         run_ranks(n, [&](int r) {
           ref->all_reduce(r, bufs[r].data(), expected[r].data(), count, dt, op);
         });
-        for (const std::string backend : {"threads", "reference"}) {
+        for (const std::string& backend : fast_backends()) {
           auto copies = bufs;
           auto group = make_group(backend, n);
           auto res = run_ranks(n, [&](int r) {
@@ -208,7 +211,7 @@ TEST_P(InPlace, BroadcastKeepsRootAndFillsOthers) {
   const DType dt = GetParam();
   for (int n : {1, 2, 3, 8}) {
     for (int root = 0; root < n; ++root) {
-      for (const std::string backend : {"threads", "reference"}) {
+      for (const std::string& backend : fast_backends()) {
         const int64_t count = 70001;
         std::vector<std::vector<char>> bufs(n);
         for (int r = 0; r < n; ++r) bufs[r] = random_data(dt, count, 5 * r + root);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tsr/backends/kernel.h"
+#include "tsr/comm/reduce_kernels.h"
 #include "tsr/runtime/accelerator.h"
 
 namespace tsr::testing {
@@ -55,6 +56,15 @@ void to_host(void*, void* dst, const void* src, size_t n) { std::memcpy(dst, unt
 void to_device(void*, void* dst, const void* src, size_t n) { std::memcpy(untag(dst), src, n); }
 void copy(void*, void* dst, const void* src, size_t n) { std::memcpy(untag(dst), untag(src), n); }
 void fill(void*, void* dst, int byte, size_t n) { std::memset(untag(dst), byte, n); }
+void copy2d(void*, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+            size_t height) {
+  for (size_t r = 0; r < height; ++r)
+    std::memcpy(static_cast<char*>(untag(dst)) + r * dpitch,
+                static_cast<const char*>(untag(src)) + r * spitch, width);
+}
+void reduce(void*, void* dst, const void* a, const void* b, int64_t n, DType dt, int op) {
+  detail::reduce_pair(dt, static_cast<detail::ReduceOp>(op), untag(dst), untag(a), untag(b), n);
+}
 int count() { return g_gpus; }
 std::string why_none() { return "the fake accelerator has no devices"; }
 
@@ -73,9 +83,12 @@ void kernel(const KernelArgs& a) {
 
 }  // namespace
 
+const detail::AcceleratorOps kFakeOps{"fake", count,   why_none, make_stream, sync,
+                                      alloc,  release, to_host,  to_device,   copy,
+                                      fill,   bind,    copy2d,   reduce};
+
 void install_fake_accelerator(int gpus) {
-  static const detail::AcceleratorOps ops{"fake",  count,   why_none,  make_stream, sync, alloc,
-                                          release, to_host, to_device, copy,        fill, bind};
+  const detail::AcceleratorOps& ops = *detail::fake_accelerator_ops();
   g_gpus = gpus;
   for (const std::string& name : detail::kernel_names("cpu"))
     detail::register_kernel(name.c_str(), "fake", kernel);
@@ -85,3 +98,7 @@ void install_fake_accelerator(int gpus) {
 long long fake_accelerator_bytes() { return g_bytes.load(); }
 
 }  // namespace tsr::testing
+
+namespace tsr::detail {
+const AcceleratorOps* fake_accelerator_ops() { return &testing::kFakeOps; }
+}  // namespace tsr::detail

@@ -3,6 +3,14 @@
 // host memory handed out at addresses the host cannot dereference (so a host access
 // that bypasses DeviceMemory crashes), and the CPU kernels behind its kernel table.
 
+namespace tsr::detail {
+struct AcceleratorOps;
+/** The fake's ops (also usable on plain host pointers, which untag to themselves).
+ *  Outside tsr::testing, so tests inside tsr:: can declare it without that namespace
+ *  hiding gtest's ::testing. */
+const AcceleratorOps* fake_accelerator_ops();
+}  // namespace tsr::detail
+
 namespace tsr::testing {
 
 /** Installs the fake as the CUDA platform with `gpus` physical devices (call before the

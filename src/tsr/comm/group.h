@@ -10,12 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "tsr/comm/combine.h"
 #include "tsr/dtype.h"
 
 namespace tsr::detail {
 
-/** The reduction a reducing collective applies. */
-enum class ReduceOp : uint8_t { Sum, Max, Min, Prod };
 /** "sum", "max", "min", "prod". */
 const char* reduce_op_name(ReduceOp op);
 

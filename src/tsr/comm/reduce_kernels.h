@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tsr/comm/combine.h"
 #include "tsr/comm/group.h"
 #include "tsr/core/half_bits.h"
 #include "tsr/dtype.h"
@@ -22,27 +23,6 @@ namespace tsr::detail {
 /** True for the 16-bit float storage types, which reduce through float. */
 template <typename T>
 inline constexpr bool kIsHalf = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-
-/** op(a, b) for a non-half arithmetic type or bool; see the file comment. */
-template <ReduceOp Op, typename T>
-inline T combine(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return (Op == ReduceOp::Sum || Op == ReduceOp::Max) ? (a || b) : (a && b);
-  } else if constexpr (std::is_integral_v<T>) {
-    // Unsigned arithmetic of at least int width: wraps instead of overflowing.
-    using W = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-    if constexpr (Op == ReduceOp::Sum) return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
-    if constexpr (Op == ReduceOp::Prod)
-      return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
-    if constexpr (Op == ReduceOp::Max) return a < b ? b : a;
-    if constexpr (Op == ReduceOp::Min) return b < a ? b : a;
-  } else {
-    if constexpr (Op == ReduceOp::Sum) return a + b;
-    if constexpr (Op == ReduceOp::Prod) return a * b;
-    if constexpr (Op == ReduceOp::Max) return (a > b || a != a) ? a : b;
-    if constexpr (Op == ReduceOp::Min) return (a < b || a != a) ? a : b;
-  }
-}
 
 /** op(a, b) for any stored type, with the per-step rounding of the half types.
  *  Uses dtype.h's conversions: the simple form the reference group is built on. */

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "tsr/device.h"
+#include "tsr/dtype.h"
+#include "tsr/shape.h"
 
 namespace tsr::detail {
 
@@ -34,6 +36,14 @@ struct AcceleratorOps {
   void (*fill)(void* stream, void* dst, int byte, size_t n) = nullptr;
   /** Makes `gpu` the calling thread's device (before its kernels launch). */
   void (*bind)(int gpu) = nullptr;
+  /** `height` rows of `width` bytes, rows `spitch` / `dpitch` bytes apart, device ->
+   *  device (any two devices of the platform), queued on the stream. */
+  void (*copy2d)(void* stream, void* dst, size_t dpitch, const void* src, size_t spitch,
+                 size_t width, size_t height) = nullptr;
+  /** dst = op(a, b) over n elements of dt on one physical device, as the host groups
+   *  combine (comm/combine.h); `op` is a ReduceOp. dst may equal a or b. */
+  void (*reduce)(void* stream, void* dst, const void* a, const void* b, int64_t n, DType dt,
+                 int op) = nullptr;
 };
 
 /** The CUDA backend's ops (null in a build without CUDA). */
@@ -75,6 +85,12 @@ struct DeviceMemory {
   void fill(void* dst, int byte, size_t n) const;
   /** Waits for the device's queued work. */
   void sync() const;
+  /** copy_box (core/box_copy.h) on this device's memory. */
+  void copy_box(const void* src, const Shape& src_shape, const Shape& src_origin, void* dst,
+                const Shape& dst_shape, const Shape& dst_origin, const Shape& extent,
+                size_t itemsize) const;
+  /** [a, b, c] -> [b, a, c] of `item`-byte elements (prim::swap_leading). */
+  void swap_leading(const void* src, void* dst, const int64_t abc[3], size_t item) const;
 };
 
 }  // namespace tsr::detail

@@ -1002,23 +1002,10 @@ void Executable::run_task(int di, std::exception_ptr err, const BufferList& ins,
 namespace {
 // Temporaries of a step's host code: the device's allocator on a CPU device, the host
 // heap while an accelerator's step runs staged through host memory.
-struct HostAllocator {
-  CachingAllocator* dev = nullptr;  // null: host heap
-  void* allocate(size_t n) {
-    return dev ? dev->allocate(n) : ::operator new (n, std::align_val_t{64});
-  }
-  void release(void* p, size_t n) {
-    if (dev)
-      dev->release(p, n);
-    else
-      ::operator delete (p, std::align_val_t{64});
-  }
-};
-
 // A block-moving collective on one device: the block permutation before the Group
 // call (into a temporary), the call, and the permutation after it.
 void run_layout_collective(const Executable::Step& st, const Group& g, const void* in, void* out,
-                           DType dt, HostAllocator& alloc) {
+                           DType dt, CachingAllocator& alloc, const DeviceMemory& mem) {
   using C = Executable::Step::Coll;
   const prim::CollectiveRun& r = st.run;
   const size_t item = itemsize(dt);
@@ -1028,7 +1015,7 @@ void run_layout_collective(const Executable::Step& st, const Group& g, const voi
   void* post = nullptr;
   if (!trivial(r.pre)) {
     pre = alloc.allocate(std::max<size_t>(total, 1));
-    prim::swap_leading(in, pre, r.pre, item);
+    mem.swap_leading(in, pre, r.pre, item);
     in = pre;
   }
   void* dst = out;
@@ -1053,7 +1040,7 @@ void run_layout_collective(const Executable::Step& st, const Group& g, const voi
       default:
         break;
     }
-    if (post) prim::swap_leading(post, out, r.post, item);
+    if (post) mem.swap_leading(post, out, r.post, item);
   } catch (...) {
     if (pre) alloc.release(pre, std::max<size_t>(total, 1));
     if (post) alloc.release(post, std::max<size_t>(total, 1));
@@ -1197,7 +1184,6 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
   // The inline-dispatch path runs tasks on the caller's thread: kernels launch on
   // this device's GPU only once it is the thread's current one.
   if (!mem.host() && mem.ops->bind) mem.ops->bind(rt.gpu_of(dr.dev));
-  HostAllocator host_tmp{mem.host() ? &alloc : nullptr};
   Scratch<char> owned_scratch(values.size(), 0);
   std::vector<char>& owned = owned_scratch.get();
   auto ensure = [&](int v) {
@@ -1241,19 +1227,12 @@ void Executable::run_device(int di, std::vector<void*>& slots) const {
         }
       } else if (st.coll == Step::Coll::AllReduce) {
         int in = st.ins[0], out = st.outs[0];
-        const Group& g = seq.next();
-        on_host(mem, slots[in], values[in].local_bytes, ensure(out), values[out].local_bytes,
-                [&](const void* x, void* y) {
-                  g.all_reduce(x, y, numel(values[out].layout.shard_shape(values[out].shape)),
-                               values[out].dtype, st.reduce_op);
-                });
+        seq.next().all_reduce(slots[in], ensure(out),
+                              numel(values[out].layout.shard_shape(values[out].shape)),
+                              values[out].dtype, st.reduce_op);
       } else if (st.coll != Step::Coll::None && st.coll != Step::Coll::AxisIndex) {
         int in = st.ins[0], out = st.outs[0];
-        const Group& g = seq.next();
-        on_host(mem, slots[in], values[in].local_bytes, ensure(out), values[out].local_bytes,
-                [&](const void* x, void* y) {
-                  run_layout_collective(st, g, x, y, values[in].dtype, host_tmp);
-                });
+        run_layout_collective(st, seq.next(), slots[in], ensure(out), values[in].dtype, alloc, mem);
       } else if (st.coll == Step::Coll::AxisIndex) {
         const int32_t rank = st.coll_rank[pos];
         mem.write(ensure(st.outs[0]), &rank, sizeof rank);

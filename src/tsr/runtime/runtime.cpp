@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "tsr/comm/device/device_group.h"
 #include "tsr/comm/process.h"
 #include "tsr/comm/rendezvous.h"
 #include "tsr/error.h"
@@ -174,42 +175,6 @@ const AcceleratorOps* accelerator(Platform p) {
   return g_accel_set ? g_accel : cuda_accelerator();
 }
 
-void DeviceMemory::read(void* host_dst, const void* src, size_t n) const {
-  if (n == 0) return;
-  if (ops)
-    ops->to_host(stream, host_dst, src, n);
-  else
-    std::memcpy(host_dst, src, n);
-}
-
-void DeviceMemory::write(void* dst, const void* host_src, size_t n) const {
-  if (n == 0) return;
-  if (ops)
-    ops->to_device(stream, dst, host_src, n);
-  else
-    std::memcpy(dst, host_src, n);
-}
-
-void DeviceMemory::copy(void* dst, const void* src, size_t n) const {
-  if (n == 0 || dst == src) return;
-  if (ops)
-    ops->copy(stream, dst, src, n);
-  else
-    std::memcpy(dst, src, n);
-}
-
-void DeviceMemory::fill(void* dst, int byte, size_t n) const {
-  if (n == 0) return;
-  if (ops)
-    ops->fill(stream, dst, byte, n);
-  else
-    std::memset(dst, byte, n);
-}
-
-void DeviceMemory::sync() const {
-  if (ops) ops->sync(stream);
-}
-
 HostRead::HostRead(const DeviceBuffer& b, size_t n) : p_(b.ptr) {
   DeviceMemory mem = Runtime::get().memory(b.device);
   if (mem.host()) return;
@@ -351,10 +316,27 @@ std::shared_ptr<GroupImpl> Runtime::group(const std::vector<int>& device_ids) {
       std::any_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
   const bool all =
       std::all_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
+  // Accelerator devices (always all of this process) exchange device memory directly.
+  const bool accel =
+      std::all_of(device_ids.begin(), device_ids.end(), [](int d) { return d >= kAccelSlot; });
+  if (all && accel) {
+    std::vector<DeviceRank> ranks;
+    for (int d : device_ids) ranks.push_back({memory(d), gpu_of(d)});
+    g = make_device_group(std::move(ranks));
+    return g;
+  }
   // A group with no device here is never called on this process; the threads group
   // stands in so that plans can hold one for every device.
   if (all || !mine) {
     g = make_threads_group(static_cast<int>(device_ids.size()));
+    // CPU and accelerator devices together (an input moving onto a GPU mesh): the
+    // accelerator ranks take part through host copies.
+    if (all &&
+        std::any_of(device_ids.begin(), device_ids.end(), [](int d) { return d >= kAccelSlot; })) {
+      std::vector<DeviceMemory> mems;
+      for (int d : device_ids) mems.push_back(memory(d));
+      g = make_staged_group(std::move(g), std::move(mems));
+    }
   } else {
     g = make_process_group(device_ids, local_count(), process_);
   }

@@ -178,25 +178,6 @@ class HostWrite {
   void* p_ = nullptr;
 };
 
-/** Runs f(in, out) (a step's host code: a collective, a reshard plan) on host memory:
- *  the blocks themselves on a CPU device, host copies on an accelerator (the output
- *  is read first, so what f leaves unwritten keeps its bytes). Correct, not fast:
- *  device-side collectives replace it (design 0024). */
-template <class F>
-void on_host(const DeviceMemory& mem, const void* in, size_t in_bytes, void* out, size_t out_bytes,
-             F&& f) {
-  if (mem.host()) {
-    f(in, out);
-    return;
-  }
-  std::vector<unsigned char> hin(in ? in_bytes : 0), hout(out ? out_bytes : 0);
-  if (in) mem.read(hin.data(), in, in_bytes);
-  if (out) mem.read(hout.data(), out, out_bytes);
-  f(in ? static_cast<const void*>(hin.data()) : nullptr,
-    out ? static_cast<void*>(hout.data()) : nullptr);
-  if (out) mem.write(out, hout.data(), out_bytes);
-}
-
 /** The buffers a task reads or writes (inline for the common few). */
 using BufferList = SmallVec<BufferPtr, 3>;
 

@@ -392,24 +392,17 @@ std::vector<Group> plan_groups(const Plan& plan, int u) {
 
 namespace {
 
-// A temporary on `dev` from its caching allocator: a std::vector would zero it and,
-// at collective sizes, fault in fresh pages on every call.
-// A plan's temporary: the device's memory on a CPU device; host memory on an
-// accelerator, whose plan runs on host copies of its blocks (run_plan).
+// A temporary on `dev` from its caching allocator (device memory on an accelerator):
+// a std::vector would zero it and, at collective sizes, fault in fresh pages on every call.
 struct Scratch {
   CachingAllocator* alloc;
   size_t bytes;
   void* ptr;
   Scratch(int dev, size_t n)
-      : alloc(Runtime::get().memory(dev).host() ? &Runtime::get().allocator(dev) : nullptr),
+      : alloc(&Runtime::get().allocator(dev)),
         bytes(std::max<size_t>(n, 1)),
-        ptr(alloc ? alloc->allocate(bytes) : ::operator new (bytes, std::align_val_t{64})) {}
-  ~Scratch() {
-    if (alloc)
-      alloc->release(ptr, bytes);
-    else
-      ::operator delete (ptr, std::align_val_t{64});
-  }
+        ptr(alloc->allocate(bytes)) {}
+  ~Scratch() { alloc->release(ptr, bytes); }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   char* data() const { return static_cast<char*>(ptr); }
@@ -419,6 +412,7 @@ struct Scratch {
 // ranks' blocks already sit there in rank order.
 void run_all_gather(const Plan& plan, const DevicePlan& dp, int dev, const void* sp, void* dst,
                     GroupSequence& seq) {
+  const DeviceMemory mem = Runtime::get().memory(dev);
   const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
   const int64_t count = numel(plan.src_local);
   const size_t block = static_cast<size_t>(count) * isz;
@@ -436,14 +430,15 @@ void run_all_gather(const Plan& plan, const DevicePlan& dp, int dev, const void*
   seq.next().all_gather(sp, gathered->ptr, count, plan.dtype);
   const Shape zero(plan.src_local.size(), 0);
   for (size_t k = 0; k < dp.coll_at.size(); ++k)
-    copy_box(gathered->data() + k * block, plan.src_local, zero, dst, plan.dst_local, dp.coll_at[k],
-             plan.src_local, isz);
+    mem.copy_box(gathered->data() + k * block, plan.src_local, zero, dst, plan.dst_local,
+                 dp.coll_at[k], plan.src_local, isz);
 }
 
 // reduce_scatter of the partial block's pieces (packed in rank order unless they already
 // are), then the all_reduce over the reduced axes the destination does not shard by.
 void run_reduce_scatter(const Plan& plan, const DevicePlan& dp, int dev, const void* sp, void* dst,
                         GroupSequence& seq) {
+  const DeviceMemory mem = Runtime::get().memory(dev);
   const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
   const int64_t count = numel(plan.dst_local);
   const size_t piece = static_cast<size_t>(count) * isz;
@@ -452,17 +447,20 @@ void run_reduce_scatter(const Plan& plan, const DevicePlan& dp, int dev, const v
     packed.emplace(dev, piece * dp.coll_at.size());
     const Shape zero(plan.dst_local.size(), 0);
     for (size_t k = 0; k < dp.coll_at.size(); ++k)
-      copy_box(sp, plan.src_local, dp.coll_at[k], packed->data() + k * piece, plan.dst_local, zero,
-               plan.dst_local, isz);
+      mem.copy_box(sp, plan.src_local, dp.coll_at[k], packed->data() + k * piece, plan.dst_local,
+                   zero, plan.dst_local, isz);
     sp = packed->ptr;
   }
   seq.next().reduce_scatter(sp, dst, count, plan.dtype, plan.reduce_op);
   if (plan.reduce) seq.next().all_reduce(dst, dst, count, plan.dtype, plan.reduce_op);
 }
 
-void run_plan_here(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
+}  // namespace
+
+void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
   const DevicePlan& dp = plan.dev[u];
   int dev = plan.ids[u];
+  const DeviceMemory mem = Runtime::get().memory(dev);
   if (plan.kind == PlanKind::AllGather) return run_all_gather(plan, dp, dev, sp, dst, seq);
   if (plan.kind == PlanKind::ReduceScatter) return run_reduce_scatter(plan, dp, dev, sp, dst, seq);
   size_t isz = static_cast<size_t>(itemsize(plan.dtype));
@@ -482,11 +480,11 @@ void run_plan_here(const Plan& plan, int u, const void* sp, void* dst, GroupSequ
     seq.next().all_reduce(sp, reduced->ptr, src_n, plan.dtype, plan.reduce_op);
     sp = reduced->ptr;
   }
-  if (dst && dp.zero) std::memset(dst, 0, dst_bytes);
+  if (dst && dp.zero) mem.fill(dst, 0, dst_bytes);
   if (!whole)
     for (const Box& b : dp.local)
-      copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
-               relative(b.start, dp.dst_origin), b.extent, isz);
+      mem.copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), dst, plan.dst_local,
+                   relative(b.start, dp.dst_origin), b.extent, isz);
   if (!plan.comm) return;
   // Pieces go from the source block and land in the destination block in place where
   // each is one contiguous run (design 0001); otherwise through packed temporaries.
@@ -499,8 +497,8 @@ void run_plan_here(const Plan& plan, int u, const void* sp, void* dst, GroupSequ
     size_t off = 0;
     for (const auto& boxes : dp.send)
       for (const Box& b : boxes) {
-        copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf->data() + off,
-                 b.extent, Shape(b.extent.size(), 0), b.extent, isz);
+        mem.copy_box(sp, plan.src_local, relative(b.start, dp.src_origin), sendbuf->data() + off,
+                     b.extent, Shape(b.extent.size(), 0), b.extent, isz);
         off += static_cast<size_t>(b.numel()) * isz;
       }
     send = sendbuf->ptr;
@@ -515,20 +513,10 @@ void run_plan_here(const Plan& plan, int u, const void* sp, void* dst, GroupSequ
   size_t off = 0;
   for (const auto& boxes : dp.recv)
     for (const Box& b : boxes) {
-      copy_box(recvbuf->data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
-               relative(b.start, dp.dst_origin), b.extent, isz);
+      mem.copy_box(recvbuf->data() + off, b.extent, Shape(b.extent.size(), 0), dst, plan.dst_local,
+                   relative(b.start, dp.dst_origin), b.extent, isz);
       off += static_cast<size_t>(b.numel()) * isz;
     }
-}
-
-}  // namespace
-
-void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence& seq) {
-  // An accelerator's blocks go through host copies (the groups exchange host memory).
-  const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
-  on_host(Runtime::get().memory(plan.ids[u]), sp, static_cast<size_t>(numel(plan.src_local)) * isz,
-          dst, static_cast<size_t>(numel(plan.dst_local)) * isz,
-          [&](const void* x, void* y) { run_plan_here(plan, u, x, y, seq); });
 }
 
 namespace {

@@ -53,6 +53,9 @@ Strides broadcast_strides(const Shape& out, std::initializer_list<const Shape*> 
 /** A strided read of operand 0: output `extent`, source `strides`. */
 Strides read_strides(const Shape& extent, const std::vector<int64_t>& strides, const char* prim);
 
+/** dst = op(a, b) over n elements of dt (op: a comm ReduceOp; comm_reduce.cu). */
+void combine_launch(void* dst, const void* a, const void* b, int64_t n, DType dt, int op,
+                    cudaStream_t s);
 /** y = op(x) over n elements of dtype t. */
 void unary_launch(prim::UnaryOp op, DType t, const void* x, void* y, int64_t n, cudaStream_t s);
 /** z = op(x, y): flat (st null; av / bv: the operand advances, else a scalar) or strided. */

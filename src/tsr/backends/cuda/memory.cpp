@@ -4,6 +4,7 @@
 #include <string>
 
 #include "tsr/backends/cuda/cuda_util.h"
+#include "tsr/backends/cuda/launch.h"
 #include "tsr/runtime/accelerator.h"
 
 namespace tsr::detail {
@@ -54,9 +55,20 @@ void to_device(void* s, void* dst, const void* src, size_t n) {
   sync(s);
 }
 
+// cudaMemcpyDefault: the pointers may be on two GPUs (unified addressing finds them).
 void copy(void* s, void* dst, const void* src, size_t n) {
-  check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, as_stream(s)), "transfer",
+  check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, as_stream(s)), "transfer",
         "cudaMemcpyAsync(DeviceToDevice)");
+}
+
+void copy2d(void* s, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+            size_t height) {
+  check(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault, as_stream(s)),
+        "transfer", "cudaMemcpy2DAsync(DeviceToDevice)");
+}
+
+void reduce(void* s, void* dst, const void* a, const void* b, int64_t n, DType dt, int op) {
+  combine_launch(dst, a, b, n, dt, op, as_stream(s));
 }
 
 void fill(void* s, void* dst, int byte, size_t n) {
@@ -72,7 +84,8 @@ std::string why_none() { return no_gpu_reason(); }
 const AcceleratorOps* cuda_accelerator() {
   static const AcceleratorOps ops{"cuda",          cuda::count, cuda::why_none, cuda::make_stream,
                                   cuda::sync,      cuda::alloc, cuda::release,  cuda::to_host,
-                                  cuda::to_device, cuda::copy,  cuda::fill,     cuda::bind};
+                                  cuda::to_device, cuda::copy,  cuda::fill,     cuda::bind,
+                                  cuda::copy2d,    cuda::reduce};
   return &ops;
 }
 
