@@ -3,8 +3,10 @@
 //     directly with the same settings (goal: >= 0.95x);
 //   chain/256M: a 6-op fused elementwise chain over 256 M float32 (one NVRTC kernel)
 //     vs a device-to-device copy of the same bytes (goal: >= 80 % of its bandwidth).
+//   and the runtime's figures (cuda_runtime_sections.h): all_reduce over 8 virtual
+//     devices, eager dispatch, the MLP training step.
 // Prints a table and exits 0 without a GPU ("no GPU: ...") so builds can run it anywhere.
-// Run: build/bench/cuda_bench [--reps N]
+// Run: TSR_CUDA_VIRTUAL_DEVICES=8 build/bench/cuda_bench [--reps N]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_runtime_sections.h"
 #include "tsr/backends/cuda/cuda_kernels.h"
 #include "tsr/backends/fused.h"
 #include "tsr/prims/elementwise.h"
@@ -150,6 +153,17 @@ void chain(int64_t n, int reps) {
   cudaFree(s);
 }
 
+// Median ms of a device-to-device copy of `bytes` (the all-reduce bound's unit).
+double copy_ms(size_t bytes, int reps) {
+  void* a = dev_alloc(bytes, 1);
+  void* b = dev_alloc(bytes, 0);
+  const double ms =
+      median_ms(reps, [&] { cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice); });
+  cudaFree(a);
+  cudaFree(b);
+  return ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,5 +181,13 @@ int main(int argc, char** argv) {
   gemm(DType::Float32, 8192, reps);
   gemm(DType::BFloat16, 8192, reps);
   chain(int64_t{256} << 20, reps);
+  if (tsr::devices(tsr::Platform::CUDA).size() < 8) {
+    std::printf(
+        "runtime figures skipped: fewer than 8 CUDA devices (TSR_CUDA_VIRTUAL_DEVICES=8)\n");
+    return 0;
+  }
+  bench_cuda::allreduce(reps, copy_ms);
+  bench_cuda::dispatch(reps);
+  bench_cuda::mlp_step(reps);
   return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what scripts/gpu_check.sh runs on a lent GPU machine: the CUDA kernel tests,
-# the CUDA benchmark, and the unit and rules test programs and the fuzzer (run there
-# with CUDA as the default platform). That machine has CUDA,
+# the CUDA benchmark, and the unit and rules test programs, the fuzzer and the
+# transformer training benchmark (run there with CUDA as the default platform). That machine has CUDA,
 # CMake and ninja but none of Tessera's Debian dependencies and no network, so the
 # CUDA test and benchmark programs are built here (TSR_CUDA on; PTX for sm_90 by
 # default, which the driver compiles at load, or TSR_CUDA_ARCHITECTURES=90-real) and
@@ -17,12 +17,13 @@ if ! grep -q "tsr_cuda_objects" "$build/build.ninja" 2>/dev/null; then
   TSR_TARGET="tsr_cuda_tests" bash "$root/scripts/build.sh" -DTSR_CUDA=ON
 fi
 cmake --build "$build" -j "${TSR_JOBS:-$(nproc)}" --target tsr_cuda_tests cuda_bench \
-  tsr_rules_tests tsr_unit_tests tsr_fuzz
+  tsr_rules_tests tsr_unit_tests tsr_fuzz train_bench
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 cp "$build/tests/tsr_cuda_tests" "$build/bench/cuda_bench" "$build/tests/tsr_rules_tests" \
-  "$build/tests/tsr_unit_tests" "$build/tests/fuzz/tsr_fuzz" "$stage/bin/"
+  "$build/tests/tsr_unit_tests" "$build/tests/fuzz/tsr_fuzz" "$build/bench/train_bench" \
+  "$stage/bin/"
 # Every library the programs load, except glibc's and CUDA's (the GPU machine has its
 # own CUDA; its driver must match it). libstdc++ travels: gcc 12's may be newer there.
 for lib in $(ldd "$stage"/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u); do

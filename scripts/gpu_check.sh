@@ -28,7 +28,7 @@ export LD_LIBRARY_PATH="$work/lib$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ldd "$work/bin/tsr_cuda_tests" "$work/bin/cuda_bench" | grep "not found"; then echo "missing libraries"; fi
 } | tee "$logs/env.log"
 start=$(date +%s)
-TSR_CUDA_VIRTUAL_DEVICES=8 timeout 300 "$work/bin/tsr_cuda_tests" --gtest_brief=1 \
+TSR_CUDA_VIRTUAL_DEVICES=8 timeout 120 "$work/bin/tsr_cuda_tests" --gtest_brief=1 \
   --gtest_output="xml:$logs/cuda_tests.xml" 2>&1 | tee "$logs/cuda_tests.log"
 tests_rc=${PIPESTATUS[0]}
 # On the GPU machine a skipped GPU test means CUDA saw no usable device: a failure.
@@ -36,25 +36,33 @@ if grep -q '^\[  SKIPPED \]' "$logs/cuda_tests.log"; then
   echo "gpu_check: GPU tests skipped (no usable GPU): failing"
   tests_rc=1
 fi
-timeout 180 "$work/bin/cuda_bench" --reps 10 2>&1 | tee "$logs/cuda_bench.log"
+# Kernels vs cuBLAS / a copy, then the runtime's figures on 8 virtual devices.
+TSR_CUDA_VIRTUAL_DEVICES=8 timeout 150 "$work/bin/cuda_bench" --reps 10 2>&1 | tee "$logs/cuda_bench.log"
 bench_rc=${PIPESTATUS[0]}
 # The rules table and the unit tests with CUDA as the default platform (8 virtual
 # devices on the GPU): every mesh test runs its programs on CUDA devices against the
 # one-device oracle. Primitives without a CUDA kernel fail with a BackendError: the
 # counts (not the exit codes) are the result, and the failures list what is missing.
 for t in tsr_rules_tests tsr_unit_tests; do
-  TSR_PLATFORM=cuda TSR_CUDA_VIRTUAL_DEVICES=8 timeout 150 "$work/bin/$t" --gtest_brief=1 \
+  TSR_PLATFORM=cuda TSR_CUDA_VIRTUAL_DEVICES=8 timeout 90 "$work/bin/$t" --gtest_brief=1 \
     --gtest_output="xml:$logs/$t.xml" >"$logs/$t.log" 2>&1
   echo "$t on CUDA: rc=$? $(grep -cE '^\[  FAILED  \] [A-Za-z]' "$logs/$t.log") failed, $(grep -E '^\[  PASSED  \]' "$logs/$t.log")"
 done | tee "$logs/cuda_platform.log"
+# The main job's transformer step on one GPU and on its 8 virtual devices (tokens/s);
+# "gemm" prints the step's GEMM GFLOP (timed on the CPU's OpenBLAS: only the count
+# matters here; the GPU GEMM floor is that over cuda_bench's cuBLAS rate).
+TSR_PLATFORM=cuda TSR_CUDA_VIRTUAL_DEVICES=8 timeout 60 "$work/bin/train_bench" \
+  --configs gemm,1:1:dp,8:8:dp --warmup 2 --steps 5 --reps 3 >"$logs/train_bench.log" 2>&1
+echo "train_bench on CUDA: rc=$?" | tee -a "$logs/cuda_platform.log"
+grep -E "ms/step" "$logs/train_bench.log" | tee -a "$logs/cuda_platform.log"
 # The differential fuzzer's campaign on the CUDA devices (each case against its
 # one-device run on the same platform; a MISMATCH / CRASH line is a finding).
-TSR_PLATFORM=cuda TSR_CUDA_VIRTUAL_DEVICES=8 timeout 120 "$work/bin/tsr_fuzz" --seed 2 \
+TSR_PLATFORM=cuda TSR_CUDA_VIRTUAL_DEVICES=8 timeout 60 "$work/bin/tsr_fuzz" --seed 2 \
   --count 1000 --summary >"$logs/fuzz.log" 2>&1
 echo "tsr_fuzz on CUDA: rc=$? $(grep -E 'cases=' "$logs/fuzz.log")" | tee -a "$logs/cuda_platform.log"
 echo "==== gpu_check summary ($(($(date +%s) - start)) s)"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests? ran" "$logs/cuda_tests.log" | tail -5
-grep -E "^GPU:|ratio" "$logs/cuda_bench.log"
+grep -E "^GPU:|ratio|us/op|fraction|skipped" "$logs/cuda_bench.log"
 cat "$logs/cuda_platform.log"
 echo "tests rc=$tests_rc bench rc=$bench_rc"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
