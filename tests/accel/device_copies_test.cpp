@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "support/fake_accelerator.h"
+#include "tsr/backends/kernel.h"
 #include "tsr/comm/group.h"
 #include "tsr/core/box_copy.h"
 #include "tsr/prims/collectives_layout.h"
 #include "tsr/runtime/accelerator.h"
 #include "tsr/runtime/runtime.h"
+#include "tsr/tsr.h"
 
 namespace {
 
@@ -98,6 +100,30 @@ TEST(DeviceCopies, RuntimeGroupsMoveDeviceMemory) {
   EXPECT_STREQ(rt.group({k + 0, k + 1, k + 2, k + 3})->backend(), "device");
   EXPECT_STREQ(rt.group({0, k + 1})->backend(), "threads");
   EXPECT_STREQ(rt.group({0, 1})->backend(), "threads");
+}
+
+// A platform limit (here: the fake's add taking no complex, as CUDA's) refuses when the
+// step is lowered, the same eagerly and under jit, before any kernel runs.
+TEST(DeviceCopies, KernelCapsRefuseAtLoweringEagerAndJit) {
+  using tsr::detail::KernelCaps;
+  tsr::detail::set_kernel_caps("add", "fake", {.complex = false});
+  tsr::Array a = tsr::complex(tsr::ones({4}), tsr::zeros({4}));
+  for (int jitted = 0; jitted < 2; ++jitted) {
+    try {
+      if (jitted)
+        (void)tsr::jit([](const tsr::Array& x) { return x + x; })(a);
+      else
+        (void)(a + a);
+      ADD_FAILURE() << "no error (jit " << jitted << ")";
+    } catch (const tsr::NotImplementedError& e) {
+      EXPECT_NE(std::string(e.what()).find("[add] complex64 is not supported by add on fake "
+                                           "devices yet."),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  tsr::detail::set_kernel_caps("add", "fake", KernelCaps{});
+  EXPECT_EQ((a + a).shape(), (tsr::Shape{4}));
 }
 
 }  // namespace

@@ -89,6 +89,39 @@ TEST(CudaHost, EveryCpuKernelHasACudaKernelOrIsPending) {
               kPending.size());
 }
 
+// Platform limits refuse when a step is lowered, never in a kernel: complex only on the
+// CUDA kernels that move or compute it, at most kMaxDims dims.
+TEST(CudaHost, KernelCapsRefuseWhatTheCudaKernelsCannotTake) {
+  auto msg = [](auto f) {
+    try {
+      f();
+    } catch (const NotImplementedError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(msg([] { check_kernel_caps("add", "cuda", {DType::Complex64}, {1}); }),
+            "[add] complex64 is not supported by add on cuda devices yet. Got a complex64 operand "
+            "or result; expected a real dtype on cuda devices. Run this step on CPU devices "
+            "(tsr::device_put(x, tsr::devices(tsr::Platform::CPU)[0])) or work on the real and "
+            "imaginary parts (tsr::real, tsr::imag).");
+  EXPECT_NO_THROW(check_kernel_caps("add", "cpu", {DType::Complex64}, {1}));
+  for (const char* ok : {"transpose", "gather", "scatter_add", "fft", "real", "select_n"})
+    EXPECT_NO_THROW(check_kernel_caps(ok, "cuda", {DType::Complex128, DType::Int32}, {2, 1})) << ok;
+  for (const char* no : {"dot_general", "reduce_sum", "cumsum", "exp", "iota"})
+    EXPECT_NE(msg([&] { check_kernel_caps(no, "cuda", {DType::Complex64}, {2}); }), "(no error)")
+        << no;
+  EXPECT_NE(msg([] { check_kernel_caps("add", "cuda", {DType::Float32}, {17}); })
+                .find("[add] an operand or result of rank 17 is too many dims for add on cuda "
+                      "devices. Got rank 17; expected at most 16."),
+            std::string::npos);
+  EXPECT_NO_THROW(check_kernel_caps("add", "cuda", {DType::Float32}, {16}));
+  EXPECT_NE(msg([] { check_kernel_caps("gather", "cpu", {DType::Float32}, {65}); }), "(no error)");
+  // Every CUDA kernel has caps (set where it is registered).
+  for (const auto& name : kernel_names("cuda"))
+    EXPECT_EQ(kernel_caps(name.c_str(), "cuda").max_rank, cuda::kMaxDims) << name;
+}
+
 TEST(CudaHost, EmbeddedHeadersAreTheSources) {
   std::set<std::string> names;
   for (const auto& h : nvrtc_headers()) {

@@ -59,6 +59,21 @@ KernelFn find_kernel(const char* prim, const char* backend = "cpu");
 /** Every (prim, backend) pair registered, for the coverage test. */
 bool has_kernel(const char* prim, const char* backend = "cpu");
 
+/** What a backend's kernel takes beyond its primitive's rule: the platform's limits,
+ *  checked when a step is lowered, so a kernel never meets what it cannot compute. */
+struct KernelCaps {
+  bool complex = true;    /**< takes complex operands / results (where the rule does) */
+  int max_rank = 1 << 30; /**< the most dims of any operand or result */
+};
+/** Sets the caps of prim's kernel on backend (default: KernelCaps{}). */
+void set_kernel_caps(const char* prim, const char* backend, KernelCaps caps);
+/** The caps of prim's kernel on backend. */
+KernelCaps kernel_caps(const char* prim, const char* backend);
+/** NotImplementedError "[prim] ... on <backend> devices ..." when one of the step's
+ *  operand or result types (dtype, rank) exceeds the caps of its kernel on backend. */
+void check_kernel_caps(const char* prim, const char* backend, const std::vector<DType>& dtypes,
+                       const std::vector<int>& ranks);
+
 /** The primitive names that have a kernel on `backend`, sorted (coverage tests). */
 std::vector<std::string> kernel_names(const char* backend);
 

@@ -496,7 +496,18 @@ struct Lowerer {
                                    use_pick ? picked->second.out : out_t);
     Executable::Step st;
     st.prim = e.prim;
-    st.fn = find_kernel(e.prim->name(), backend_name(me.devices()));  // the mesh's platform
+    const char* backend = backend_name(me.devices());  // the mesh's platform
+    st.fn = find_kernel(e.prim->name(), backend);
+    {
+      std::vector<DType> dts;
+      std::vector<int> ranks;
+      for (const auto* ts : {&in_t, &out_t})
+        for (const ArrayType& t : *ts) {
+          dts.push_back(t.dtype);
+          ranks.push_back(static_cast<int>(t.ndim()));
+        }
+      check_kernel_caps(e.prim->name(), backend, dts, ranks);
+    }
     st.mesh = me;
     for (size_t i = 0; i < e.ins.size(); ++i) {
       because("operand " + std::to_string(i) + " of " + e.prim->name(), true);

@@ -1,5 +1,6 @@
 // The CPU kernel table: one line per primitive name. Families share a kernel
 // that reads its op from the primitive's parameters.
+#include "tsr/backends/common/gather_scatter_plan.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 
 namespace tsr::detail {
@@ -124,6 +125,10 @@ void register_cpu_kernels() {
   reg("scatter_mul", cpu::scatter);
   reg("scatter_min", cpu::scatter);
   reg("scatter_max", cpu::scatter);
+  // The plans hold per-dim arrays of kCpuIndexingMaxDims entries.
+  for (const char* n : {"gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul",
+                        "scatter_min", "scatter_max"})
+    set_kernel_caps(n, "cpu", {.max_rank = kCpuIndexingMaxDims});
 
   // Creation.
   reg("iota", cpu::iota);

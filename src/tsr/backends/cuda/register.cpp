@@ -6,7 +6,11 @@
 namespace tsr::detail {
 
 void register_cuda_kernels() {
-  auto reg = [](const char* name, KernelFn fn) { register_kernel(name, "cuda", fn); };
+  // The strided kernels take at most kMaxDims dims; complex only where listed below.
+  auto reg = [](const char* name, KernelFn fn) {
+    register_kernel(name, "cuda", fn);
+    set_kernel_caps(name, "cuda", {.complex = false, .max_rank = cuda::kMaxDims});
+  };
   for (const char* n :
        {"neg", "abs",   "sign",     "floor", "ceil",      "round",  "exp",    "exp2",
         "log", "log1p", "expm1",    "sqrt",  "rsqrt",     "square", "sin",    "cos",
@@ -70,6 +74,18 @@ void register_cuda_kernels() {
     reg(n, cuda::reduce_window);
   reg("select_and_gather_add", cuda::select_and_gather_add);
   reg("select_and_scatter_add", cuda::select_and_scatter_add);
+  // The kernels that move complex elements as bytes, or compute on them: the other
+  // complex primitives (arithmetic, reductions, scans, dot_general, iota, conversions)
+  // are refused on CUDA devices when a step is lowered (check_kernel_caps).
+  // clang-format off
+  for (const char* n :
+       {"select_n", "reshape", "squeeze", "bitcast_convert_type", "reshard", "stop_gradient",
+        "transpose", "broadcast_in_dim", "slice", "rev", "pad", "concatenate", "split",
+        "dynamic_slice", "dynamic_update_slice", "full", "gather", "scatter", "scatter_add",
+        "scatter_sub", "scatter_mul", "scatter_min", "scatter_max", "real", "imag", "conj",
+        "complex", "fft"})
+    // clang-format on
+    set_kernel_caps(n, "cuda", {.complex = true, .max_rank = cuda::kMaxDims});
 }
 
 }  // namespace tsr::detail
