@@ -16,6 +16,14 @@
 namespace tsr::detail {
 namespace {
 
+// Never throws: a group outliving the driver (process exit) leaks its scratch.
+void free_quietly(const DeviceRank& r, void* p) noexcept {
+  try {
+    r.mem.ops->free(r.gpu, p);
+  } catch (...) {
+  }
+}
+
 const char* at(const void* p, int64_t off) { return static_cast<const char*>(p) + off; }
 char* at(void* p, int64_t off) { return static_cast<char*>(p) + off; }
 
@@ -30,7 +38,7 @@ class DeviceGroup final : public GroupImpl {
   ~DeviceGroup() override {
     for (size_t r = 0; r < bufs_.size(); ++r)
       for (Buf& b : bufs_[r].slot)
-        if (b.ptr) ranks_[r].mem.ops->free(ranks_[r].gpu, b.ptr);
+        if (b.ptr) free_quietly(ranks_[r], b.ptr);
   }
 
   int size() const override { return rv_.size(); }
