@@ -80,14 +80,21 @@ Staging& staging(cudaStream_t s) {
   return *p;
 }
 
+// A transfer under kStagedFrom bytes, straight from / to pageable memory and synced
+// (the async call returns once the bytes are staged, but only the sync makes that a
+// guarantee for every driver version); false for larger ones.
+bool direct(void* s, void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  if (n >= kStagedFrom) return false;
+  check(cudaMemcpyAsync(dst, src, n, kind, as_stream(s)), "transfer",
+        kind == cudaMemcpyDeviceToHost ? "cudaMemcpyAsync(DeviceToHost)"
+                                       : "cudaMemcpyAsync(HostToDevice)");
+  sync(s);
+  return true;
+}
+
 void to_host(void* s, void* dst, const void* src, size_t n) {
+  if (direct(s, dst, src, n, cudaMemcpyDeviceToHost)) return;
   const cudaStream_t st = as_stream(s);
-  if (n < kStagedFrom) {
-    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, st), "transfer",
-          "cudaMemcpyAsync(DeviceToHost)");
-    sync(s);
-    return;
-  }
   Staging& g = staging(st);
   std::lock_guard<std::mutex> lock(g.mu);
   auto* out = static_cast<char*>(dst);
@@ -115,15 +122,8 @@ void to_host(void* s, void* dst, const void* src, size_t n) {
 // Returns once src is copied out (into a pinned chunk): the last DMAs may still run,
 // and the next transfer on the stream waits for them before reusing the chunks.
 void to_device(void* s, void* dst, const void* src, size_t n) {
+  if (direct(s, dst, src, n, cudaMemcpyHostToDevice)) return;
   const cudaStream_t st = as_stream(s);
-  if (n < kStagedFrom) {
-    // Pageable memory: the call returns once the bytes are staged, but only the sync
-    // makes that a guarantee for every driver version.
-    check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, st), "transfer",
-          "cudaMemcpyAsync(HostToDevice)");
-    sync(s);
-    return;
-  }
   Staging& g = staging(st);
   std::lock_guard<std::mutex> lock(g.mu);
   auto* out = static_cast<char*>(dst);
