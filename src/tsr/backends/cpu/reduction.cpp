@@ -14,6 +14,7 @@
 #include "tsr/backends/common/strided_plans.h"
 #include "tsr/backends/cpu/cpu_kernels.h"
 #include "tsr/backends/cpu/vecmath.h"
+#include "tsr/core/convert.h"
 #include "tsr/error.h"
 #include "tsr/prims/reduction.h"
 
@@ -303,21 +304,28 @@ void arg_reduce(const KernelArgs& a) {
     return;
   }
   DType it = (*a.out)[0].dtype;
+  if (!is_integer(it)) unsupported_dtype(p.name(), it, "an integer index dtype (int32)");
+  // The loops write int32 or int64 (other index dtypes go through an int64 block and
+  // a conversion): instantiating them for every index dtype doubled this file's
+  // compile time.
+  const bool direct = it == DType::Int32 || it == DType::Int64;
+  std::vector<int64_t> wide(direct ? 0 : static_cast<size_t>(no * ni));
   dispatch_dtype((*a.in)[0].dtype, [&](auto tag) {
     using T = decltype(tag);
-    dispatch_dtype(it, [&](auto itag) {
-      using I = decltype(itag);
-      if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
-        if (p.is_max()) {
-          arg_typed<true>(a.i<T>(0), a.o<I>(0), no, n, ni);
-        } else {
-          arg_typed<false>(a.i<T>(0), a.o<I>(0), no, n, ni);
-        }
+    auto run = [&](auto* out) {
+      if (p.is_max()) {
+        arg_typed<true>(a.i<T>(0), out, no, n, ni);
       } else {
-        unsupported_dtype(p.name(), it, "an integer index dtype (int32)");
+        arg_typed<false>(a.i<T>(0), out, no, n, ni);
       }
-    });
+    };
+    if (it == DType::Int32) {
+      run(a.o<int32_t>(0));
+    } else {
+      run(direct ? a.o<int64_t>(0) : wide.data());
+    }
   });
+  if (!direct) convert(wide.data(), DType::Int64, a.out_ptr[0], it, no * ni);
 }
 
 }  // namespace tsr::detail::cpu
