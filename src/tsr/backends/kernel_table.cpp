@@ -65,19 +65,19 @@ KernelCaps kernel_caps(const char* prim, const char* backend) {
 void check_kernel_caps(const char* prim, const char* backend, const std::vector<DType>& dtypes,
                        const std::vector<int>& ranks) {
   const KernelCaps c = kernel_caps(prim, backend);
-  const std::string on = std::string(" on ") + backend + " devices";
+  auto on = [&] { return std::string(" on ") + backend + " devices"; };
   for (DType t : dtypes)
     if (!c.complex && is_complex(t))
       throw NotImplementedError(std::string("[") + prim + "] " + dtype_name(t) +
-                                " is not supported by " + prim + on + " yet. Got a " +
-                                dtype_name(t) + " operand or result; expected a real dtype" + on +
+                                " is not supported by " + prim + on() + " yet. Got a " +
+                                dtype_name(t) + " operand or result; expected a real dtype" + on() +
                                 ". Run this step on CPU devices (tsr::device_put(x, "
                                 "tsr::devices(tsr::Platform::CPU)[0])) or work on the real and "
                                 "imaginary parts (tsr::real, tsr::imag).");
   for (int r : ranks)
     if (r > c.max_rank)
       throw NotImplementedError(std::string("[") + prim + "] an operand or result of rank " +
-                                std::to_string(r) + " is too many dims for " + prim + on +
+                                std::to_string(r) + " is too many dims for " + prim + on() +
                                 ". Got rank " + std::to_string(r) + "; expected at most " +
                                 std::to_string(c.max_rank) +
                                 ". Reshape to merge dims first, or run this step on CPU devices.");

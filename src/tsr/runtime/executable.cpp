@@ -1011,8 +1011,6 @@ void Executable::run_task(int di, std::exception_ptr err, const BufferList& ins,
 }
 
 namespace {
-// Temporaries of a step's host code: the device's allocator on a CPU device, the host
-// heap while an accelerator's step runs staged through host memory.
 // A block-moving collective on one device: the block permutation before the Group
 // call (into a temporary), the call, and the permutation after it.
 void run_layout_collective(const Executable::Step& st, const Group& g, const void* in, void* out,

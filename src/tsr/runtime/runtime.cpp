@@ -316,10 +316,10 @@ std::shared_ptr<GroupImpl> Runtime::group(const std::vector<int>& device_ids) {
       std::any_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
   const bool all =
       std::all_of(device_ids.begin(), device_ids.end(), [&](int d) { return is_local(d); });
+  const auto accel = static_cast<size_t>(
+      std::count_if(device_ids.begin(), device_ids.end(), [](int d) { return d >= kAccelSlot; }));
   // Accelerator devices (always all of this process) exchange device memory directly.
-  const bool accel =
-      std::all_of(device_ids.begin(), device_ids.end(), [](int d) { return d >= kAccelSlot; });
-  if (all && accel) {
+  if (all && accel == device_ids.size()) {
     std::vector<DeviceRank> ranks;
     for (int d : device_ids) ranks.push_back({memory(d), gpu_of(d)});
     g = make_device_group(std::move(ranks));
@@ -331,8 +331,7 @@ std::shared_ptr<GroupImpl> Runtime::group(const std::vector<int>& device_ids) {
     g = make_threads_group(static_cast<int>(device_ids.size()));
     // CPU and accelerator devices together (an input moving onto a GPU mesh): the
     // accelerator ranks take part through host copies.
-    if (all &&
-        std::any_of(device_ids.begin(), device_ids.end(), [](int d) { return d >= kAccelSlot; })) {
+    if (all && accel > 0) {
       std::vector<DeviceMemory> mems;
       for (int d : device_ids) mems.push_back(memory(d));
       g = make_staged_group(std::move(g), std::move(mems));

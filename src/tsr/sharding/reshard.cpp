@@ -410,9 +410,8 @@ struct Scratch {
 
 // all_gather of whole source blocks; scattered into the destination block unless the
 // ranks' blocks already sit there in rank order.
-void run_all_gather(const Plan& plan, const DevicePlan& dp, int dev, const void* sp, void* dst,
-                    GroupSequence& seq) {
-  const DeviceMemory mem = Runtime::get().memory(dev);
+void run_all_gather(const Plan& plan, const DevicePlan& dp, int dev, const DeviceMemory& mem,
+                    const void* sp, void* dst, GroupSequence& seq) {
   const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
   const int64_t count = numel(plan.src_local);
   const size_t block = static_cast<size_t>(count) * isz;
@@ -436,9 +435,8 @@ void run_all_gather(const Plan& plan, const DevicePlan& dp, int dev, const void*
 
 // reduce_scatter of the partial block's pieces (packed in rank order unless they already
 // are), then the all_reduce over the reduced axes the destination does not shard by.
-void run_reduce_scatter(const Plan& plan, const DevicePlan& dp, int dev, const void* sp, void* dst,
-                        GroupSequence& seq) {
-  const DeviceMemory mem = Runtime::get().memory(dev);
+void run_reduce_scatter(const Plan& plan, const DevicePlan& dp, int dev, const DeviceMemory& mem,
+                        const void* sp, void* dst, GroupSequence& seq) {
   const size_t isz = static_cast<size_t>(itemsize(plan.dtype));
   const int64_t count = numel(plan.dst_local);
   const size_t piece = static_cast<size_t>(count) * isz;
@@ -461,8 +459,9 @@ void run_plan(const Plan& plan, int u, const void* sp, void* dst, GroupSequence&
   const DevicePlan& dp = plan.dev[u];
   int dev = plan.ids[u];
   const DeviceMemory mem = Runtime::get().memory(dev);
-  if (plan.kind == PlanKind::AllGather) return run_all_gather(plan, dp, dev, sp, dst, seq);
-  if (plan.kind == PlanKind::ReduceScatter) return run_reduce_scatter(plan, dp, dev, sp, dst, seq);
+  if (plan.kind == PlanKind::AllGather) return run_all_gather(plan, dp, dev, mem, sp, dst, seq);
+  if (plan.kind == PlanKind::ReduceScatter)
+    return run_reduce_scatter(plan, dp, dev, mem, sp, dst, seq);
   size_t isz = static_cast<size_t>(itemsize(plan.dtype));
   size_t dst_bytes = static_cast<size_t>(numel(plan.dst_local)) * isz;
   std::optional<Scratch> reduced;
